@@ -1,0 +1,56 @@
+"""Name contracts shared with Kuadrant dns-operator (ARCHITECTURE.md §4)."""
+
+from __future__ import annotations
+
+import hashlib
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+KLB = "klb"
+TXT_PREFIX = "kuadrant-"
+# `kuadrant-` + 8-char owner hash + `-` + up to 5-char type + `-` = 24 octets for `cname-`.
+TXT_PREFIX_OCTETS = 24
+MAX_LABEL = 63
+MAX_FIRST_LABEL_ON_TXT_ZONES = MAX_LABEL - TXT_PREFIX_OCTETS
+
+
+def short_hash(value: str, length: int) -> str:
+    """SHA-224 of ``value`` as a big-endian integer, in base 36, first ``length`` chars."""
+    number = int.from_bytes(hashlib.sha224(value.encode("utf-8")).digest(), "big")
+    digits: list[str] = []
+    while number:
+        number, rem = divmod(number, 36)
+        digits.append(_ALPHABET[rem])
+    return "".join(reversed(digits))[:length]
+
+
+def lb_host(host: str) -> str:
+    """The host the klb names hang under: a leading ``*.`` is dropped."""
+    return host[2:] if host.startswith("*.") else host
+
+
+def klb_name(host: str) -> str:
+    return f"{KLB}.{lb_host(host)}"
+
+
+def geo_name(host: str, geo: str) -> str:
+    return f"{geo.lower()}.{KLB}.{lb_host(host)}"
+
+
+def cluster_target_name(host: str, cluster_id: str, gateway: str, namespace: str) -> str:
+    prefix = f"{short_hash(cluster_id, 6)}-{short_hash(f'{gateway}-{namespace}', 6)}"
+    return f"{prefix}.{KLB}.{lb_host(host)}"
+
+
+def root_host_of(name: str) -> str:
+    """The listener host a record name belongs to (undoes the klb layout)."""
+    marker = f".{KLB}."
+    if name.startswith(f"{KLB}."):
+        return name[len(KLB) + 1 :]
+    idx = name.find(marker)
+    if idx >= 0:
+        return name[idx + len(marker) :]
+    return lb_host(name)
+
+
+def first_label(name: str) -> str:
+    return name.split(".", 1)[0]

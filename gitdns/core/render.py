@@ -67,12 +67,24 @@ def _double_quoted(text: str) -> str:
             out.append("\\n")
         elif char == "\t":
             out.append("\\t")
-        elif ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 or char in "\u2028\u2029\ufeff":
-            out.append(f"\\u{ord(char):04x}")
+        elif not _printable(char):
+            out.append(f"\\u{ord(char):04x}")  # every non-printable is in the BMP
         else:
             out.append(char)
     out.append('"')
     return "".join(out)
+
+
+def _printable(char: str) -> bool:
+    """YAML's printable set, less the line breaks YAML 1.1 knows beyond \\n (NEL, LS, PS)
+    and the byte-order mark: everything else is written as an escape."""
+    code = ord(char)
+    return (
+        0x20 <= code <= 0x7E
+        or (0xA0 <= code <= 0xD7FF and code not in (0x2028, 0x2029))
+        or (0xE000 <= code <= 0xFFFD and code != 0xFEFF)
+        or code >= 0x10000
+    )
 
 
 def make_environment(sources: Mapping[str, str]) -> jinja2.Environment:

@@ -37,9 +37,7 @@ _NUMBER = re.compile(
     r"[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?0[xXoObB][0-9a-fA-F_]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
 )
-_KEYWORDS = frozenset(
-    {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none", "nan", "inf"}
-)
+_KEYWORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null", "none", "nan", "inf"})
 
 
 def yaml_scalar(value: object) -> str:

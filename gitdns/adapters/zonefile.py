@@ -1,0 +1,140 @@
+"""RFC 1035 master files and CoreDNS weight files from a rendered `View` (dnspython).
+
+`to_master_file` builds a ``dns.zone.Zone`` from a view's plain record sets, adds a
+generated SOA (serial passed in, e.g. the store version, else derived from the content)
+and, when the view has no apex NS, an NS (plus its address when it lies inside the zone),
+and writes it relativized.  Store names carry no trailing dot; the names inside CNAME, NS,
+MX and SRV values are made absolute here.  `weights_file` writes the view's weights in the
+format of CoreDNS's ``loadbalance weighted`` WEIGHTFILE: a domain name on its own line,
+then ``<address> <weight>`` lines (weights 1..255), ``#`` comments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.zone
+
+from gitdns.core.records import RecordSet, in_zone
+from gitdns.core.views import View
+
+# Index of the value field holding a domain name, per type (-1: the last field).
+_NAME_FIELD = {"CNAME": 0, "NS": 0, "MX": 1, "SRV": 3}
+_TXT_CHUNK = 255
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneDefaults:
+    """What a rendered zone gets when the store does not say: SOA fields and an NS."""
+
+    primary_ns: str = ""  # "" -> ns1.<domain>
+    hostmaster: str = ""  # "" -> hostmaster.<domain>
+    ns_addresses: tuple[str, ...] = ("127.0.0.1",)  # for an in-zone primary NS with no address
+    ttl: int = 300
+    refresh: int = 3600
+    retry: int = 600
+    expire: int = 86400
+    minimum: int = 300
+
+
+def _absolute(name: str) -> str:
+    return name if name.endswith(".") else f"{name}."
+
+
+def _txt_text(value: str) -> str:
+    if value.startswith('"'):
+        return value  # already in presentation format
+    raw = value.encode("utf-8")
+    chunks = [raw[i : i + _TXT_CHUNK] for i in range(0, len(raw), _TXT_CHUNK)] or [b""]
+    parts = []
+    for chunk in chunks:
+        text = chunk.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\").replace('"', '\\"')
+        parts.append(f'"{text}"')
+    return " ".join(parts)
+
+
+def rdata_text(rtype: str, value: str) -> str:
+    """A store value in master-file presentation format (absolute names, quoted TXT)."""
+    if rtype == "TXT":
+        return _txt_text(value)
+    index = _NAME_FIELD.get(rtype)
+    if index is None:
+        return value
+    fields = value.split()
+    if len(fields) > index:
+        fields[index] = _absolute(fields[index])
+    return " ".join(fields)
+
+
+def content_serial(domain: str, view: View) -> int:
+    """A serial derived from the content (1..2**31-1) when no version is passed in."""
+    digest = hashlib.sha256(domain.encode())
+    for rec in view.records:
+        digest.update(f"{rec.name} {rec.type} {rec.ttl} {' '.join(rec.values)}\n".encode())
+    return int.from_bytes(digest.digest()[:4], "big") % (2**31 - 1) + 1
+
+
+def _add(zone: dns.zone.Zone, rec: RecordSet) -> None:
+    origin = zone.origin
+    assert origin is not None
+    name = dns.name.from_text(rec.name).relativize(origin)
+    rdtype = dns.rdatatype.from_text(rec.type)
+    rdataset = zone.find_rdataset(name, rdtype, create=True)
+    for value in rec.values:
+        rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, rdata_text(rec.type, value), origin=origin)
+        rdataset.add(rdata, rec.ttl)
+
+
+def _apex_records(domain: str, view: View, defaults: ZoneDefaults, serial: int) -> list[RecordSet]:
+    primary = (defaults.primary_ns or f"ns1.{domain}").rstrip(".")
+    hostmaster = (defaults.hostmaster or f"hostmaster.{domain}").rstrip(".")
+    soa = (
+        f"{primary}. {hostmaster}. {serial} {defaults.refresh} {defaults.retry} "
+        f"{defaults.expire} {defaults.minimum}"
+    )
+    out = [RecordSet(domain, "SOA", defaults.ttl, (soa,))]
+    have = {(r.name, r.type) for r in view.records}
+    if (domain, "NS") in have:
+        return out
+    out.append(RecordSet(domain, "NS", defaults.ttl, (primary,)))
+    has_address = (primary, "A") in have or (primary, "AAAA") in have
+    if in_zone(primary, domain) and not has_address and defaults.ns_addresses:
+        v4 = tuple(a for a in defaults.ns_addresses if ":" not in a)
+        v6 = tuple(a for a in defaults.ns_addresses if ":" in a)
+        out.extend(RecordSet(primary, t, defaults.ttl, vals) for t, vals in (("A", v4), ("AAAA", v6)) if vals)
+    return out
+
+
+def to_master_file(
+    domain: str, view: View, defaults: ZoneDefaults | None = None, serial: int | None = None
+) -> str:
+    """The view as an RFC 1035 master file for zone ``domain`` (names relative to it)."""
+    defaults = defaults or ZoneDefaults()
+    serial = serial if serial else content_serial(domain, view)
+    zone = dns.zone.Zone(dns.name.from_text(domain), relativize=True)
+    for rec in (*_apex_records(domain, view, defaults, serial), *view.records):
+        _add(zone, rec)
+    buf = io.StringIO()
+    buf.write(f"; zone {domain}, view {view.name}: generated by gitdns from the record store\n")
+    for note in view.notes:
+        buf.write(f"; note: {note}\n")
+    zone.to_file(buf, sorted=True, relativize=True, want_origin=True)
+    return buf.getvalue()
+
+
+def weights_file(view: View) -> str:
+    """The view's weights as a CoreDNS ``loadbalance weighted`` WEIGHTFILE."""
+    lines = [f"# view {view.name}: generated by gitdns (CoreDNS loadbalance weighted)"]
+    current = ""
+    for name, address, weight in view.weights:
+        if name != current:
+            lines.extend(["", _absolute(name)])
+            current = name
+        lines.append(f"{address} {weight}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,59 @@
+"""The provider factory: a Zone's ``spec.provider`` to a `Provider`.
+
+Each provider module is imported only when a zone uses it, so an agent that runs only the
+embedded `local` store never imports a cloud SDK.  To add a provider, add a builder to
+``_BUILDERS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gitdns.core.model import ProviderRef
+from gitdns.errors import ConfigError
+from gitdns.providers.base import Provider
+
+DEFAULT_LOCAL_PATH = "store"
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(f"gitdns.providers.{name}")
+
+
+def _memory(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
+    provider: Provider = _module("memory").MemoryProvider()
+    return provider
+
+
+def _local(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
+    raw = ref.setting("path", DEFAULT_LOCAL_PATH) or DEFAULT_LOCAL_PATH
+    directory = Path(raw).expanduser()
+    if not directory.is_absolute():
+        directory = base_dir / directory
+    provider: Provider = _module("local").LocalProvider(directory)
+    return provider
+
+
+_BUILDERS: dict[str, Callable[[str, ProviderRef, Path], Provider]] = {
+    "local": _local,
+    "memory": _memory,
+}
+
+
+def known_types() -> tuple[str, ...]:
+    return tuple(sorted(_BUILDERS))
+
+
+def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
+    """The provider for a zone.  ``base_dir`` anchors relative paths in the settings
+    (the `local` store's ``path``, default ``store``)."""
+    builder = _BUILDERS.get(ref.type)
+    if builder is None:
+        raise ConfigError(
+            f"spec.provider.type: unknown provider type {ref.type!r} for zone {zone_domain}; "
+            f"known types: {', '.join(known_types())}"
+        )
+    return builder(zone_domain, ref, base_dir)

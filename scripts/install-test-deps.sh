@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Install what the test suite needs, idempotently (run as root, e.g. by .ci/run):
+#   - BIND 9 (named, named-checkzone), dig and dnsmasq from Debian, unless all are present;
+#   - this package in editable mode with its `test` extras.
+# A /usr/sbin/policy-rc.d that refuses service starts is written first (when absent), so
+# installing bind9 or dnsmasq does not start a daemon that holds port 53 during the tests.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+TOOLS=(named named-checkzone dig dnsmasq)
+APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base)
+
+have() {
+    command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]
+}
+
+missing=()
+for tool in "${TOOLS[@]}"; do
+    have "$tool" || missing+=("$tool")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "install-test-deps: DNS tools present (${TOOLS[*]}): skipping apt"
+else
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-test-deps: missing ${missing[*]}; run as root to install ${APT_PACKAGES[*]}" >&2
+        exit 1
+    fi
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\n# written by gitdns scripts/install-test-deps.sh: never start services\nexit 101\n' \
+            >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+    fi
+    echo "install-test-deps: missing ${missing[*]}: installing ${APT_PACKAGES[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}"
+fi
+
+echo "install-test-deps: pip install -e .[test] with $("$PYTHON" --version 2>&1)"
+"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'

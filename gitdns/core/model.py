@@ -8,7 +8,7 @@ so that errors can name the file, line and YAML path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 API_VERSION = "gitdns.io/v1alpha1"
 KINDS = ("Zone", "Cluster", "DNSPolicy", "RecordSet", "Tenant", "NodePool", "ActiveGroups")
@@ -24,18 +24,18 @@ class Origin:
     line: int = 0  # the document's first line (1-based); 0 when unknown
 
 
-class Strategy(str, Enum):
+class Strategy(StrEnum):
     SIMPLE = "simple"
     LOADBALANCED = "loadbalanced"
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     DEFAULT = "default"
     PRIMARY = "primary"
     REMOTE = "remote"
 
 
-class Publisher(str, Enum):
+class Publisher(StrEnum):
     GITDNS = "gitdns"
     KUADRANT = "kuadrant"
 
@@ -247,9 +247,9 @@ class DesiredState:
         bare = host[2:] if host.startswith("*.") else host
         best: Zone | None = None
         for zone in self.zones:
-            if bare == zone.domain or bare.endswith("." + zone.domain):
-                if best is None or len(zone.domain) > len(best.domain):
-                    best = zone
+            inside = bare == zone.domain or bare.endswith("." + zone.domain)
+            if inside and (best is None or len(zone.domain) > len(best.domain)):
+                best = zone
         return best
 
     def groups_for_zone(self, zone_name: str) -> ActiveGroups | None:

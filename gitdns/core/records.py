@@ -8,7 +8,7 @@ sorted tuple of values.  Names are absolute, lower-case and carry no trailing do
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 
 # Types whose values from several owners merge into one multi-value record.
 MULTI_VALUE_TYPES = frozenset({"A", "AAAA", "TXT", "MX", "SRV", "CAA", "NS"})
@@ -64,7 +64,7 @@ class RecordSet:
         return f"{self.key} ttl={self.ttl}{extra} [{', '.join(self.values)}]"
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"

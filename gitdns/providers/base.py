@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot
 
 
-class Routing(str, Enum):
+class Routing(StrEnum):
     NONE = "none"  # plain DNS: no set identifiers
     WEIGHTED = "weighted"  # weighted rows only
     GEO = "geo"  # weighted and geo rows
 
 
-class CasGranularity(str, Enum):
+class CasGranularity(StrEnum):
     NONE = "none"  # the service cannot refuse a stale write (window documented)
     RECORD = "record"  # per record set (exact match, ETag, prerequisite)
     ZONE = "zone"  # whole-zone version

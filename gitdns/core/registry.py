@@ -1,0 +1,165 @@
+"""The ownership registry codec: Kuadrant-compatible TXT records (ARCHITECTURE.md §4).
+
+One TXT per owner per data record key.  Name: ``kuadrant-<hash8(owner)>-<type>-<name>``
+(a leading ``*`` becomes ``wildcard``); the TXT copies the data record's set identifier and
+routing.  Value: ``heritage=external-dns`` first, then ``external-dns/<key>=<value>`` pairs
+sorted by key: ``group``, ``owner``, ``rev``, ``targets`` (only while the value fits one
+255-octet TXT string) and ``version=1``.
+
+Kuadrant's legacy, unversioned entries are read too: names ``kuadrant-<type>-<name>`` (no
+owner hash) and values without ``external-dns/version``.  They are never written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gitdns.core.names import TXT_PREFIX, short_hash
+from gitdns.core.records import RECORD_TYPES, RecordKey, RecordSet
+
+HERITAGE = "heritage=external-dns"
+LABEL_PREFIX = "external-dns/"
+MAX_TXT_STRING = 255
+VERSION = "1"
+_TYPES_LOWER = {t.lower(): t for t in RECORD_TYPES}
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerLabels:
+    owner: str
+    group: str | None = None
+    rev: str | None = None
+    targets: tuple[str, ...] | None = None  # None: this owner claims the record's values
+    version: str | None = VERSION
+    extra: tuple[tuple[str, str], ...] = ()  # unknown labels, kept on rewrite
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipEntry:
+    """A decoded ownership TXT: which owner claims which data record key, with what."""
+
+    key: RecordKey  # the data record it refers to
+    labels: OwnerLabels
+    txt: RecordSet  # the TXT record as read
+
+    @property
+    def owner(self) -> str:
+        return self.labels.owner
+
+
+def txt_name(owner: str, rtype: str, dns_name: str) -> str:
+    name = "wildcard" + dns_name[1:] if dns_name.startswith("*") else dns_name
+    return f"{TXT_PREFIX}{short_hash(owner, 8)}-{rtype.lower()}-{name}"
+
+
+def parse_txt_name(name: str) -> tuple[str | None, str, str] | None:
+    """``(hash8 or None for legacy, record type, data record name)`` or None."""
+    if not name.startswith(TXT_PREFIX):
+        return None
+    rest = name[len(TXT_PREFIX) :]
+    head, sep, tail = rest.partition("-")
+    if not sep:
+        return None
+    owner_hash: str | None = None
+    if head.lower() not in _TYPES_LOWER and len(head) == 8:
+        owner_hash = head
+        head, sep, tail = tail.partition("-")
+        if not sep:
+            return None
+    rtype = _TYPES_LOWER.get(head.lower())
+    if rtype is None or not tail:
+        return None
+    if tail.startswith("wildcard.") or tail == "wildcard":
+        tail = "*" + tail[len("wildcard") :]
+    return owner_hash, rtype, tail
+
+
+def _pairs(labels: OwnerLabels, with_targets: bool) -> list[tuple[str, str]]:
+    pairs = [("owner", labels.owner)]
+    if labels.group:
+        pairs.append(("group", labels.group))
+    if labels.rev:
+        pairs.append(("rev", labels.rev))
+    if with_targets and labels.targets is not None:
+        pairs.append(("targets", ";".join(labels.targets)))
+    if labels.version:
+        pairs.append(("version", labels.version))
+    pairs.extend(labels.extra)
+    return sorted(pairs)
+
+
+def _join(pairs: list[tuple[str, str]]) -> str:
+    return ",".join([HERITAGE, *(f"{LABEL_PREFIX}{k}={v}" for k, v in pairs)])
+
+
+def encode(labels: OwnerLabels) -> tuple[str, bool]:
+    """The TXT value and whether the per-target ``targets`` label fitted."""
+    full = _join(_pairs(labels, True))
+    if len(full.encode("utf-8")) <= MAX_TXT_STRING or labels.targets is None:
+        return full, labels.targets is not None
+    return _join(_pairs(labels, False)), False
+
+
+def decode(value: str) -> OwnerLabels | None:
+    """Labels of an ownership TXT value; None when heritage is not external-dns."""
+    value = value.strip().strip('"')
+    parts = value.split(",")
+    if not parts or parts[0] != HERITAGE:
+        return None
+    found: dict[str, str] = {}
+    for part in parts[1:]:
+        key, sep, val = part.partition("=")
+        if not sep or not key.startswith(LABEL_PREFIX):
+            continue
+        found[key[len(LABEL_PREFIX) :]] = val
+    owner = found.pop("owner", "")
+    if not owner:
+        return None
+    targets_text = found.pop("targets", None)
+    targets = tuple(t for t in targets_text.split(";") if t) if targets_text is not None else None
+    return OwnerLabels(
+        owner=owner,
+        group=found.pop("group", None) or None,
+        rev=found.pop("rev", None) or None,
+        targets=targets,
+        version=found.pop("version", None),
+        extra=tuple(sorted(found.items())),
+    )
+
+
+def ownership_record(data: RecordSet, labels: OwnerLabels) -> tuple[RecordSet, bool]:
+    """The ownership TXT for ``data`` (same set identifier and routing) and whether its
+    per-target label fitted."""
+    value, fitted = encode(labels)
+    txt = RecordSet(
+        name=txt_name(labels.owner, data.type, data.name),
+        type="TXT",
+        ttl=data.ttl,
+        values=(value,),
+        set_id=data.set_id,
+        weight=data.weight,
+        geo=data.geo,
+    )
+    return txt, fitted
+
+
+def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
+    """Decode one TXT record set into an ownership entry, or None if it is not one."""
+    if txt.type != "TXT":
+        return None
+    parsed = parse_txt_name(txt.name)
+    if parsed is None:
+        return None
+    owner_hash, rtype, dns_name = parsed
+    for value in txt.values:
+        labels = decode(value)
+        if labels is None:
+            continue
+        if owner_hash is not None and short_hash(labels.owner, 8) != owner_hash:
+            continue
+        return OwnershipEntry(RecordKey(dns_name, rtype, txt.set_id), labels, txt)
+    return None
+
+
+def with_targets(labels: OwnerLabels, targets: tuple[str, ...] | None) -> OwnerLabels:
+    return replace(labels, targets=targets)

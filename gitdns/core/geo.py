@@ -33,7 +33,7 @@ ISO_COUNTRIES = frozenset(
     PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV
     SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI
     VN VU WF WS YE YT ZA ZM ZW
-    """.split()
+    """.split()  # noqa: SIM905
 )
 
 GOOGLE_REGIONS = frozenset(
@@ -45,7 +45,7 @@ GOOGLE_REGIONS = frozenset(
     europe-west10 europe-west12 me-central1 me-central2 me-west1 northamerica-northeast1
     northamerica-northeast2 northamerica-south1 southamerica-east1 southamerica-west1
     us-central1 us-east1 us-east4 us-east5 us-south1 us-west1 us-west2 us-west3 us-west4
-    """.split()
+    """.split()  # noqa: SIM905
 )
 
 _ROUTE53_STYLE = ROUTE53_CONTINENTS | ISO_COUNTRIES

@@ -1,0 +1,166 @@
+"""Where a problem is and how it reads: line numbers for YAML paths, schema errors in words.
+
+The loader parses with ruamel.yaml's fast C loader, whose plain dicts carry no positions.
+For the few documents that have problems, the file is parsed again with the round-trip
+loader, whose containers remember where each key and item starts (``.lc``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from gitdns.core.problems import Path, Problem
+
+
+@lru_cache(maxsize=32)
+def _documents(text: str) -> tuple[Any, ...]:
+    """Every document of ``text`` as round-trip containers; () if it does not parse."""
+    try:
+        return tuple(YAML(typ="rt").load_all(text))
+    except YAMLError:
+        return ()
+
+
+def _start_line(node: Any) -> int:
+    lc = getattr(node, "lc", None)
+    return int(lc.line) + 1 if lc is not None and lc.line is not None else 0
+
+
+def line_of(text: str, doc_index: int, path: Path) -> int:
+    """The 1-based line of ``path`` in document ``doc_index`` of ``text``.
+
+    When the path goes deeper than the document (a missing field, a wrong type), the line of
+    the deepest part that exists.  0 when the document cannot be found.
+    """
+    docs = _documents(text)
+    if not 0 <= doc_index < len(docs) or docs[doc_index] is None:
+        return 0
+    node = docs[doc_index]
+    line = _start_line(node) or 1
+    for part in path:
+        lc = getattr(node, "lc", None)
+        if lc is None:
+            break
+        if isinstance(node, Mapping) and part in node:
+            line = int(lc.key(part)[0]) + 1
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            line = int(lc.item(part)[0]) + 1
+        else:
+            break
+        node = node[part]
+    return line
+
+
+def doc_index_at(text: str, start_line: int) -> int | None:
+    """The index of the document whose content starts on ``start_line`` (1-based)."""
+    for index, doc in enumerate(_documents(text)):
+        if doc is not None and _start_line(doc) == start_line:
+            return index
+    return None
+
+
+def refine_lines(problems: Iterable[Problem], files: Mapping[str, str]) -> list[Problem]:
+    """Point each problem at the line of its path.
+
+    A problem made from a model object carries its document's first line (``Origin.line``);
+    this finds that document again and walks the path.  Files are re-parsed only when one of
+    their problems needs it.
+    """
+    out: list[Problem] = []
+    for problem in problems:
+        text = files.get(problem.file)
+        if text is None or not problem.path:
+            out.append(problem)
+            continue
+        index = doc_index_at(text, problem.line) if problem.line else 0
+        line = line_of(text, index, problem.path) if index is not None else 0
+        out.append(replace(problem, line=line or problem.line))
+    return out
+
+
+# --- schema errors in plain words --------------------------------------------------------------
+
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "empty",
+}
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (true/false)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "empty"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _range_hint(schema: Mapping[str, Any]) -> str:
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if low is not None and high is not None:
+        return f"use a value from {low} to {high}"
+    return f"use a value of at least {low}" if low is not None else f"use a value of at most {high}"
+
+
+def describe(file: str, error: Any) -> list[Problem]:
+    """One jsonschema error as problems in plain words (one per unknown field)."""
+    path = tuple(error.absolute_path)
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+    value, kind, rule = error.instance, error.validator, error.validator_value
+    about = str(schema.get("description", ""))
+
+    def problem(message: str, hint: str = about, where: tuple[str | int, ...] = path) -> Problem:
+        return Problem(file, where, message, hint=hint, code="SchemaViolation")
+
+    if kind == "additionalProperties" and isinstance(value, dict):
+        known = list(schema.get("properties", {}))
+        out = []
+        for key in (k for k in value if k not in known):
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
+            out.append(problem(f"unknown field {key!r}", hint, (*path, str(key))))
+        return out
+    if kind == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else str(rule)
+        field_about = schema.get("properties", {}).get(missing, {}).get("description", "")
+        return [problem(f"missing required field {missing!r}", f"add {missing}: {field_about}".rstrip(": "))]
+    simple: dict[str, Callable[[], tuple[str, str]]] = {
+        "type": lambda: (f"expected {_TYPE_WORDS.get(str(rule), str(rule))}, got {_what(value)}", about),
+        "enum": lambda: (f"{_what(value)} is not allowed here", "use one of: " + ", ".join(map(str, rule))),
+        "const": lambda: (f"{_what(value)} is not allowed here", f"use {rule}"),
+        "minimum": lambda: (f"{value} is below the minimum {rule}", _range_hint(schema)),
+        "exclusiveMinimum": lambda: (f"{value} must be greater than {rule}", _range_hint(schema)),
+        "maximum": lambda: (f"{value} is above the maximum {rule}", _range_hint(schema)),
+        "pattern": lambda: (f"{_what(value)} is not in the expected form", about),
+        "minLength": lambda: (
+            "must not be empty" if rule == 1 else f"is shorter than {rule} characters",
+            about,
+        ),
+        "maxLength": lambda: (f"is longer than {rule} characters", about),
+        "minItems": lambda: (f"needs at least {rule} item{'s' if rule != 1 else ''}", about),
+        "uniqueItems": lambda: ("lists the same item more than once", "remove the duplicates"),
+    }
+    if kind in simple:
+        message, hint = simple[kind]()
+        return [problem(message, hint)]
+    return [problem(error.message)]

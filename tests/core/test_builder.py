@@ -104,7 +104,8 @@ def test_custom_weight_first_match_wins() -> None:
 
 
 def test_excluded_addresses_by_ip_and_cidr() -> None:
-    policy = dataclasses.replace(POLICY, strategy=Strategy.SIMPLE, exclude_addresses=("10.0.0.0/8", "1.1.1.2"))
+    policy = dataclasses.replace(POLICY, strategy=Strategy.SIMPLE,
+                                 exclude_addresses=("10.0.0.0/8", "1.1.1.2"))
     state = dataclasses.replace(STATE, policies=(policy,))
     c = cluster("c", "c-uid", "1.1.1.1", "US")
     gw = dataclasses.replace(c.gateways[0], addresses=("1.1.1.1", "1.1.1.2", "10.1.2.3"))

@@ -83,15 +83,17 @@ def encode_store(zone: str, version: int, records: Mapping[RecordKey, RecordSet]
     return body.encode("utf-8")
 
 
-def _decode_row(row: Any) -> RecordSet:
+def _decode_row(row: Any) -> tuple[RecordKey, RecordSet]:
     name, rtype, set_id, ttl, weight, geo, values = row
-    if not (isinstance(name, str) and isinstance(rtype, str) and isinstance(set_id, str)):
+    if not (type(name) is str and type(rtype) is str and type(set_id) is str):
         raise TypeError("name, type and set_id must be strings")
     if type(ttl) is not int or not (weight is None or type(weight) is int):
         raise TypeError("ttl and weight must be integers")
-    if not (geo is None or isinstance(geo, str)) or not isinstance(values, list):
+    if not (geo is None or type(geo) is str) or type(values) is not list:
         raise TypeError("geo must be a string and values a list")
-    return RecordSet(name, rtype, ttl, tuple(values), set_id, weight, geo)
+    if not all(type(v) is str for v in values):
+        raise TypeError("values must be strings")
+    return RecordKey(name, rtype, set_id), RecordSet(name, rtype, ttl, tuple(values), set_id, weight, geo)
 
 
 def decode_store(path: Path, data: bytes, zone: str) -> tuple[int, dict[RecordKey, RecordSet]]:
@@ -112,12 +114,12 @@ def decode_store(path: Path, data: bytes, zone: str) -> tuple[int, dict[RecordKe
     records: dict[RecordKey, RecordSet] = {}
     for index, row in enumerate(rows):
         try:
-            rec = _decode_row(row)
+            key, rec = _decode_row(row)
         except (ValueError, TypeError) as exc:
             raise StoreCorruptError(path, f"record {index} is malformed ({exc}): {row!r}") from exc
-        if rec.key in records:
-            raise StoreCorruptError(path, f"record {index} repeats key {rec.key}")
-        records[rec.key] = rec
+        if key in records:
+            raise StoreCorruptError(path, f"record {index} repeats key {key}")
+        records[key] = rec
     return version, records
 
 

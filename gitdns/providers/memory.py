@@ -75,12 +75,16 @@ def split_valid(
     return good, tuple(bad.items())
 
 
+def _sort_key(rec: RecordSet) -> tuple[str, str, str]:
+    return (rec.name, rec.type, rec.set_id)  # RecordKey order, compared as plain tuples (fast)
+
+
 def filter_names(records: Iterable[RecordSet], names: Collection[str] | None) -> tuple[RecordSet, ...]:
     """Records sorted by key; with ``names``, only records whose name is one of them."""
     if names is None:
-        return tuple(sorted(records, key=lambda r: r.key))
+        return tuple(sorted(records, key=_sort_key))
     wanted = {normalize_name(n) for n in names}
-    return tuple(sorted((r for r in records if r.name in wanted), key=lambda r: r.key))
+    return tuple(sorted((r for r in records if r.name in wanted), key=_sort_key))
 
 
 def snapshot_names(names: Collection[str] | None) -> frozenset[str] | None:

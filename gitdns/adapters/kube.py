@@ -1,0 +1,27 @@
+"""Kubernetes access, imported only when a command needs it (the client is heavy)."""
+
+from __future__ import annotations
+
+from gitdns.errors import ConfigError, UnreachableError
+
+
+def kube_system_uid() -> str:
+    """The UID of the running cluster's kube-system namespace: the cluster id gitdns and
+    Kuadrant use as the owner id.  In-cluster credentials first, then the kubeconfig."""
+    try:
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as exc:
+        raise ConfigError("cluster-id needs the kubernetes client: pip install 'gitdns[kubernetes]'") from exc
+    try:
+        config.load_incluster_config()
+    except ConfigException:
+        try:
+            config.load_kube_config()
+        except (ConfigException, FileNotFoundError) as exc:
+            raise ConfigError(f"cluster-id: no in-cluster credentials and no usable kubeconfig ({exc})") from exc
+    try:
+        namespace = client.CoreV1Api().read_namespace("kube-system", _request_timeout=10)
+    except Exception as exc:  # the client raises urllib3 and ApiException types
+        raise UnreachableError(f"cluster-id: cannot read namespace kube-system: {type(exc).__name__}") from exc
+    return str(namespace.metadata.uid)

@@ -1,0 +1,1 @@
+"""Orchestration: the reconcile cycle and its wiring (the only layer naming concrete adapters)."""

@@ -1,0 +1,364 @@
+"""The `gitdns` command line.  The only module that prints.
+
+Imports are kept inside the command handlers so that `gitdns --help` starts fast and never
+loads a provider SDK, jinja2, jsonschema or ruamel.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitdns.agent.engine import Desired, ZoneOutcome
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # the desired state does not validate, or a command failed
+EXIT_USAGE = 2  # bad command line (argparse)
+EXIT_CHANGES = 3  # plan --exit-code: changes are pending
+EXIT_STALLED = 4  # apply: a zone stalled (mass change refused); nothing written there
+EXIT_CONFLICTS = 5  # apply: the rest applied, conflicting names left as they were
+
+EPILOG = """\
+exit codes:
+  0  success (plan --exit-code: nothing to change)
+  1  the desired state does not validate, or the command failed
+  2  bad command line
+  3  plan --exit-code: changes are pending
+  4  apply: a zone stalled (mass change refused); nothing was written to it
+  5  apply: conflicts were found; those names were left as they are, the rest applied
+
+examples:
+  gitdns validate example-repo
+  gitdns plan --repo example-repo --cluster cluster-a
+  gitdns plan --repo example-repo --all-clusters --format markdown
+  gitdns apply --repo example-repo --cluster cluster-a
+  gitdns zone show example.com --repo example-repo
+"""
+
+
+def _add_repo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
+                   help="the desired-state repository (a directory; default: .)")
+
+
+def _add_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
+    p.add_argument("--format", choices=choices, default=choices[0], help="output format")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gitdns",
+        description="GitOps DNS reconciler: desired DNS in git, zones reconciled per cluster.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check the desired state: every problem at once, with file:line",
+                       epilog="example: gitdns validate example-repo --format json")
+    p.add_argument("path", nargs="?", type=Path, default=Path("."), help="repository path (default: .)")
+    _add_format(p, ["text", "json"])
+
+    p = sub.add_parser("plan", help="show what apply would change (nothing is written)",
+                       epilog="examples:\n  gitdns plan --repo example-repo --cluster cluster-a\n"
+                              "  gitdns plan --repo example-repo --all-clusters --format markdown",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_repo(p)
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--cluster", metavar="ID", help="plan as this cluster (id or metadata.name)")
+    who.add_argument("--all-clusters", action="store_true",
+                     help="simulate every cluster in the repo and show the merged zone")
+    _add_format(p, ["text", "markdown", "json"])
+    p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
+    p.add_argument("--exit-code", action="store_true", help="exit 3 when changes are pending")
+    p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
+
+    p = sub.add_parser("apply", help="reconcile the cluster's zones now",
+                       epilog="example: gitdns apply --repo example-repo --cluster cluster-a")
+    _add_repo(p)
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--cluster", metavar="ID", help="apply as this cluster (id or metadata.name)")
+    who.add_argument("--all-clusters", action="store_true",
+                     help="apply as every cluster in turn (local development and demos)")
+    p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
+    p.add_argument("--force", action="store_true", help="allow a mass change the safety guard refuses")
+    p.add_argument("--dry-run", action="store_true", help="plan only; write nothing")
+    _add_format(p, ["text", "json"])
+
+    p = sub.add_parser("render", help="render Kuadrant DNSRecord manifests for publisher: kuadrant zones",
+                       epilog="example: gitdns render --repo example-repo --cluster cluster-a --out out/")
+    _add_repo(p)
+    p.add_argument("--cluster", metavar="ID", required=True)
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    p.add_argument("--namespace", default="default", help="namespace of the DNSRecords (default: default)")
+    p.add_argument("--templates", type=Path, default=None, metavar="DIR", help="override templates")
+    p.add_argument("--all-zones", action="store_true",
+                   help="render every zone, not only those whose publisher is kuadrant")
+
+    p = sub.add_parser("zone", help="inspect a zone")
+    zsub = p.add_subparsers(dest="zone_command", metavar="SUBCOMMAND", required=True)
+    zs = zsub.add_parser("show", help="what the zone publishes and who owns each value",
+                         epilog="example: gitdns zone show example.com --repo example-repo")
+    zs.add_argument("zone", help="zone domain or Zone metadata.name")
+    _add_repo(zs)
+    _add_format(zs, ["text", "json"])
+
+    sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
+                   epilog="uses in-cluster credentials, else the current kubeconfig context")
+    return parser
+
+
+def _err(message: str) -> None:
+    print(f"gitdns: {message}", file=sys.stderr)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from gitdns.agent.engine import load
+
+    desired = load(args.path)
+    problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
+    if args.format == "json":
+        doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],
+               "blockedZones": sorted(desired.blocked)}
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        for problem in problems:
+            print(problem.format())
+        state = desired.state
+        summary = (f"{len(state.zones)} zone(s), {len(state.clusters)} cluster(s), "
+                   f"{len(state.policies)} policy(ies), {len(state.record_sets)} record set(s), "
+                   f"{len(state.tenants)} tenant(s)")
+        if problems:
+            held = ", ".join(sorted(desired.blocked)) or "none"
+            print(f"{len(problems)} problem(s); zones held: {held}; {summary}")
+        else:
+            print(f"valid: {summary}")
+    return EXIT_ERROR if problems else EXIT_OK
+
+
+def _print_problems(desired: Desired) -> None:
+    for problem in desired.problems:
+        _err(problem.format())
+    if desired.problems:
+        _err(f"{len(desired.problems)} problem(s); zones held: {', '.join(sorted(desired.blocked)) or 'none'}")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile, simulate_all
+
+    desired = load(args.repo)
+    _print_problems(desired)
+    factory = default_factory(args.repo)
+    plans = []
+    if args.all_clusters:
+        return _plan_all(args, desired, factory)
+    cluster = find_cluster(desired, args.cluster)
+    outcomes = reconcile(desired, cluster, factory, dry_run=True, force=args.force, zones=args.zone)
+    for outcome in outcomes:
+        if outcome.skipped:
+            _err(f"zone {outcome.zone.domain}: {outcome.skipped}")
+        if outcome.plan is not None:
+            plans.append(outcome.plan)
+    _ = simulate_all
+    print(_format_plans(args.format, plans), end="")
+    if any(o.zone.name in desired.blocked for o in outcomes):
+        return EXIT_ERROR
+    return EXIT_CHANGES if args.exit_code and any(p.changes for p in plans) else EXIT_OK
+
+
+def _format_plans(fmt: str, plans: list[object]) -> str:
+    from gitdns.core import planfmt
+    from gitdns.core.plan import Plan
+
+    typed = [p for p in plans if isinstance(p, Plan)]
+    if fmt == "json":
+        return planfmt.to_json(typed)
+    if fmt == "markdown":
+        return planfmt.to_markdown(typed)
+    return planfmt.to_text(typed)
+
+
+def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> int:
+    import json
+
+    from gitdns.agent.engine import ProviderFactory, simulate_all
+    from gitdns.core import inventory, planfmt
+
+    assert callable(factory)
+    fac: ProviderFactory = factory
+    names = {c.id: c.name for c in desired.state.clusters}
+    out_json: list[dict[str, object]] = []
+    pending = False
+    for zone in desired.state.zones:
+        if args.zone and zone.name not in args.zone and zone.domain not in args.zone:
+            continue
+        if zone.name in desired.blocked:
+            _err(f"zone {zone.domain}: held, its desired state does not validate")
+            continue
+        sim = simulate_all(desired, zone, fac(zone), force=args.force)
+        plans = [p for _, p in sim.plans]
+        pending = pending or any(p.changes for p in plans)
+        rows = inventory.inventory(sim.after, names)
+        if args.format == "json":
+            out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p) for p in plans],
+                             "merged": json.loads(inventory.to_json(zone.domain, rows))["records"]})
+        elif args.format == "markdown":
+            print(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster"))
+            print("<details><summary>Merged zone after every cluster applied</summary>\n\n```")
+            print(inventory.to_text(zone.domain, rows), end="")
+            print("```\n</details>\n")
+        else:
+            print(planfmt.to_text(plans), end="")
+            print("merged zone after every cluster applied:")
+            print(inventory.to_text(zone.domain, rows))
+    if args.format == "json":
+        print(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
+    return EXIT_CHANGES if args.exit_code and pending else EXIT_OK
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    import json
+
+    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile
+
+    desired = load(args.repo)
+    _print_problems(desired)
+    factory = default_factory(args.repo)
+    clusters = list(desired.state.clusters) if args.all_clusters else [find_cluster(desired, args.cluster)]
+    results: list[tuple[str, ZoneOutcome]] = []
+    for cluster in clusters:
+        for outcome in reconcile(desired, cluster, factory, dry_run=args.dry_run, force=args.force,
+                                 zones=args.zone):
+            results.append((cluster.name, outcome))
+    if args.format == "json":
+        print(json.dumps([_outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
+    else:
+        for cluster_name, outcome in results:
+            print(_outcome_text(cluster_name, outcome, args.dry_run))
+    return _apply_exit(desired, [o for _, o in results])
+
+
+def _apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
+    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
+        return EXIT_ERROR
+    if any(o.plan is not None and o.plan.stalled for o in outcomes):
+        return EXIT_STALLED
+    if any(o.plan is not None and o.plan.conflicts and not o.plan.yielded for o in outcomes):
+        return EXIT_CONFLICTS
+    return EXIT_OK
+
+
+def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool) -> str:
+    from gitdns.core import planfmt
+
+    head = f"[{cluster}] zone {outcome.zone.domain}"
+    if outcome.skipped:
+        return f"{head}: skipped: {outcome.skipped}"
+    lines: list[str] = []
+    if outcome.plan is not None:
+        lines.append(planfmt.to_text([outcome.plan], show_txt=False).rstrip("\n"))
+        verb = "would write" if dry_run else "applied"
+        count = len(outcome.plan.changes) if dry_run else outcome.applied
+        extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
+        lines.append(f"{head}: {verb} {count} change(s){extra}")
+    lines.extend(f"{head}: error: {e}" for e in outcome.errors)
+    if outcome.views:
+        lines.append(f"{head}: rendered {len(outcome.views)} geo view file(s)")
+    return "\n".join(lines)
+
+
+def _outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
+    from gitdns.core import planfmt
+
+    return {
+        "cluster": cluster,
+        "zone": outcome.zone.domain,
+        "skipped": outcome.skipped or None,
+        "applied": outcome.applied,
+        "staleRetries": outcome.refused_retries,
+        "errors": outcome.errors,
+        "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
+    }
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from gitdns.agent.engine import find_cluster, load
+    from gitdns.agent.rendering import render_cluster
+
+    desired = load(args.repo)
+    _print_problems(desired)
+    cluster = find_cluster(desired, args.cluster)
+    written = render_cluster(desired, cluster, args.out, namespace=args.namespace,
+                             templates=args.templates, all_zones=args.all_zones)
+    for path in written:
+        print(path)
+    print(f"rendered {len(written)} DNSRecord manifest(s) into {args.out}", file=sys.stderr)
+    return EXIT_ERROR if desired.problems else EXIT_OK
+
+
+def cmd_zone_show(args: argparse.Namespace) -> int:
+    from gitdns.agent.engine import default_factory, load
+    from gitdns.core import inventory
+    from gitdns.errors import ConfigError
+
+    desired = load(args.repo)
+    zone = next((z for z in desired.state.zones if args.zone in (z.name, z.domain)), None)
+    if zone is None:
+        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
+        raise ConfigError(f"zone {args.zone}: not in {args.repo} (known: {known})")
+    snapshot = default_factory(args.repo)(zone).read(zone.domain)
+    rows = inventory.inventory(snapshot, {c.id: c.name for c in desired.state.clusters})
+    render = inventory.to_json if args.format == "json" else inventory.to_text
+    print(render(zone.domain, rows), end="")
+    return EXIT_OK
+
+
+def cmd_cluster_id(args: argparse.Namespace) -> int:
+    from gitdns.adapters.kube import kube_system_uid
+
+    print(kube_system_uid())
+    return EXIT_OK
+
+
+HANDLERS = {
+    "validate": cmd_validate,
+    "plan": cmd_plan,
+    "apply": cmd_apply,
+    "render": cmd_render,
+    "cluster-id": cmd_cluster_id,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from gitdns import __version__
+
+        print(f"gitdns {__version__}")
+        return EXIT_OK
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    handler = cmd_zone_show if args.command == "zone" else HANDLERS[args.command]
+    from gitdns.errors import GitdnsError
+
+    try:
+        return handler(args)
+    except GitdnsError as exc:
+        _err(f"{exc} (reason: {exc.reason})")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

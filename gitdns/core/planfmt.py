@@ -1,0 +1,127 @@
+"""Plan output: text for terminals, markdown for pull-request comments, JSON for tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from gitdns.core.plan import Conflict, Plan
+from gitdns.core.records import Action, Change, RecordSet
+
+_SIGN = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-"}
+
+
+def _values(rec: RecordSet | None) -> str:
+    if rec is None:
+        return ""
+    routing = []
+    if rec.set_id:
+        routing.append(f"set={rec.set_id}")
+    if rec.weight is not None:
+        routing.append(f"weight={rec.weight}")
+    if rec.geo is not None:
+        routing.append(f"geo={rec.geo}")
+    extra = f" {' '.join(routing)}" if routing else ""
+    return f"ttl={rec.ttl}{extra} [{', '.join(rec.values)}]"
+
+
+def change_line(change: Change) -> str:
+    rec = change.record
+    head = f"{_SIGN[change.action]} {rec.name} {rec.type}"
+    if change.action is Action.UPDATE:
+        return f"{head} {_values(change.old)} -> {_values(change.new)}"
+    return f"{head} {_values(rec)}"
+
+
+def _headline(plan: Plan) -> str:
+    counts = plan.summary()
+    state = f" STALLED ({plan.stalled})" if plan.stalled else ""
+    return (f"zone {plan.zone} owner {plan.owner}: {counts['create']} to create, "
+            f"{counts['update']} to update, {counts['delete']} to delete, "
+            f"{len(plan.conflicts)} conflict(s){state}")
+
+
+def _conflict_line(conflict: Conflict) -> str:
+    who = f" [owners: {', '.join(conflict.owners)}]" if conflict.owners else ""
+    return f"{conflict.reason}: {conflict.message}{who}"
+
+
+def to_text(plans: Sequence[Plan], *, show_txt: bool = True) -> str:
+    lines: list[str] = []
+    for plan in plans:
+        lines.append(_headline(plan))
+        if plan.authority.value != "own":
+            lines.append(f"  authority: {plan.authority.value}")
+        lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
+        lines.extend(f"  ! {_conflict_line(c)}" for c in plan.conflicts)
+        lines.extend(f"  note: {n}" for n in plan.notes)
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan") -> str:
+    out = [f"### {title}", ""]
+    for plan in plans:
+        out.append(f"**{_headline(plan)}**")
+        out.append("")
+        data = [c for c in plan.changes if c.key == c.group]
+        if data:
+            out.append("```diff")
+            out.extend(change_line(c) for c in data)
+            out.append("```")
+            hidden = len(plan.changes) - len(data)
+            if hidden:
+                out.append(f"<sub>{hidden} ownership TXT change(s) not shown</sub>")
+        else:
+            out.append("_No record changes._")
+        if plan.conflicts:
+            out.append("")
+            out.append("| reason | record | detail |")
+            out.append("|---|---|---|")
+            for c in plan.conflicts:
+                out.append(f"| {c.reason} | `{c.key}` | {c.message.replace('|', '/')} |")
+        out.extend(f"> {n}" for n in plan.notes)
+        out.append("")
+    return "\n".join(out)
+
+
+def record_dict(rec: RecordSet | None) -> dict[str, object] | None:
+    if rec is None:
+        return None
+    out: dict[str, object] = {"name": rec.name, "type": rec.type, "ttl": rec.ttl,
+                              "values": list(rec.values)}
+    if rec.set_id:
+        out["setIdentifier"] = rec.set_id
+    if rec.weight is not None:
+        out["weight"] = rec.weight
+    if rec.geo is not None:
+        out["geo"] = rec.geo
+    return out
+
+
+def plan_dict(plan: Plan) -> dict[str, object]:
+    return {
+        "zone": plan.zone,
+        "owner": plan.owner,
+        "authority": plan.authority.value,
+        "revision": plan.revision.label if plan.revision else None,
+        "stalled": plan.stalled,
+        "managed": plan.managed,
+        "summary": plan.summary(),
+        "changes": [
+            {"action": c.action.value, "group": str(c.group), "old": record_dict(c.old),
+             "new": record_dict(c.new), **({"reason": c.reason} if c.reason else {})}
+            for c in plan.changes
+        ],
+        "guards": [{"key": str(g.key), "present": g.present, "group": str(g.group), "why": g.why}
+                   for g in plan.guards],
+        "conflicts": [{"reason": c.reason, "key": str(c.key), "message": c.message,
+                       "owners": list(c.owners)} for c in plan.conflicts],
+        "notes": list(plan.notes),
+    }
+
+
+def to_json(plans: Iterable[Plan], extra: dict[str, object] | None = None) -> str:
+    doc: dict[str, object] = {"plans": [plan_dict(p) for p in plans]}
+    if extra:
+        doc.update(extra)
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -253,23 +253,33 @@ class LocalProvider:
     def views_dir(self, zone: str) -> Path:
         return self.path(zone).with_name(f"{normalize_name(zone)}.views")
 
+    def view_file_stem(self, view_name: str) -> str:
+        """A view's file name stem: the view name with anything unsafe made ``_``."""
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", view_name)
+        return f"_{stem}" if stem.startswith(".") else stem
+
     def render_views(self, zone: str) -> dict[str, str]:
-        """Render one RFC 1035 master file per geo view (plus a CoreDNS `loadbalance
-        weighted` file) into ``<dir>/<zone>.views/``; files are rewritten only when their
-        content changed.  Returns ``{view name: master file text}``.  The SOA serial is
-        the store version."""
+        """Render one RFC 1035 master file per geo view (``<view>.zone``) plus a CoreDNS
+        ``loadbalance weighted`` file (``<view>.weights``) into ``<dir>/<zone>.views/``.
+        Files are rewritten (atomically) only when their content changed; the SOA serial is
+        the store version.  Renderers take turns on ``<zone>.views.lock`` and read the store
+        under it, so the last renderer writes the newest version.  Files of views that no
+        longer exist are left in place (a server config may still name them).
+        Returns ``{view name: master file text}``."""
         zone = normalize_name(zone)
-        version, records = self._load(zone)
         out_dir = self.views_dir(zone)
         out_dir.mkdir(parents=True, exist_ok=True)
         texts: dict[str, str] = {}
-        for view_name, view in render_views(zone, records.values()).items():
-            text = to_master_file(zone, view, self.defaults, serial=version)
-            texts[view_name] = text
-            changed = write_if_changed(out_dir / f"{view_name}.zone", text)
-            write_if_changed(out_dir / f"{view_name}.weights", weights_file(view))
-            for note in view.notes:
-                log.info("render: zone=%s view=%s note=%s", zone, view_name, note)
-            if changed:
-                log.info("render: zone=%s view=%s version=%d", zone, view_name, version)
+        with _locked(out_dir.with_name(out_dir.name + ".lock")):
+            version, records = self._load(zone)
+            for view_name, view in render_views(zone, records.values()).items():
+                text = to_master_file(zone, view, self.defaults, serial=version)
+                texts[view_name] = text
+                stem = self.view_file_stem(view_name)
+                changed = write_if_changed(out_dir / f"{stem}.zone", text)
+                changed |= write_if_changed(out_dir / f"{stem}.weights", weights_file(view))
+                if changed:
+                    log.info("render: zone=%s view=%s version=%d", zone, view_name, version)
+                    for note in view.notes:
+                        log.warning("render: zone=%s view=%s note=%s", zone, view_name, note)
         return texts

@@ -58,3 +58,13 @@ def test_weighted_names_are_flattened_in_every_view(bind_views: BindViews) -> No
     for source in ("127.0.0.1", "127.0.0.2", "127.0.0.3"):
         assert addresses(bind_views.port, "geo-eu.klb.api.example.com.", source) == ["1.1.1.1"]
         assert addresses(bind_views.port, "us.klb.api.example.com.", source) == ["2.2.2.2"]
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_missing_bind_fails_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setattr("tests.e2e.conftest.shutil.which", lambda *a, **k: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="apt-get install"):
+        require_tool("named")

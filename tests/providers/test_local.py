@@ -212,3 +212,8 @@ def test_factory_names_the_field_and_known_types(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         make_provider(ZONE, ProviderRef("nope"), tmp_path)
     assert "spec.provider.type" in str(err.value) and "local, memory" in str(err.value)
+
+
+def test_view_file_names_are_safe(store: LocalProvider) -> None:
+    assert store.view_file_stem("GEO-EU") == "GEO-EU"
+    assert store.view_file_stem("../x/y") == "_.._x_y"

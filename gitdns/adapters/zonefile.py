@@ -6,14 +6,24 @@ and, when the view has no apex NS, an NS (plus its address when it lies inside t
 and writes it relativized.  Store names carry no trailing dot; the names inside CNAME, NS,
 MX and SRV values are made absolute here.  `weights_file` writes the view's weights in the
 format of CoreDNS's ``loadbalance weighted`` WEIGHTFILE: a domain name on its own line,
-then ``<address> <weight>`` lines (weights 1..255), ``#`` comments.
+then ``<address> <weight>`` lines (weights 1..255), ``#`` comments.  `write_views` renders
+a zone read from any provider into ``<view>.zone`` / ``<view>.weights`` files for serving
+(BIND views, CoreDNS ``file`` + ``loadbalance weighted``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
+import logging
+import os
+import re
+import secrets
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import dns.name
 import dns.rdata
@@ -21,8 +31,10 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.zone
 
-from gitdns.core.records import RecordSet, in_zone
-from gitdns.core.views import View
+from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone, normalize_name
+from gitdns.core.views import View, render_views
+
+log = logging.getLogger(__name__)
 
 # Index of the value field holding a domain name, per type (-1: the last field).
 _NAME_FIELD = {"CNAME": 0, "NS": 0, "MX": 1, "SRV": 3}
@@ -138,3 +150,76 @@ def weights_file(view: View) -> str:
             current = name
         lines.append(f"{address} {weight}")
     return "\n".join(lines) + "\n"
+
+
+# --- writing views to disk ---------------------------------------------------------------
+
+ReadZone = Callable[[str, Collection[str] | None], ZoneSnapshot]
+
+
+def view_file_stem(view_name: str) -> str:
+    """A view's file name stem: the view name with anything unsafe made ``_``."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", view_name)
+    return f"_{stem}" if stem.startswith(".") else stem
+
+
+def _write_if_changed(path: Path, text: str) -> bool:
+    """Atomically replace ``path`` with ``text`` unless it already holds exactly that."""
+    data = text.encode("utf-8")
+    with contextlib.suppress(FileNotFoundError):
+        if path.read_bytes() == data:
+            return False
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return True
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _serial(version: str) -> int | None:
+    return int(version) if version.isdigit() and 0 < int(version) < 2**32 else None
+
+
+def write_views(
+    out_dir: Path, zone: str, read: ReadZone, defaults: ZoneDefaults | None = None
+) -> dict[str, str]:
+    """Render ``zone`` (read with ``read``, e.g. ``LocalProvider.read``) into one master
+    file per geo view, ``<out_dir>/<view>.zone``, and a CoreDNS weight file,
+    ``<view>.weights``.  Files are replaced atomically and only when their content changed;
+    the SOA serial is the store version when it is a number.  Renderers take turns on
+    ``<out_dir>.lock`` and read under it, so the last one writes the newest version.
+    Files of views that no longer exist are left alone (a server config may name them).
+    Returns ``{view name: master file text}``."""
+    zone = normalize_name(zone)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts: dict[str, str] = {}
+    with _locked(out_dir.with_name(out_dir.name + ".lock")):
+        snapshot = read(zone, None)
+        serial = _serial(snapshot.version)
+        for name, view in render_views(zone, snapshot.records).items():
+            texts[name] = to_master_file(zone, view, defaults, serial=serial)
+            stem = view_file_stem(name)
+            changed = _write_if_changed(out_dir / f"{stem}.zone", texts[name])
+            changed |= _write_if_changed(out_dir / f"{stem}.weights", weights_file(view))
+            if changed:
+                log.info("render: zone=%s view=%s version=%s", zone, name, snapshot.version)
+                for note in view.notes:
+                    log.warning("render: zone=%s view=%s note=%s", zone, name, note)
+    return texts

@@ -19,7 +19,8 @@ group, plus guards), bumps ``version`` and replaces the file atomically (temp fi
 same directory, fsync, ``os.replace``, fsync of the directory).  A missing file is an empty
 zone; a file that does not decode raises `StoreCorruptError` and is never read as empty.
 
-RFC 1035 master files for serving are rendered from the store by `LocalProvider.render_views`.
+RFC 1035 master files for serving are rendered from the store into `LocalProvider.views_dir`
+by `gitdns.adapters.zonefile.write_views` (the agent wires the two together).
 """
 
 from __future__ import annotations
@@ -35,10 +36,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.zonefile import ZoneDefaults, to_master_file, weights_file
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
-from gitdns.core.views import render_views
 from gitdns.errors import ConfigError, PermanentError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.memory import STORE_CAPABILITIES, filter_names, snapshot_names, split_valid
@@ -151,17 +150,6 @@ def write_atomic(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def write_if_changed(path: Path, text: str) -> bool:
-    data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    write_atomic(path, data)
-    return True
-
-
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -181,9 +169,8 @@ class LocalProvider:
     name = "local"
     capabilities = STORE_CAPABILITIES
 
-    def __init__(self, directory: Path, *, defaults: ZoneDefaults | None = None) -> None:
+    def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.defaults = defaults
 
     def path(self, zone: str) -> Path:
         zone = normalize_name(zone)
@@ -251,35 +238,6 @@ class LocalProvider:
                 stray.unlink()
 
     def views_dir(self, zone: str) -> Path:
+        """Where rendered views of ``zone`` go: ``<dir>/<zone>.views/`` (see
+        `gitdns.adapters.zonefile.write_views`)."""
         return self.path(zone).with_name(f"{normalize_name(zone)}.views")
-
-    def view_file_stem(self, view_name: str) -> str:
-        """A view's file name stem: the view name with anything unsafe made ``_``."""
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", view_name)
-        return f"_{stem}" if stem.startswith(".") else stem
-
-    def render_views(self, zone: str) -> dict[str, str]:
-        """Render one RFC 1035 master file per geo view (``<view>.zone``) plus a CoreDNS
-        ``loadbalance weighted`` file (``<view>.weights``) into ``<dir>/<zone>.views/``.
-        Files are rewritten (atomically) only when their content changed; the SOA serial is
-        the store version.  Renderers take turns on ``<zone>.views.lock`` and read the store
-        under it, so the last renderer writes the newest version.  Files of views that no
-        longer exist are left in place (a server config may still name them).
-        Returns ``{view name: master file text}``."""
-        zone = normalize_name(zone)
-        out_dir = self.views_dir(zone)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        texts: dict[str, str] = {}
-        with _locked(out_dir.with_name(out_dir.name + ".lock")):
-            version, records = self._load(zone)
-            for view_name, view in render_views(zone, records.values()).items():
-                text = to_master_file(zone, view, self.defaults, serial=version)
-                texts[view_name] = text
-                stem = self.view_file_stem(view_name)
-                changed = write_if_changed(out_dir / f"{stem}.zone", text)
-                changed |= write_if_changed(out_dir / f"{stem}.weights", weights_file(view))
-                if changed:
-                    log.info("render: zone=%s view=%s version=%d", zone, view_name, version)
-                    for note in view.notes:
-                        log.warning("render: zone=%s view=%s note=%s", zone, view_name, note)
-        return texts

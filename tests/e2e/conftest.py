@@ -26,6 +26,7 @@ import dns.query
 import dns.rcode
 import pytest
 
+from gitdns.adapters.zonefile import write_views
 from gitdns.core.records import Action, Change
 from gitdns.providers.local import LocalProvider
 from tests.conftest import worked_example_records
@@ -133,7 +134,7 @@ def rendered_store(tmp_path_factory: pytest.TempPathFactory) -> LocalProvider:
     store = LocalProvider(tmp_path_factory.mktemp("store"))
     changes = [Change(Action.CREATE, None, r, r.key) for r in worked_example_records()]
     assert store.apply(ZONE, changes).ok
-    store.render_views(ZONE)
+    write_views(store.views_dir(ZONE), ZONE, store.read)
     return store
 
 

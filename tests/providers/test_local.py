@@ -1,5 +1,5 @@
 """The `local` record store: the store contract, file format, concurrency across
-processes, corruption and crash safety, rendered views, and the provider factory."""
+processes, corruption and crash safety, views rendered from it, and the provider factory."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gitdns.adapters.zonefile import view_file_stem, write_views
 from gitdns.core.model import ProviderRef
 from gitdns.core.records import RecordSet
 from gitdns.errors import ConfigError, PermanentError
@@ -172,14 +173,14 @@ def test_zone_names_that_are_not_file_names_are_refused(store: LocalProvider) ->
         store.read("../etc")
 
 
-# --- rendered views ---------------------------------------------------------------------
+# --- rendered views (gitdns.adapters.zonefile.write_views over the store) -----------------
 
 
 def test_render_views_writes_changed_files_only(
     store: LocalProvider, worked_example: tuple[RecordSet, ...]
 ) -> None:
     store.apply(ZONE, [create(r) for r in worked_example])
-    texts = store.render_views(ZONE)
+    texts = write_views(store.views_dir(ZONE), ZONE, store.read)
     assert sorted(texts) == ["GEO-EU", "US", "default"]
     views = store.directory / "example.com.views"
     assert sorted(p.name for p in views.iterdir()) == [
@@ -189,7 +190,7 @@ def test_render_views_writes_changed_files_only(
     assert "us.klb.api.example.com.\n2.2.2.2 120\n" in (views / "US.weights").read_text()
     stamps = {p.name: p.stat().st_mtime_ns for p in views.iterdir()}
     inodes = {p.name: p.stat().st_ino for p in views.iterdir()}
-    assert store.render_views(ZONE) == texts
+    assert write_views(store.views_dir(ZONE), ZONE, store.read) == texts
     assert {p.name: p.stat().st_ino for p in views.iterdir()} == inodes  # nothing rewritten
     assert {p.name: p.stat().st_mtime_ns for p in views.iterdir()} == stamps
 
@@ -214,6 +215,6 @@ def test_factory_names_the_field_and_known_types(tmp_path: Path) -> None:
     assert "spec.provider.type" in str(err.value) and "local, memory" in str(err.value)
 
 
-def test_view_file_names_are_safe(store: LocalProvider) -> None:
-    assert store.view_file_stem("GEO-EU") == "GEO-EU"
-    assert store.view_file_stem("../x/y") == "_.._x_y"
+def test_view_file_names_are_safe() -> None:
+    assert view_file_stem("GEO-EU") == "GEO-EU"
+    assert view_file_stem("../x/y") == "_.._x_y"

@@ -32,13 +32,14 @@ import logging
 import os
 import re
 import secrets
+import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
-from gitdns.errors import ConfigError, PermanentError
+from gitdns.errors import ConfigError, PermanentError, RetryableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.memory import STORE_CAPABILITIES, filter_names, snapshot_names, split_valid
 
@@ -59,6 +60,12 @@ class StoreCorruptError(PermanentError):
     def __init__(self, path: Path, why: str) -> None:
         super().__init__(f"record store {path} is corrupt: {why}; fix or restore the file")
         self.path = path
+
+
+class StoreBusyError(RetryableError):
+    """Another writer held the zone's lock for longer than the timeout."""
+
+    reason = "StoreBusy"
 
 
 # --- codec -------------------------------------------------------------------------
@@ -151,10 +158,19 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def _locked(lock_path: Path, timeout: float) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock_path``; `StoreBusyError` after ``timeout`` s."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(f"record store lock {lock_path} held for over {timeout:g}s") from None
+                time.sleep(0.002)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -169,8 +185,9 @@ class LocalProvider:
     name = "local"
     capabilities = STORE_CAPABILITIES
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, lock_timeout: float = 30.0) -> None:
         self.directory = Path(directory)
+        self.lock_timeout = lock_timeout
 
     def path(self, zone: str) -> Path:
         zone = normalize_name(zone)
@@ -214,7 +231,7 @@ class LocalProvider:
         if not good:
             return ApplyResult(failed=failed)
         self.directory.mkdir(parents=True, exist_ok=True)
-        with _locked(path.with_name(path.name + ".lock")):
+        with _locked(path.with_name(path.name + ".lock"), self.lock_timeout):
             self._remove_stray_temps(path)
             version, records = self._load(zone)
             result = apply_changes(records, good, guards)

@@ -14,9 +14,9 @@ import pytest
 from gitdns.adapters.zonefile import view_file_stem, write_views
 from gitdns.core.model import ProviderRef
 from gitdns.core.records import RecordSet
-from gitdns.errors import ConfigError, PermanentError
+from gitdns.errors import ConfigError, PermanentError, RetryableError
 from gitdns.providers import local as local_mod
-from gitdns.providers.local import LocalProvider, StoreCorruptError
+from gitdns.providers.local import LocalProvider, StoreBusyError, StoreCorruptError
 from gitdns.providers.memory import MemoryProvider
 from gitdns.providers.registry import make_provider
 from tests.providers.test_memory import WWW, ZONE, StoreContract, create, update
@@ -218,3 +218,20 @@ def test_factory_names_the_field_and_known_types(tmp_path: Path) -> None:
 def test_view_file_names_are_safe() -> None:
     assert view_file_stem("GEO-EU") == "GEO-EU"
     assert view_file_stem("../x/y") == "_.._x_y"
+
+
+def test_held_lock_times_out_as_retryable(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    store = LocalProvider(tmp_path, lock_timeout=0.05)
+    store.apply(ZONE, [create(WWW)])
+    fd = os.open(tmp_path / "example.com.json.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(StoreBusyError) as err:
+            store.apply(ZONE, [update(WWW, WWW.with_values(["192.0.2.60"]))])
+        assert isinstance(err.value, RetryableError)
+    finally:
+        os.close(fd)
+    assert store.read(ZONE).records == (WWW,)

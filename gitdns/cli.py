@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gitdns.agent.engine import Desired, ZoneOutcome
+    from gitdns.core.plan import Plan
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # the desired state does not validate, or a command failed
@@ -151,12 +152,12 @@ def _print_problems(desired: Desired) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile, simulate_all
+    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile
 
     desired = load(args.repo)
     _print_problems(desired)
     factory = default_factory(args.repo)
-    plans = []
+    plans: list[Plan] = []
     if args.all_clusters:
         return _plan_all(args, desired, factory)
     cluster = find_cluster(desired, args.cluster)
@@ -166,18 +167,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
             _err(f"zone {outcome.zone.domain}: {outcome.skipped}")
         if outcome.plan is not None:
             plans.append(outcome.plan)
-    _ = simulate_all
     print(_format_plans(args.format, plans), end="")
     if any(o.zone.name in desired.blocked for o in outcomes):
         return EXIT_ERROR
     return EXIT_CHANGES if args.exit_code and any(p.changes for p in plans) else EXIT_OK
 
 
-def _format_plans(fmt: str, plans: list[object]) -> str:
+def _format_plans(fmt: str, typed: list[Plan]) -> str:
     from gitdns.core import planfmt
-    from gitdns.core.plan import Plan
 
-    typed = [p for p in plans if isinstance(p, Plan)]
     if fmt == "json":
         return planfmt.to_json(typed)
     if fmt == "markdown":
@@ -358,6 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

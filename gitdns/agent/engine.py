@@ -147,6 +147,16 @@ def _apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider
         outcome.errors.append(f"stale writes still refused after {MAX_STALE_RETRIES} re-plans")
 
 
+def render_views(provider: Provider, zone: Zone) -> dict[str, str]:
+    """RFC 1035 master files per geo view, for stores that serve through them (`local`)."""
+    views_dir = getattr(provider, "views_dir", None)
+    if not callable(views_dir):
+        return {}
+    from gitdns.adapters.zonefile import write_views
+
+    return write_views(views_dir(zone.domain), zone.domain, provider.read)
+
+
 def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
               dry_run: bool = False, force: bool = False,
               zones: Sequence[str] = ()) -> list[ZoneOutcome]:
@@ -164,9 +174,7 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
         if dry_run:
             continue
         _apply_with_retries(desired, cluster, zone, provider, outcome, force)
-        render = getattr(provider, "render_views", None)
-        if callable(render):
-            outcome.views = render(zone.domain)
+        outcome.views = render_views(provider, zone)
     return outcomes
 
 

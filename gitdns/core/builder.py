@@ -188,7 +188,10 @@ def static_records(state: DesiredState, zone: Zone) -> list[RecordSet]:
         for rec in doc.records:
             owner_zone = state.zone(doc.zone) if doc.zone else state.zone_for_host(rec.name)
             if owner_zone is not None and owner_zone.name == zone.name:
-                out.append(RecordSet(rec.name, rec.type, rec.ttl, rec.values))
+                values = rec.values
+                if rec.type in ("CNAME", "NS"):
+                    values = tuple(v.strip().lower().rstrip(".") for v in values)
+                out.append(RecordSet(rec.name, rec.type, rec.ttl, values))
     return out
 
 

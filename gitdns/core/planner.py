@@ -329,7 +329,7 @@ def _my_txt(ctx: _Ctx, key: RecordKey, new: RecordSet | None, want: RecordSet | 
     if want is None or new is None or not ctx.policy.registry:
         return None
     routed = RecordSet(new.name, new.type, new.ttl, want.values, new.set_id, new.weight, new.geo)
-    rec, fitted = ownership_record(routed, _labels(ctx, want))
+    rec, fitted = ownership_record(routed, _labels(ctx, want), ctx.policy.zone)
     if not fitted:
         ctx.conflict(key, "TargetsLabelOverflow",
                      f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "
@@ -347,7 +347,7 @@ def _leave_guards(ctx: _Ctx, key: RecordKey, entries: dict[str, OwnershipEntry])
     for owner in ctx.policy.known_owners:
         if owner == ctx.intent.owner or owner in entries:
             continue
-        name = txt_name(owner, key.type, key.name)
+        name = txt_name(owner, key.type, key.name, ctx.policy.zone)
         ctx.guards.append(Guard(RecordKey(name, "TXT", key.set_id), False, key,
                                 f"{owner} has not joined {key}"))
 

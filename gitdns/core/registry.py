@@ -47,9 +47,13 @@ class OwnershipEntry:
         return self.labels.owner
 
 
-def txt_name(owner: str, rtype: str, dns_name: str) -> str:
+def txt_name(owner: str, rtype: str, dns_name: str, zone: str | None = None) -> str:
+    """The ownership TXT name.  At the zone apex the Kuadrant form would fall outside the
+    zone (``kuadrant-…-mx-example.com`` is a sibling of ``example.com``), so there the type
+    is followed by a dot: ``kuadrant-<hash8>-mx.example.com`` (a gitdns extension)."""
     name = "wildcard" + dns_name[1:] if dns_name.startswith("*") else dns_name
-    return f"{TXT_PREFIX}{short_hash(owner, 8)}-{rtype.lower()}-{name}"
+    sep = "." if zone is not None and dns_name == zone else "-"
+    return f"{TXT_PREFIX}{short_hash(owner, 8)}-{rtype.lower()}{sep}{name}"
 
 
 def parse_txt_name(name: str) -> tuple[str | None, str, str] | None:
@@ -63,15 +67,21 @@ def parse_txt_name(name: str) -> tuple[str | None, str, str] | None:
     owner_hash: str | None = None
     if head.lower() not in _TYPES_LOWER and len(head) == 8:
         owner_hash = head
-        head, sep, tail = tail.partition("-")
-        if not sep:
-            return None
+        head, tail = _split_type(tail)
     rtype = _TYPES_LOWER.get(head.lower())
     if rtype is None or not tail:
         return None
     if tail.startswith("wildcard.") or tail == "wildcard":
         tail = "*" + tail[len("wildcard") :]
     return owner_hash, rtype, tail
+
+
+def _split_type(text: str) -> tuple[str, str]:
+    """``a-foo.example.com`` -> (a, foo.example.com); ``mx.example.com`` (apex) -> (mx, example.com)."""
+    for idx, char in enumerate(text):
+        if char in "-.":
+            return text[:idx], text[idx + 1 :]
+    return text, ""
 
 
 def _pairs(labels: OwnerLabels, with_targets: bool) -> list[tuple[str, str]]:
@@ -127,12 +137,12 @@ def decode(value: str) -> OwnerLabels | None:
     )
 
 
-def ownership_record(data: RecordSet, labels: OwnerLabels) -> tuple[RecordSet, bool]:
+def ownership_record(data: RecordSet, labels: OwnerLabels, zone: str | None = None) -> tuple[RecordSet, bool]:
     """The ownership TXT for ``data`` (same set identifier and routing) and whether its
     per-target label fitted."""
     value, fitted = encode(labels)
     txt = RecordSet(
-        name=txt_name(labels.owner, data.type, data.name),
+        name=txt_name(labels.owner, data.type, data.name, zone),
         type="TXT",
         ttl=data.ttl,
         values=(value,),

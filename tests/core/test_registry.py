@@ -95,3 +95,12 @@ def test_name_round_trip(owner: str, rtype: str, name: str, wildcard: bool) -> N
     assert entry is not None
     assert entry.key == RecordKey(dns_name, rtype, "x")
     assert entry.owner == owner
+
+
+def test_apex_txt_name_stays_inside_the_zone_and_parses_back() -> None:
+    name = registry.txt_name("owner1", "MX", "example.com", zone="example.com")
+    assert name == "kuadrant-2tqs20a7-mx.example.com"
+    assert name.endswith(".example.com")
+    assert registry.parse_txt_name(name) == ("2tqs20a7", "MX", "example.com")
+    assert registry.txt_name("owner1", "A", "www.example.com", zone="example.com") == (
+        "kuadrant-2tqs20a7-a-www.example.com")

@@ -352,7 +352,7 @@ def _conflict(ix: Index, first: DNSPolicy, other: DNSPolicy, what: str, hosts: l
         f"{first.name!r}) share klb names but have different settings"
     )
     hint = "give both the same strategy, weights, geo and ttl (or one policy for both)"
-    return _problem(other.origin, ("spec",), message, hint, zones, "ConflictingWildcard")
+    return _problem(other.origin, ("spec", "targetRef"), message, hint, zones, "ConflictingWildcard")
 
 
 def default_geo_has_cluster(ix: Index) -> Iterable[Problem]:

@@ -1,0 +1,113 @@
+"""The command line, end to end on a copy of example-repo/ (the `local` record store)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitdns.cli import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_STALLED, main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    dest = tmp_path / "repo"
+    shutil.copytree(ROOT / "example-repo", dest, ignore=shutil.ignore_patterns(".gitdns"))
+    return dest
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_clean_repo(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "validate", str(repo))
+    assert code == EXIT_OK and out.startswith("valid:")
+
+
+def test_validate_reports_every_problem_with_file_and_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "policies" / "broken.yaml").write_text(
+        "apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata:\n  name: broken\nspec:\n"
+        "  targetRef: {gateway: api-gw}\n  strategy: roundrobin\n"
+        "  loadBalancing:\n    weighted: {defaultWeight: 9999}\n"
+    )
+    code, out, _ = run(capsys, "validate", str(repo), "--format", "json")
+    doc = json.loads(out)
+    assert code == EXIT_ERROR and not doc["valid"]
+    broken = [p for p in doc["problems"] if p["file"].endswith("broken.yaml")]
+    assert len(broken) >= 2
+    assert {p["line"] for p in broken} >= {7, 9}
+    assert any("strategy" in p["path"] for p in broken)
+
+
+def test_apply_then_second_apply_changes_nothing(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "apply", "--repo", str(repo), "--all-clusters")
+    assert code == EXIT_OK, out
+    assert (repo / ".gitdns" / "zones" / "example.com.json").exists()
+    code, out, _ = run(capsys, "plan", "--repo", str(repo), "--all-clusters", "--exit-code")
+    assert code == EXIT_OK, out
+    code, out, _ = run(capsys, "zone", "show", "example.com", "--repo", str(repo), "--format", "json")
+    doc = json.loads(out)
+    api = [r for r in doc["records"] if r["name"] == "api.example.com"]
+    assert len(api) == 1 and len(api[0]["owners"]) == 3
+
+
+def test_plan_exit_code_when_changes_pending(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--repo", str(repo), "--cluster", "eu-west-1", "--exit-code",
+                       "--format", "json")
+    assert code == EXIT_CHANGES
+    assert json.loads(out)["plans"][0]["summary"]["create"] > 0
+
+
+def test_broken_file_holds_only_its_zone_and_the_zone_is_not_touched(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "apply", "--repo", str(repo), "--all-clusters")[0] == EXIT_OK
+    store = repo / ".gitdns" / "zones" / "example.com.json"
+    before = store.read_bytes()
+    policy = next(p for p in (repo / "policies").glob("*.yaml") if "loadbalanced" in p.read_text())
+    policy.write_text(policy.read_text().replace("defaultWeight: 120", "defaultWeight: -5"))
+    # the loadbalanced policy is broken: its zone is held, nothing written; example.org still applies
+    code, out, err = run(capsys, "apply", "--repo", str(repo), "--all-clusters")
+    assert code == EXIT_ERROR
+    assert store.read_bytes() == before
+    assert "held" in out and str(policy.relative_to(repo)) in err
+
+
+def test_mass_change_stalls_and_force_applies(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = repo / "records" / "bulk.yaml"
+    rows = "".join(f"    - {{name: h{i}, type: A, values: [192.0.2.{i}]}}\n" for i in range(1, 21))
+    records.write_text("apiVersion: gitdns.io/v1alpha1\nkind: RecordSet\nmetadata:\n  name: bulk\n"
+                       f"spec:\n  zone: example-org\n  records:\n{rows}")
+    assert run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")[0] == EXIT_OK
+    records.unlink()
+    code, out, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
+    assert code == EXIT_STALLED and "MassChangeRefused" in out
+    code, out, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1", "--force")
+    assert code == EXIT_OK
+
+
+def test_unknown_cluster_is_a_clear_error(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", "--repo", str(repo), "--cluster", "nope")
+    assert code == EXIT_ERROR and "--cluster nope" in err and "eu-west-1" in err
+
+
+def test_help_imports_no_heavy_module() -> None:
+    probe = (
+        "import sys\n"
+        "from gitdns.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('boto3', 'botocore', 'kubernetes', 'google', 'azure', 'jinja2', 'jsonschema',"
+        " 'ruamel', 'git', 'dns') if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY=\n" in out, out
+    assert "exit codes:" in out and "examples:" in out

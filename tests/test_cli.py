@@ -111,3 +111,21 @@ def test_help_imports_no_heavy_module() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "HEAVY=\n" in out, out
     assert "exit codes:" in out and "examples:" in out
+
+
+def test_render_writes_dnsrecords_for_kuadrant_zones_only(repo: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rendered"
+    code, stdout, _ = run(capsys, "render", "--repo", str(repo), "--cluster", "eu-west-1", "--out", str(out))
+    assert code == EXIT_OK and stdout == ""  # both example zones are published by gitdns itself
+    zone_file = repo / "zones" / "example-com.yaml"
+    zone_file.write_text(zone_file.read_text().replace("publisher: gitdns", "publisher: kuadrant"))
+    code, stdout, _ = run(capsys, "render", "--repo", str(repo), "--cluster", "eu-west-1", "--out", str(out))
+    assert code == EXIT_OK
+    files = sorted(p.name for p in (out / "eu-west-1").iterdir())
+    assert files == ["api-example-com.yaml"]
+    assert "kind: DNSRecord" in (out / "eu-west-1" / "api-example-com.yaml").read_text()
+    # gitdns does not publish a zone whose publisher is kuadrant
+    code, stdout, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
+    assert "publisher is kuadrant" in stdout
+    assert not (repo / ".gitdns" / "zones" / "example.com.json").exists()

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
+from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.resolver import VersionedResolver
 
-from gitdns.core.locate import describe, line_of
+from gitdns.core.locate import describe, line_of, quick_check
 from gitdns.core.model import (
     API_VERSION,
     KINDS,
@@ -106,6 +108,24 @@ class _Doc:
     body: Json
 
 
+class _FastLoader(CParser, SafeConstructor, VersionedResolver):  # type: ignore[misc]
+    """What ``YAML(typ="safe", pure=False)`` builds (libyaml's C parser, the safe constructor,
+    YAML 1.2 resolution), except that the resolver table is looked up once per stream instead of
+    once per scalar (ruamel finds the version by two failed attribute look-ups each time), which
+    halves the time to load a large repository."""
+
+    def __init__(self, stream: str) -> None:
+        CParser.__init__(self, stream)
+        self._parser = self._composer = self
+        SafeConstructor.__init__(self, loader=self)
+        VersionedResolver.__init__(self, version=(1, 2), loader=self)
+        self._resolvers = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
+
+    @property
+    def versioned_resolver(self) -> Any:
+        return self._resolvers
+
+
 def host(name: str) -> str:
     """A host name normalised: lower-case, no surrounding blanks, no trailing dot."""
     return name.strip().lower().rstrip(".")
@@ -113,13 +133,13 @@ def host(name: str) -> str:
 
 def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:
     """Parse, envelope-check and schema-check every document; build the desired state."""
-    yaml = YAML(typ="safe", pure=False)
     validators = {kind: Draft202012Validator(schema) for kind, schema in schemas.items()}
+    quick = {kind: quick_check(schema) for kind, schema in schemas.items()}
     problems: list[Problem] = []
     good: list[_Doc] = []
     bad: list[tuple[_Doc, list[Problem]]] = []
     for file in sorted(files):
-        parsed, parse_problem = _parse(yaml, file, files[file])
+        parsed, parse_problem = _parse(file, files[file])
         if parse_problem is not None:
             problems.append(parse_problem)
         for index, line, data in parsed:
@@ -127,8 +147,9 @@ def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> 
             if doc is None:
                 problems.append(_located(files, index, envelope_problem))
                 continue
-            validator = validators.get(doc.kind)
-            errors = list(validator.iter_errors(data)) if validator else []
+            validator, fast = validators.get(doc.kind), quick.get(doc.kind)
+            passed = validator is None or (fast is not None and fast(data))
+            errors = [] if passed else list(validator.iter_errors(data))  # type: ignore[union-attr]
             found = [envelope_problem] if envelope_problem else [p for e in errors for p in describe(file, e)]
             if found:
                 bad.append((doc, found))
@@ -149,21 +170,21 @@ def _located(files: Mapping[str, str], index: int, problem: Problem | None) -> P
     return replace(problem, line=line_of(files[problem.file], index, problem.path) or problem.line)
 
 
-def _parse(yaml: YAML, file: str, text: str) -> tuple[list[tuple[int, int, Any]], Problem | None]:
+def _parse(file: str, text: str) -> tuple[list[tuple[int, int, Any]], Problem | None]:
     """(index, first line, data) of every non-empty document, or the problem that stopped it."""
     docs: list[tuple[int, int, Any]] = []
     try:
-        constructor, parser = yaml.get_constructor_parser(text)
+        loader = _FastLoader(text)
         try:
             index = 0
-            while parser.check_node():
-                node = parser.get_node()
-                data = constructor.construct_document(node)
+            while loader.check_node():
+                node = loader.get_node()
+                data = loader.construct_document(node)
                 if data is not None:
                     docs.append((index, node.start_mark.line + 1, data))
                 index += 1
         finally:
-            parser.dispose()
+            loader.dispose()
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -325,9 +346,7 @@ def _cluster(name: str, spec: Json, origin: Origin) -> Cluster:
             name=g["name"],
             namespace=g["namespace"],
             addresses=tuple(host(a) for a in g["addresses"]),
-            listeners=tuple(
-                Listener(host(ls["hostname"]), ls.get("name", "")) for ls in g.get("listeners", ())
-            ),
+            listeners=tuple(Listener(host(ls["hostname"]), ls.get("name", "")) for ls in g.get("listeners", ())),
         )
         for g in spec.get("gateways", ())
     )
@@ -374,15 +393,11 @@ def _policy(name: str, spec: Json, origin: Origin) -> DNSPolicy:
     health = spec.get("healthCheck")
     return DNSPolicy(
         name=name,
-        target=TargetRef(
-            target.get("gateway"), target.get("namespace"), tuple(map(host, target.get("hosts", ())))
-        ),
+        target=TargetRef(target.get("gateway"), target.get("namespace"), tuple(map(host, target.get("hosts", ())))),
         strategy=Strategy(spec.get("strategy", "simple")),
         flattened=spec.get("flattened", False),
         default_weight=weighted.get("defaultWeight", 120),
-        custom_weights=tuple(
-            CustomWeight(c["attribute"], c["value"], c["weight"]) for c in weighted.get("custom", ())
-        ),
+        custom_weights=tuple(CustomWeight(c["attribute"], c["value"], c["weight"]) for c in weighted.get("custom", ())),
         default_geo=lb.get("geo", {}).get("defaultGeo"),
         health=_health(health, HealthCheck()) if health is not None else None,
         ttl=PolicyTTLs(ttl.get("simple"), ttl.get("loadbalanced"), ttl.get("loadbalancedInner")),
@@ -402,15 +417,11 @@ def record_name(raw: str, zone_domain: str | None, lookup: ZoneLookup) -> str:
     return f"{name}.{zone_domain}"
 
 
-def _record_set(
-    name: str, spec: Json, origin: Origin, domains: Mapping[str, str], lookup: ZoneLookup
-) -> RecordSetDoc:
+def _record_set(name: str, spec: Json, origin: Origin, domains: Mapping[str, str], lookup: ZoneLookup) -> RecordSetDoc:
     zone = spec.get("zone")
     domain = domains.get(zone) if zone is not None else None
     records = tuple(
-        StaticRecord(
-            record_name(r["name"], domain, lookup), r["type"], r.get("ttl", STATIC_TTL), tuple(r["values"])
-        )
+        StaticRecord(record_name(r["name"], domain, lookup), r["type"], r.get("ttl", STATIC_TTL), tuple(r["values"]))
         for r in spec["records"]
     )
     return RecordSetDoc(name=name, zone=zone, records=records, origin=origin)
@@ -427,9 +438,7 @@ def _node_pool(name: str, spec: Json, origin: Origin) -> NodePool:
         address = f"[{ip}]" if ":" in ip else ip
         return f"{scheme}://{address}:{health.port}{health.path}"
 
-    nodes = tuple(
-        Node(n["name"], n["ip"], n.get("healthEndpoint") or endpoint(n["ip"])) for n in spec.get("nodes", ())
-    )
+    nodes = tuple(Node(n["name"], n["ip"], n.get("healthEndpoint") or endpoint(n["ip"])) for n in spec.get("nodes", ()))
     selector = spec.get("discovery", {}).get("labelSelector")
     return NodePool(name=name, nodes=nodes, health=health, discovery_selector=selector, origin=origin)
 

@@ -8,6 +8,7 @@ loader, whose containers remember where each key and item starts (``.lc``).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import lru_cache
@@ -164,3 +165,104 @@ def describe(file: str, error: Any) -> list[Problem]:
         message, hint = simple[kind]()
         return [problem(message, hint)]
     return [problem(error.message)]
+
+
+# --- a quick yes/no schema check, so jsonschema (for its error detail) runs only where needed ---
+
+Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "examples", "default"})
+
+
+class Unsupported(Exception):
+    """The schema uses a keyword the quick check does not implement: use jsonschema alone."""
+
+
+def quick_check(schema: Mapping[str, Any]) -> Check | None:
+    """A yes/no validator for the JSON-schema subset gitdns's schemas use, or None.
+
+    It may say no where jsonschema says yes (the caller then asks jsonschema), never the reverse.
+    """
+    try:
+        return _compile(schema)
+    except Unsupported:
+        return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_TYPES: dict[str, Check] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "number": _is_number,
+    "integer": lambda v: _is_number(v) and float(v).is_integer(),
+}
+
+
+def _unique(values: list[Any]) -> bool:
+    keys = []
+    for value in values:
+        if isinstance(value, dict | list):
+            return False  # unsure: let jsonschema decide
+        keys.append((bool, value) if isinstance(value, bool) else (float, value) if _is_number(value) else value)
+    return len(set(keys)) == len(keys)
+
+
+def _keyword(key: str, rule: Any, schema: Mapping[str, Any]) -> Check | None:
+    if key in _ANNOTATIONS or key in ("properties", "required", "additionalProperties"):
+        return None
+    if key == "type" and rule in _TYPES:
+        return _TYPES[rule]
+    if key in ("enum", "const") and all(isinstance(e, str) for e in (rule if key == "enum" else [rule])):
+        allowed = frozenset(rule if key == "enum" else [rule])
+        return lambda v: isinstance(v, str) and v in allowed
+    numeric: dict[str, Check] = {
+        "minimum": lambda v: not _is_number(v) or v >= rule,
+        "maximum": lambda v: not _is_number(v) or v <= rule,
+        "exclusiveMinimum": lambda v: not _is_number(v) or v > rule,
+        "minLength": lambda v: not isinstance(v, str) or len(v) >= rule,
+        "maxLength": lambda v: not isinstance(v, str) or len(v) <= rule,
+        "minItems": lambda v: not isinstance(v, list) or len(v) >= rule,
+        "uniqueItems": lambda v: not rule or not isinstance(v, list) or _unique(v),
+    }
+    if key in numeric:
+        return numeric[key]
+    if key == "pattern":
+        regex = re.compile(rule)
+        return lambda v: not isinstance(v, str) or regex.search(v) is not None
+    if key == "items":
+        each = _compile(rule)
+        return lambda v: not isinstance(v, list) or all(map(each, v))
+    if key == "propertyNames":
+        name = _compile(rule)
+        return lambda v: not isinstance(v, dict) or all(map(name, v))
+    raise Unsupported(key)
+
+
+def _compile(schema: Mapping[str, Any]) -> Check:
+    checks = [c for key, rule in schema.items() if (c := _keyword(key, rule, schema)) is not None]
+    props = {k: _compile(s) for k, s in schema.get("properties", {}).items()}
+    required = tuple(schema.get("required", ()))
+    extra = schema.get("additionalProperties", True)
+    other = _compile(extra) if isinstance(extra, Mapping) else None
+
+    def check(value: Any) -> bool:
+        if not all(c(value) for c in checks):
+            return False
+        if not isinstance(value, dict) or not (props or required or extra is not True):
+            return True
+        if any(r not in value for r in required):
+            return False
+        for key, item in value.items():
+            sub = props.get(key)
+            if sub is not None:
+                if not sub(item):
+                    return False
+            elif extra is False or (other is not None and not other(item)):
+                return False
+        return True
+
+    return check

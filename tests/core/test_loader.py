@@ -210,3 +210,31 @@ def test_every_kind_has_a_packaged_schema() -> None:
     )
     for schema in schemas.values():
         assert schema["$schema"].endswith("2020-12/schema") and schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"domain": "a.test", "provider": {"type": "local"}, "registry": "dns"},
+        {"domain": "a.test", "provider": {"type": "local"}, "ttl": {"simple": 0}},
+        {"domain": "a.test", "provider": {"type": "local"}, "ttl": {"simple": True}},
+        {"domain": "a.test", "provider": {"type": "local", "settings": {"a": 1}}},
+        {"domain": "a.test", "provider": {"type": "local", "settings": {1: "a"}}},
+        {"domain": "a.test"},
+        {"domain": "bad domain", "provider": {"type": "local"}},
+        {"domain": "a.test", "provider": {"type": "local"}, "safety": {"maxChangeFraction": 1.5}},
+    ],
+)
+def test_quick_check_never_passes_what_jsonschema_rejects(spec: dict[str, object]) -> None:
+    from jsonschema import Draft202012Validator
+
+    from gitdns.core.locate import quick_check
+
+    schema = load_schemas()["Zone"]
+    doc = {"apiVersion": "gitdns.io/v1alpha1", "kind": "Zone", "metadata": {"name": "z"}, "spec": spec}
+    quick = quick_check(schema)
+    assert quick is not None
+    assert list(Draft202012Validator(schema).iter_errors(doc))
+    assert quick(doc) is False
+    good = {**doc, "spec": {"domain": "a.test", "provider": {"type": "local"}}}
+    assert quick(good) is True

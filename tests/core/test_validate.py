@@ -135,7 +135,8 @@ FAILING = [
     (
         "duplicate-name",
         {
-            "zz.yaml": f"{HEAD}kind: DNSPolicy\nmetadata:\n  name: api  # <-\nspec:\n  targetRef: {{hosts: [x.example.com]}}\n"
+            "zz.yaml": f"{HEAD}kind: DNSPolicy\nmetadata:\n  name: api  # <-\nspec:\n"
+            "  targetRef: {hosts: [x.example.com]}\n"
             "  strategy: loadbalanced\n  loadBalancing: {geo: {defaultGeo: GEO-EU}}\n"
         },
         "metadata.name",
@@ -254,7 +255,8 @@ FAILING = [
         "group-name-forbidden-character",
         {
             "c.yaml": cluster("g", "g-uid", "{hostname: g.example.com}", extra="\n  group: site a  # <-"),
-            "ag.yaml": f"{HEAD}kind: ActiveGroups\nmetadata: {{name: ag}}\nspec: {{zone: example-com, serial: 1, groups: []}}\n",
+            "ag.yaml": f"{HEAD}kind: ActiveGroups\nmetadata: {{name: ag}}\n"
+            "spec: {zone: example-com, serial: 1, groups: []}\n",
         },
         "spec.group",
         "contains ' '",

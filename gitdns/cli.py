@@ -34,9 +34,9 @@ exit codes:
 
 examples:
   gitdns validate example-repo
-  gitdns plan --repo example-repo --cluster cluster-a
+  gitdns plan --repo example-repo --cluster eu-west-1
   gitdns plan --repo example-repo --all-clusters --format markdown
-  gitdns apply --repo example-repo --cluster cluster-a
+  gitdns apply --repo example-repo --cluster eu-west-1
   gitdns zone show example.com --repo example-repo
 """
 
@@ -44,6 +44,12 @@ examples:
 def _add_repo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
                    help="the desired-state repository (a directory; default: .)")
+
+
+def _add_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=["sync", "upsert-only", "create-only"], default="sync",
+                   help="sync: create, update and delete (default); upsert-only: never delete or "
+                        "shrink; create-only: only create what is missing")
 
 
 def _add_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
@@ -66,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p, ["text", "json"])
 
     p = sub.add_parser("plan", help="show what apply would change (nothing is written)",
-                       epilog="examples:\n  gitdns plan --repo example-repo --cluster cluster-a\n"
+                       epilog="examples:\n  gitdns plan --repo example-repo --cluster eu-west-1\n"
                               "  gitdns plan --repo example-repo --all-clusters --format markdown",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_repo(p)
@@ -78,9 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--exit-code", action="store_true", help="exit 3 when changes are pending")
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
+    _add_mode(p)
 
     p = sub.add_parser("apply", help="reconcile the cluster's zones now",
-                       epilog="example: gitdns apply --repo example-repo --cluster cluster-a")
+                       epilog="example: gitdns apply --repo example-repo --cluster eu-west-1")
     _add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--cluster", metavar="ID", help="apply as this cluster (id or metadata.name)")
@@ -89,10 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--force", action="store_true", help="allow a mass change the safety guard refuses")
     p.add_argument("--dry-run", action="store_true", help="plan only; write nothing")
+    _add_mode(p)
     _add_format(p, ["text", "json"])
 
     p = sub.add_parser("render", help="render Kuadrant DNSRecord manifests for publisher: kuadrant zones",
-                       epilog="example: gitdns render --repo example-repo --cluster cluster-a --out out/")
+                       epilog="example: gitdns render --repo example-repo --cluster eu-west-1 --out out/")
     _add_repo(p)
     p.add_argument("--cluster", metavar="ID", required=True)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
@@ -161,7 +169,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.all_clusters:
         return _plan_all(args, desired, factory)
     cluster = find_cluster(desired, args.cluster)
-    outcomes = reconcile(desired, cluster, factory, dry_run=True, force=args.force, zones=args.zone)
+    from gitdns.core.plan import PlanMode
+
+    outcomes = reconcile(desired, cluster, factory, dry_run=True, force=args.force, zones=args.zone,
+                         mode=PlanMode(args.mode))
     for outcome in outcomes:
         if outcome.skipped:
             _err(f"zone {outcome.zone.domain}: {outcome.skipped}")
@@ -194,11 +205,13 @@ def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> in
     names = {c.id: c.name for c in desired.state.clusters}
     out_json: list[dict[str, object]] = []
     pending = False
+    held = False
     for zone in desired.state.zones:
         if args.zone and zone.name not in args.zone and zone.domain not in args.zone:
             continue
         if zone.name in desired.blocked:
             _err(f"zone {zone.domain}: held, its desired state does not validate")
+            held = True
             continue
         sim = simulate_all(desired, zone, fac(zone), force=args.force)
         plans = [p for _, p in sim.plans]
@@ -218,6 +231,8 @@ def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> in
             print(inventory.to_text(zone.domain, rows))
     if args.format == "json":
         print(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
+    if held:
+        return EXIT_ERROR
     return EXIT_CHANGES if args.exit_code and pending else EXIT_OK
 
 
@@ -225,6 +240,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     import json
 
     from gitdns.agent.engine import default_factory, find_cluster, load, reconcile
+    from gitdns.core.plan import PlanMode
 
     desired = load(args.repo)
     _print_problems(desired)
@@ -233,7 +249,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     results: list[tuple[str, ZoneOutcome]] = []
     for cluster in clusters:
         for outcome in reconcile(desired, cluster, factory, dry_run=args.dry_run, force=args.force,
-                                 zones=args.zone):
+                                 zones=args.zone, mode=PlanMode(args.mode)):
             results.append((cluster.name, outcome))
     if args.format == "json":
         print(json.dumps([_outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
@@ -248,7 +264,7 @@ def _apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
         return EXIT_ERROR
     if any(o.plan is not None and o.plan.stalled for o in outcomes):
         return EXIT_STALLED
-    if any(o.plan is not None and o.plan.conflicts and not o.plan.yielded for o in outcomes):
+    if any(o.plan is not None and o.plan.real_conflicts for o in outcomes):
         return EXIT_CONFLICTS
     return EXIT_OK
 
@@ -267,8 +283,11 @@ def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool) -> str:
         extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
         lines.append(f"{head}: {verb} {count} change(s){extra}")
     lines.extend(f"{head}: error: {e}" for e in outcome.errors)
+    if outcome.pending_after_apply:
+        lines.append(f"{head}: RecordsMissing: a fresh read still wants {outcome.pending_after_apply} "
+                     "change(s); the next apply retries")
     if outcome.views:
-        lines.append(f"{head}: rendered {len(outcome.views)} geo view file(s)")
+        lines.append(f"{head}: rendered {len(outcome.views)} geo view(s)")
     return "\n".join(lines)
 
 
@@ -281,6 +300,7 @@ def _outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
         "skipped": outcome.skipped or None,
         "applied": outcome.applied,
         "staleRetries": outcome.refused_retries,
+        "pendingAfterApply": outcome.pending_after_apply,
         "errors": outcome.errors,
         "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
     }

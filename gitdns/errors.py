@@ -11,7 +11,7 @@
         ├── ThrottledError           the service asked us to slow down (``retry_after``)
         └── StaleWriteError          a compare-and-swap was refused: re-read and re-plan
 
-``reason`` is a CamelCase word from the closed set listed in docs/agent.md.
+``reason`` is a CamelCase word from a closed set (docs/architecture.md, docs/records.md).
 """
 
 from __future__ import annotations

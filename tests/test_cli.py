@@ -129,3 +129,49 @@ def test_render_writes_dnsrecords_for_kuadrant_zones_only(repo: Path, tmp_path: 
     code, stdout, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
     assert "publisher is kuadrant" in stdout
     assert not (repo / ".gitdns" / "zones" / "example.com.json").exists()
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def _bulk(repo: Path, last_octet_offset: int = 0) -> Path:
+    records = repo / "records" / "bulk.yaml"
+    rows = "".join(f"    - {{name: h{i}, type: A, values: [192.0.2.{i + last_octet_offset}]}}\n"
+                   for i in range(1, 21))
+    records.write_text("apiVersion: gitdns.io/v1alpha1\nkind: RecordSet\nmetadata:\n  name: bulk\n"
+                       f"spec:\n  zone: example-org\n  records:\n{rows}")
+    return records
+
+
+def test_reviewed_removal_in_git_is_exempt_from_the_mass_change_guard(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _bulk(repo)
+    (repo / ".gitignore").write_text(".gitdns/\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "bulk records")
+    assert run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")[0] == EXIT_OK
+    _git(repo, "rm", "-q", "records/bulk.yaml")
+    _git(repo, "commit", "-qm", "remove the bulk records (reviewed in a pull request)")
+    code, out, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
+    assert code == EXIT_OK, out
+    assert "reviewed change" in out
+
+
+def test_commit_trailer_acknowledges_a_mass_update(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _bulk(repo)
+    (repo / ".gitignore").write_text(".gitdns/\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "bulk records")
+    assert run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")[0] == EXIT_OK
+    _bulk(repo, last_octet_offset=100)
+    _git(repo, "commit", "-qam", "renumber")
+    assert run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")[0] == EXIT_STALLED
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "renumber\n\nGitdns-Allow-Mass-Change: example.org")
+    code, out, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
+    assert code == EXIT_OK, out
+    assert "acknowledged in git" in out

@@ -13,15 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitdns.adapters.gitrev import HeadInfo, head_info
-from gitdns.adapters.repo import load_repo
+from gitdns.adapters.gitrev import HeadInfo, head_info, parent_files
+from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
 from gitdns.core.loader import LoadResult
+from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
-from gitdns.core.plan import Intent, Plan, PlanPolicy
+from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.problems import Problem, blocked_zones
 from gitdns.core.records import ZoneSnapshot
+from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
 from gitdns.providers.registry import make_provider
@@ -55,6 +57,7 @@ class ZoneOutcome:
     skipped: str = ""  # why nothing was planned (blocked, publisher kuadrant, ...)
     errors: list[str] = field(default_factory=list)
     views: dict[str, str] = field(default_factory=dict)
+    pending_after_apply: int = 0  # verify: changes a fresh plan still wants (RecordsMissing)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +91,16 @@ def find_cluster(desired: Desired, ident: str) -> Cluster:
     return cluster
 
 
-def policy_for_zone(desired: Desired, zone: Zone, *, force: bool = False) -> PlanPolicy:
+def previous_state(desired: Desired) -> DesiredState | None:
+    """The desired state of HEAD's parent commit, for the reviewed-removal exemption."""
+    files = parent_files(desired.root)
+    if files is None:
+        return None
+    return load_files(files, load_schemas()).state
+
+
+def policy_for_zone(desired: Desired, zone: Zone, *, force: bool = False,
+                    mode: PlanMode = PlanMode.SYNC, reviewed: bool = False) -> PlanPolicy:
     head = desired.head
     sha = head.revision.sha if head else ""
     ack = zone.safety.acknowledge
@@ -102,6 +114,8 @@ def policy_for_zone(desired: Desired, zone: Zone, *, force: bool = False) -> Pla
         min_managed=zone.safety.min_managed,
         acknowledged=acknowledged,
         force=force,
+        mode=mode,
+        reviewed=reviewed,
     )
 
 
@@ -119,14 +133,25 @@ def _skip_reason(desired: Desired, zone: Zone) -> str:
 
 
 def plan_zone(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
-              *, force: bool = False) -> tuple[Plan, ZoneSnapshot]:
+              *, force: bool = False, mode: PlanMode = PlanMode.SYNC) -> tuple[Plan, ZoneSnapshot]:
+    """Read and plan; a stalled plan is re-judged when git reviewed the removal (the
+    previous revision is loaded only then)."""
     snapshot = provider.read(zone.domain)
-    pol = policy_for_zone(desired, zone, force=force)
-    return make_plan(intent_for(desired, cluster, zone), snapshot, pol), snapshot
+    intent = intent_for(desired, cluster, zone)
+    plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode))
+    if plan.stalled and _reviewed(desired, zone):
+        plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode,
+                                                           reviewed=True))
+    return plan, snapshot
+
+
+def _reviewed(desired: Desired, zone: Zone) -> bool:
+    old = previous_state(desired)
+    return old is not None and zone.name in reviewed_zones(old, desired.state)
 
 
 def _apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
-                        outcome: ZoneOutcome, force: bool) -> None:
+                        outcome: ZoneOutcome, force: bool, mode: PlanMode) -> None:
     plan = outcome.plan
     assert plan is not None
     for attempt in range(MAX_STALE_RETRIES + 1):
@@ -142,9 +167,20 @@ def _apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider
         log.info("stale write refused: zone=%s groups=%d attempt=%d", zone.domain,
                  len(result.refused), attempt + 1)
         time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-        plan, _ = plan_zone(desired, cluster, zone, provider, force=force)
+        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
+        outcome.plan = plan
     else:
         outcome.errors.append(f"stale writes still refused after {MAX_STALE_RETRIES} re-plans")
+
+
+def _verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
+            mode: PlanMode) -> int:
+    """Re-read and re-plan: the number of changes still wanted (0 when our records are all
+    there).  Conflicts are not counted: they were left alone on purpose."""
+    plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
+    if plan.stalled:
+        return 0
+    return len(plan.changes)
 
 
 def render_views(provider: Provider, zone: Zone) -> dict[str, str]:
@@ -158,7 +194,7 @@ def render_views(provider: Provider, zone: Zone) -> dict[str, str]:
 
 
 def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
-              dry_run: bool = False, force: bool = False,
+              dry_run: bool = False, force: bool = False, mode: PlanMode = PlanMode.SYNC,
               zones: Sequence[str] = ()) -> list[ZoneOutcome]:
     """Plan (and unless ``dry_run`` apply) every zone the cluster publishes."""
     outcomes: list[ZoneOutcome] = []
@@ -170,10 +206,13 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
         if outcome.skipped:
             continue
         provider = factory(zone)
-        outcome.plan, _ = plan_zone(desired, cluster, zone, provider, force=force)
+        outcome.plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
         if dry_run:
             continue
-        _apply_with_retries(desired, cluster, zone, provider, outcome, force)
+        first = outcome.plan
+        _apply_with_retries(desired, cluster, zone, provider, outcome, force, mode)
+        outcome.plan = first if outcome.refused_retries == 0 else outcome.plan
+        outcome.pending_after_apply = _verify(desired, cluster, zone, provider, force, mode)
         outcome.views = render_views(provider, zone)
     return outcomes
 

@@ -16,7 +16,6 @@ CONFLICT_REASONS = (
     "ForeignRecordInTheWay",  # a record with no ownership TXT where we want to write
     "DeadEndCNAME",  # a CNAME inside the root host pointing at a name nobody publishes
     "NewerRevisionSeen",  # a co-owner applied a newer revision: we yield and fetch
-    "TargetsLabelOverflow",  # per-target ownership no longer fits one TXT string
 )
 
 
@@ -87,6 +86,11 @@ class Plan:
     @property
     def yielded(self) -> bool:
         return any(c.reason == "NewerRevisionSeen" for c in self.conflicts)
+
+    @property
+    def real_conflicts(self) -> tuple[Conflict, ...]:
+        """Conflicts that need an operator (yielding to a newer revision does not)."""
+        return tuple(c for c in self.conflicts if c.reason != "NewerRevisionSeen")
 
     @property
     def applicable(self) -> tuple[Change, ...]:

@@ -12,7 +12,7 @@ data, data deleted before its TXT.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gitdns.core import names
 from gitdns.core.model import Revision
@@ -27,7 +27,14 @@ from gitdns.core.records import (
     ZoneSnapshot,
     in_zone,
 )
-from gitdns.core.registry import OwnerLabels, OwnershipEntry, decode_entry, ownership_record, txt_name
+from gitdns.core.registry import (
+    OwnerLabels,
+    OwnershipEntry,
+    decode,
+    decode_entry,
+    ownership_record,
+    txt_name,
+)
 from gitdns.core.safety import judge_mass_change
 
 _SIMPLE = "simple"
@@ -228,6 +235,8 @@ def _emit(ctx: _Ctx, key: RecordKey, current: RecordSet | None, new: RecordSet |
     mine = ctx.obs.owners.get(key, {}).get(ctx.intent.owner)
     old_txt = mine.txt if mine is not None else None
     out: list[Change] = []
+    if my_txt_new is not None and old_txt is not None and _same_but_rev(old_txt, my_txt_new):
+        my_txt_new = old_txt
     if my_txt_new is not None and old_txt != my_txt_new:
         if old_txt is not None and old_txt.key != my_txt_new.key:
             out.append(Change(Action.CREATE, None, my_txt_new, key))
@@ -244,6 +253,20 @@ def _emit(ctx: _Ctx, key: RecordKey, current: RecordSet | None, new: RecordSet |
     for entry in drop_entries:
         out.append(Change(Action.DELETE, entry.txt, None, key, reason=f"authority: {entry.owner}"))
     ctx.changes.extend(out)
+
+
+def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
+    """True when two ownership TXT differ only in the ``rev`` label.  The label records the
+    revision at which the owner last wrote this record; a new commit that does not change the
+    record does not rewrite every TXT of the zone (who wins compares it with the planning
+    owner's current revision, so a stale label only ever makes its owner look older)."""
+    if old.key != new.key or not old.same_routing(new):
+        return False
+    old_labels = [decode(v) for v in old.values]
+    new_labels = [decode(v) for v in new.values]
+    if len(old_labels) != 1 or len(new_labels) != 1 or old_labels[0] is None or new_labels[0] is None:
+        return False
+    return replace(old_labels[0], rev=None) == replace(new_labels[0], rev=None)
 
 
 def _plan_key(ctx: _Ctx, key: RecordKey) -> None:
@@ -331,10 +354,8 @@ def _my_txt(ctx: _Ctx, key: RecordKey, new: RecordSet | None, want: RecordSet | 
     routed = RecordSet(new.name, new.type, new.ttl, want.values, new.set_id, new.weight, new.geo)
     rec, fitted = ownership_record(routed, _labels(ctx, want), ctx.policy.zone)
     if not fitted:
-        ctx.conflict(key, "TargetsLabelOverflow",
-                     f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "
-                     "string; this owner claims the whole record and keeps its last published set "
-                     "in its status")
+        ctx.notes.append(f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "
+                         "string (TargetsLabelOverflow); this owner claims the whole record")
     return rec
 
 

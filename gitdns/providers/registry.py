@@ -43,6 +43,10 @@ _BUILDERS: dict[str, Callable[[str, ProviderRef, Path], Provider]] = {
 }
 
 
+# Types the desired state may name (validation accepts them) whose providers are not built yet.
+PLANNED_TYPES = frozenset({"rfc2136", "route53", "google", "azure", "coredns"})
+
+
 def known_types() -> tuple[str, ...]:
     return tuple(sorted(_BUILDERS))
 
@@ -51,6 +55,11 @@ def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provide
     """The provider for a zone.  ``base_dir`` anchors relative paths in the settings
     (the `local` store's ``path``, default ``store``)."""
     builder = _BUILDERS.get(ref.type)
+    if builder is None and ref.type in PLANNED_TYPES:
+        raise ConfigError(
+            f"spec.provider.type: provider {ref.type!r} (zone {zone_domain}) is not available in this "
+            f"version of gitdns; available: {', '.join(known_types())}"
+        )
     if builder is None:
         raise ConfigError(
             f"spec.provider.type: unknown provider type {ref.type!r} for zone {zone_domain}; "

@@ -273,3 +273,22 @@ def test_ttl_change_by_sole_owner_is_an_update() -> None:
     p = zone.sync("o1", [a("foo", "1.1.1.1", ttl=120)])
     assert [c.action for c in p.changes if c.key.type == "A"] == [Action.UPDATE]
     assert zone.records[RecordKey("foo.example.com", "A")].ttl == 120
+
+
+def test_a_new_revision_alone_does_not_rewrite_ownership_txt() -> None:
+    zone = Zone()
+    zone.sync("o1", [a("foo", "1.1.1.1")], rev=R1)
+    assert zone.plan("o1", [a("foo", "1.1.1.1")], rev=R2).empty
+    p = zone.sync("o1", [a("foo", "1.1.1.1", "1.1.1.2")], rev=R2)
+    txt = [c.new for c in p.changes if c.key.type == "TXT"]
+    assert txt and txt[0] is not None and "rev=1700000100.2222222" in txt[0].values[0]
+
+
+def test_targets_overflow_is_a_note_and_the_owner_claims_the_record() -> None:
+    zone = Zone()
+    many = [f"10.0.{i // 250}.{i % 250}" for i in range(40)]
+    p = zone.sync("o1", [a("big", *many)])
+    assert not p.conflicts and any("TargetsLabelOverflow" in n for n in p.notes)
+    zone.sync("o2", [a("big", "192.0.2.1")])
+    zone.sync("o2", [])
+    assert zone.data()[("big.example.com", "A", "")] == tuple(sorted(many))

@@ -1,0 +1,425 @@
+"""Core benchmarks of issue 2: prints figures and PASS/MISS against the targets; asserts nothing.
+
+    python bench/bench_core.py [--sizes 1000,10000,100000] [--runs 3] [--help-runs 10]
+    python bench/bench_core.py --sizes 10000 --profile plan     # cProfile one phase
+
+For each size N: a desired repo of N hosts (bench/generate.py, two zones, ten clusters) and a
+``local`` store of about N records in one zone with ten owners.  Every phase runs ``--runs``
+times, each in a fresh child process (so its peak RSS, ``ru_maxrss``, is its own); the
+median time is printed:
+
+    validate  gitdns.adapters.repo.load_repo: read + parse + schema + semantic checks
+    read      the store file's bytes from disk (Path.read_bytes; page cache warm)
+    decode    gitdns.providers.local.decode_store: JSON + RecordSet rows
+    plan      gitdns.core.planner.plan: the first owner's intent against the decoded zone
+              (steady state: the zone already holds what the owner wants)
+    plan-drift  the same, with every 10th of the owner's A records moved to a new address
+    apply     LocalProvider.apply of the whole zone as creates into an empty store
+              (the initial sync: lock, compare-and-swap, encode, fsync, rename)
+    RSS       the largest peak RSS of the read, decode, plan and apply children (the plan
+              child also reads and decodes; the apply child also decodes)
+
+Also `gitdns --help`: median wall time of ``--help-runs`` runs of the console script, and
+which heavy modules it imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+HEAVY = ("boto3", "botocore", "jinja2", "jsonschema", "ruamel", "kubernetes", "dns", "git", "google", "azure")
+PHASES = ("validate", "read", "decode", "plan", "plan-drift", "apply")
+STORE_PHASES = ("read", "decode", "plan", "plan-drift", "apply")
+
+
+# --- child side: one phase, timed, in its own process ------------------------------------
+
+
+def _store_path(fixture: Path) -> Path:
+    meta = json.loads((fixture / "zone" / "meta.json").read_text())
+    return fixture / "zone" / "store" / f"{meta['zone']}.json"
+
+
+def _decoded(fixture: Path) -> tuple[dict[str, Any], Any]:
+    from gitdns.providers.local import decode_store
+
+    meta = json.loads((fixture / "zone" / "meta.json").read_text())
+    path = _store_path(fixture)
+    _, records = decode_store(path, path.read_bytes(), meta["zone"])
+    return meta, records
+
+
+def prepare_validate(fixture: Path) -> Callable[[], Any]:
+    from gitdns.adapters.repo import load_repo
+
+    def run() -> Any:
+        return {"problems": len(load_repo(fixture / "repo").problems)}
+
+    return run
+
+
+def prepare_read(fixture: Path) -> Callable[[], Any]:
+    path = _store_path(fixture)
+    return lambda: {"bytes": len(path.read_bytes())}
+
+
+def prepare_decode(fixture: Path) -> Callable[[], Any]:
+    from gitdns.providers.local import decode_store
+
+    path = _store_path(fixture)
+    data = path.read_bytes()
+    zone = json.loads((fixture / "zone" / "meta.json").read_text())["zone"]
+    return lambda: {"records": len(decode_store(path, data, zone)[1])}
+
+
+def drifted(wanted: Sequence[Any], every: int = 10) -> tuple[Any, ...]:
+    """The intent with every ``every``-th A record moved to a new address (an IP change)."""
+    out = []
+    a_records = 0
+    for rec in wanted:
+        if rec.type == "A":
+            a_records += 1
+            if a_records % every == 0:
+                rec = rec.with_values(["198.51.100.77"])
+        out.append(rec)
+    return tuple(out)
+
+
+def prepare_plan(fixture: Path, drift: bool = False) -> Callable[[], Any]:
+    from gitdns.core.model import Revision
+    from gitdns.core.plan import Intent, PlanPolicy
+    from gitdns.core.planner import plan
+    from gitdns.core.records import ZoneSnapshot
+    from gitdns.providers.local import decode_store
+
+    meta, records = _decoded(fixture)
+    intent_path = fixture / "zone" / "intent.json"
+    _, wanted = decode_store(intent_path, intent_path.read_bytes(), meta["zone"])
+    sec, _, sha = meta["revision"].partition(".")
+    records_wanted = drifted(list(wanted.values())) if drift else tuple(wanted.values())
+    intent = Intent(meta["owner"], records_wanted, Revision(int(sec), sha))
+    snapshot = ZoneSnapshot(meta["zone"], tuple(records.values()))
+    policy = PlanPolicy(zone=meta["zone"], known_owners=tuple(meta["owners"]))
+
+    def run() -> Any:
+        result = plan(intent, snapshot, policy)
+        return {"changes": len(result.changes), "conflicts": len(result.conflicts), "stalled": result.stalled}
+
+    return run
+
+
+def creates_for(records: dict[Any, Any]) -> list[Any]:
+    """Every record as a CREATE, grouped by data key: ownership TXT first, then the data."""
+    from gitdns.core.records import Action, Change
+    from gitdns.core.registry import decode_entry
+
+    groups: dict[Any, list[Any]] = {}
+    for key, rec in records.items():
+        entry = decode_entry(rec) if rec.type == "TXT" else None
+        group = entry.key if entry is not None else key
+        groups.setdefault(group, []).append(Change(Action.CREATE, None, rec, group))
+    for members in groups.values():
+        members.sort(key=lambda c: c.new.type != "TXT" or c.group == c.key)
+    return [c for members in groups.values() for c in members]
+
+
+def prepare_apply(fixture: Path) -> Callable[[], Any]:
+    from gitdns.providers.local import LocalProvider
+
+    meta, records = _decoded(fixture)
+    changes = creates_for(records)
+    target = Path(tempfile.mkdtemp(prefix="apply-", dir=fixture))
+    provider = LocalProvider(target)
+
+    def run() -> Any:
+        result = provider.apply(meta["zone"], changes)
+        return {"applied": len(result.applied), "refused": len(result.refused), "failed": len(result.failed)}
+
+    return run
+
+
+PREPARE: dict[str, Callable[[Path], Callable[[], Any]]] = {
+    "validate": prepare_validate, "read": prepare_read, "decode": prepare_decode,
+    "plan": prepare_plan, "plan-drift": lambda fixture: prepare_plan(fixture, drift=True),
+    "apply": prepare_apply,
+}
+
+
+def child(phase: str, fixture: Path, profile: bool) -> None:
+    """Time one phase once and print ``{"seconds", "maxrss_kib", "info"}`` as JSON."""
+    run = PREPARE[phase](fixture)
+    if profile:
+        print_profile(run)
+        return
+    start = time.perf_counter()
+    info = run()
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "maxrss_kib": peak_rss_kib(), "hwm_kib": vm_hwm_kib(), "info": info}))
+
+
+def peak_rss_kib() -> int:
+    """``ru_maxrss`` of this process.  Linux carries it across ``execve`` from the process
+    that forked us, so the parent must stay smaller than any child (it never imports gitdns
+    or builds fixtures itself)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def vm_hwm_kib() -> int | None:
+    """The peak RSS of this process image alone (``VmHWM``, reset by ``execve``); a cross-check."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def print_profile(run: Callable[[], Any], top: int = 25) -> None:
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    print(f"total {total:.3f} s (profiled; cProfile adds overhead)")
+    rows = stats.stats  # type: ignore[attr-defined]
+    for title, index in (("by own time (tottime)", 2), ("by cumulative time", 3)):
+        print(f"\ntop {top} {title}:")
+        print(f"{'share':>6} {'seconds':>8} {'calls':>9}  function")
+        ranked = sorted(rows.items(), key=lambda kv: kv[1][index], reverse=True)[:top]
+        for (file, line, func), values in ranked:
+            where = f"{_short(file)}:{line}:{func}"
+            print(f"{values[index] / total:6.1%} {values[index]:8.3f} {values[1]:9d}  {where}")
+
+
+def _short(file: str) -> str:
+    for marker in ("/gitdns/", "/bench/"):
+        if marker in file:
+            return file[file.rindex(marker) + 1 :]
+    return file.rsplit("/", 2)[-1] if "/" in file else file
+
+
+# --- parent side: fixtures, runs, tables --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    seconds: float  # median over runs
+    maxrss_mib: float  # largest ru_maxrss over runs
+    info: dict[str, Any]
+    hwm_mib: float  # largest VmHWM over runs (Linux; 0 elsewhere)
+
+
+def make_fixture(size: int, root: Path) -> tuple[Path, dict[str, float]]:
+    """A repo of ``size`` hosts and a zone of about ``size`` records below ``root``, made by
+    bench/generate.py in child processes (so this process stays small: see `peak_rss_kib`)."""
+    fixture = root / f"n{size}"
+    took: dict[str, float] = {}
+    for what, flag in (("repo", "--hosts"), ("zone", "--records")):
+        cmd = [sys.executable, str(BENCH_DIR / "generate.py"), what, flag, str(size), "--out", str(fixture / what)]
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        took[what] = time.perf_counter() - start
+    return fixture, took
+
+
+def run_child(phase: str, fixture: Path) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", phase, "--fixture", str(fixture)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def measure(phase: str, fixture: Path, runs: int) -> Figure:
+    results = [run_child(phase, fixture) for _ in range(runs)]
+    return Figure(
+        seconds=statistics.median(r["seconds"] for r in results),
+        maxrss_mib=max(r["maxrss_kib"] for r in results) / 1024,
+        info=results[-1]["info"],
+        hwm_mib=max(r["hwm_kib"] or 0 for r in results) / 1024,
+    )
+
+
+def help_times(runs: int) -> dict[str, float]:
+    """Median wall time of ``gitdns --help`` (console script) and ``python -m gitdns.cli --help``."""
+    commands = {"python -m gitdns.cli --help": [sys.executable, "-m", "gitdns.cli", "--help"]}
+    script = shutil.which("gitdns")
+    if script:
+        commands = {"gitdns --help": [script, "--help"], **commands}
+    out: dict[str, float] = {}
+    for label, cmd in commands.items():
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            times.append(time.perf_counter() - start)
+        out[label] = statistics.median(times)
+    return out
+
+
+def imported(code: str) -> list[tuple[float, str]]:
+    """``(cumulative seconds, module)`` for every module ``python -c code`` imports."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                          check=True, capture_output=True, text=True)
+    modules: list[tuple[float, str]] = []
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            modules.append((int(parts[1]) / 1e6, parts[2].strip()))
+    return modules
+
+
+def help_imports() -> tuple[list[str], list[tuple[float, str]], list[str]]:
+    """Heavy top-level packages `gitdns --help` imports, its slowest imports, and the modules
+    it adds to a bare interpreter's start-up (site .pth files import some on their own)."""
+    modules = imported("import sys; sys.argv = ['gitdns', '--help']; from gitdns.cli import main; main()")
+    bare = {m for _, m in imported("pass")}
+    heavy = sorted({m.split(".")[0] for _, m in modules if m.split(".")[0] in HEAVY})
+    added = sorted(m for _, m in modules if m not in bare)
+    return heavy, sorted(modules, reverse=True)[:5], added
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    label: str
+    limit: float
+    unit: str
+    value: float | None
+
+    def row(self) -> str:
+        if self.value is None:
+            return f"| {self.label} | not measured | < {self.limit:g} {self.unit} | - |"
+        verdict = "PASS" if self.value < self.limit else "MISS"
+        return f"| {self.label} | {self.value:.3f} {self.unit} | < {self.limit:g} {self.unit} | {verdict} |"
+
+
+def _get(figures: dict[int, dict[str, Figure]], size: int, phase: str) -> Figure | None:
+    return figures.get(size, {}).get(phase)
+
+
+def targets(figures: dict[int, dict[str, Figure]], help_wall: float) -> list[Target]:
+    def secs(size: int, *phases: str) -> float | None:
+        found = [_get(figures, size, p) for p in phases]
+        return None if any(f is None for f in found) else sum(f.seconds for f in found if f)
+
+    rss = [f.maxrss_mib for p in STORE_PHASES if (f := _get(figures, 10_000, p))]
+    return [
+        Target("plan, 10,000-record zone, 10 owners", 1.0, "s", secs(10_000, "plan")),
+        Target("plan, 100,000-record zone, 10 owners", 10.0, "s", secs(100_000, "plan")),
+        Target("read + decode local store, 10,000 records", 0.3, "s", secs(10_000, "read", "decode")),
+        Target("peak RSS, 10,000 records", 80.0, "MiB", max(rss) if rss else None),
+        Target("validate repo of 10,000 hosts", 3.0, "s", secs(10_000, "validate")),
+        Target("gitdns --help", 0.3, "s", help_wall),
+    ]
+
+
+def print_tables(figures: dict[int, dict[str, Figure]], records: dict[int, int], runs: int) -> None:
+    print(f"\nmedian of {runs} runs, each in a fresh process; times in seconds")
+    print("| N | zone records | validate | read | decode | plan | plan-drift | apply | peak RSS (MiB) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, row in figures.items():
+        rss = max(row[p].maxrss_mib for p in STORE_PHASES)
+        cells = " | ".join(f"{row[p].seconds:.3f}" for p in PHASES)
+        print(f"| {size:,} | {records[size]:,} | {cells} | {rss:.1f} |")
+    print("\npeak RSS per phase child (MiB)")
+    print("| N | " + " | ".join(PHASES) + " |")
+    print("|---:|" + "---:|" * len(PHASES))
+    for size, row in figures.items():
+        print(f"| {size:,} | " + " | ".join(f"{row[p].maxrss_mib:.1f}" for p in PHASES) + " |")
+
+
+def bench(sizes: Sequence[int], runs: int, root: Path) -> tuple[dict[int, dict[str, Figure]], dict[int, int]]:
+    figures: dict[int, dict[str, Figure]] = {}
+    records: dict[int, int] = {}
+    for size in sizes:
+        fixture, took = make_fixture(size, root)
+        meta = json.loads((fixture / "zone" / "meta.json").read_text())
+        records[size] = meta["records"]
+        print(f"N={size:,}: generated repo in {took['repo']:.1f} s, zone of {meta['records']:,} records "
+              f"(intent {meta['intent']:,}) in {took['zone']:.1f} s", flush=True)
+        figures[size] = {phase: measure(phase, fixture, runs) for phase in PHASES}
+        for phase, fig in figures[size].items():
+            print(f"  {phase:10} {fig.seconds:8.3f} s  ru_maxrss {fig.maxrss_mib:6.1f} MiB  "
+                  f"VmHWM {fig.hwm_mib:6.1f} MiB  {fig.info}", flush=True)
+    return figures, records
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N (default: %(default)s)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per phase (median printed)")
+    parser.add_argument("--help-runs", type=int, default=10, help="runs of gitdns --help")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "out", help="where fixtures go (gitignored)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated fixtures")
+    parser.add_argument("--profile", choices=PHASES, help="cProfile this phase at each size, then exit")
+    parser.add_argument("--child", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--fixture", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--cprofile", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def profile(phase: str, sizes: Sequence[int], root: Path) -> None:
+    for size in sizes:
+        fixture, _ = make_fixture(size, root)
+        print(f"\n== cProfile: {phase}, N={size:,}", flush=True)
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", phase, "--fixture", str(fixture),
+               "--cprofile"]
+        subprocess.run(cmd, check=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        child(args.child, args.fixture, args.cprofile)
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="core-", dir=args.out))
+    try:
+        if args.profile:
+            profile(args.profile, sizes, root)
+            return
+        print(f"python {sys.version.split()[0]}, {_cpus()} CPU(s); fixtures in {root}", flush=True)
+        figures, records = bench(sizes, args.runs, root)
+        print_tables(figures, records, args.runs)
+        walls = help_times(args.help_runs)
+        heavy, slowest, added = help_imports()
+        print(f"\n--help wall time, median of {args.help_runs}:")
+        for label, wall in walls.items():
+            print(f"  {label:30} {wall:.3f} s")
+        print(f"  heavy modules imported ({', '.join(HEAVY)}): {', '.join(heavy) or 'none'}")
+        print(f"  modules beyond a bare interpreter ({len(added)}): {', '.join(added)}")
+        print("  slowest imports (cumulative): " + ", ".join(f"{m} {s * 1000:.0f} ms" for s, m in slowest))
+        print("\n| target | measured | limit | verdict |\n|---|---:|---:|---|")
+        for target in targets(figures, next(iter(walls.values()))):
+            print(target.row())
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+
+
+if __name__ == "__main__":
+    main()

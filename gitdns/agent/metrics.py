@@ -1,0 +1,200 @@
+"""The agent's Prometheus metrics, in a registry of its own (never the process-global one).
+
+Every metric is named ``gitdns_*``. The agent calls the plain methods below; nothing else in
+gitdns touches ``prometheus_client`` (the core stays free of metrics, ARCHITECTURE.md §3).
+
+========================================== ======= =========================================
+metric                                     type    set by
+========================================== ======= =========================================
+gitdns_zone_writes_total{zone}             counter record_apply (seed 000: writes)
+gitdns_zone_deletes_total{zone}            counter record_apply (seed 000: deletes)
+gitdns_zone_prunes_total{zone}             counter record_apply (seed 000: prunes)
+gitdns_owned_desired_set_changes_total     counter record_desired_set_change (seed 000:
+  {zone}                                           the owned desired set changed)
+gitdns_conflicts{zone,reason}              gauge   set_conflicts (reasons not given again
+                                                   are removed)
+gitdns_stale_write_retries_total{zone}     counter record_stale_retries
+gitdns_cycle_duration_seconds              hist.   observe_cycle
+gitdns_cycle_last_duration_seconds         gauge   observe_cycle
+gitdns_git_errors_total{reason}            counter record_git_error
+gitdns_applied_revision_info{revision}     gauge   set_revision (=1; the old label goes)
+gitdns_validation_problems{zone}           gauge   set_validation_problems
+gitdns_webhook_deliveries_total            counter record_webhook; result is one of
+  {provider,result}                                accepted|forged|replayed|ignored
+gitdns_provider_calls_total{zone,op}       counter record_provider_call
+gitdns_last_success_timestamp_seconds      gauge   mark_success
+gitdns_ready                               gauge   set_ready (0/1)
+========================================== ======= =========================================
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["CONTENT_TYPE", "WEBHOOK_RESULTS", "Metrics"]
+
+# The classic text format; generate_latest writes it for names that need no escaping (all ours).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+WEBHOOK_RESULTS = frozenset({"accepted", "forged", "replayed", "ignored"})
+CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+class Metrics:
+    """The agent's metrics. Thread-safe: handler threads and the cycle may call at once."""
+
+    content_type = CONTENT_TYPE
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._lock = threading.Lock()
+        self._revision: str | None = None
+        self._conflict_reasons: dict[str, set[str]] = {}
+        self._problem_zones: set[str] = set()
+        r = self.registry
+        self.zone_writes = Counter("gitdns_zone_writes", "Records written to a zone.", ["zone"], registry=r)
+        self.zone_deletes = Counter("gitdns_zone_deletes", "Records deleted from a zone.", ["zone"], registry=r)
+        self.zone_prunes = Counter(
+            "gitdns_zone_prunes", "Shared records pruned of dead ends in a zone.", ["zone"], registry=r
+        )
+        self.desired_set_changes = Counter(
+            "gitdns_owned_desired_set_changes",
+            "Changes of the owned desired record set of a zone.",
+            ["zone"],
+            registry=r,
+        )
+        self.conflicts = Gauge(
+            "gitdns_conflicts", "Current conflicts in a zone by reason.", ["zone", "reason"], registry=r
+        )
+        self.stale_write_retries = Counter(
+            "gitdns_stale_write_retries",
+            "Writes refused as stale and retried after a re-read.",
+            ["zone"],
+            registry=r,
+        )
+        self.cycle_duration = Histogram(
+            "gitdns_cycle_duration_seconds", "Duration of agent cycles.", buckets=CYCLE_BUCKETS, registry=r
+        )
+        self.cycle_last_duration = Gauge(
+            "gitdns_cycle_last_duration_seconds", "Duration of the last agent cycle.", registry=r
+        )
+        self.git_errors = Counter(
+            "gitdns_git_errors", "Git fetch/verify/push errors by reason.", ["reason"], registry=r
+        )
+        self.applied_revision = Gauge(
+            "gitdns_applied_revision_info", "The desired revision applied last (value 1).", ["revision"], registry=r
+        )
+        self.validation_problems = Gauge(
+            "gitdns_validation_problems", "Validation problems blocking or affecting a zone.", ["zone"], registry=r
+        )
+        self.webhook_deliveries = Counter(
+            "gitdns_webhook_deliveries",
+            "Webhook deliveries by provider and result.",
+            ["provider", "result"],
+            registry=r,
+        )
+        self.provider_calls = Counter(
+            "gitdns_provider_calls", "Calls to DNS provider APIs by zone and operation.", ["zone", "op"], registry=r
+        )
+        self.last_success = Gauge(
+            "gitdns_last_success_timestamp_seconds", "Unix time of the last fully successful cycle.", registry=r
+        )
+        self.ready = Gauge("gitdns_ready", "1 when the agent is ready, else 0.", registry=r)
+        self.ready.set(0)
+
+    # --- seed 000's four events -------------------------------------------------------
+
+    def record_apply(self, zone: str, writes: int = 0, deletes: int = 0, prunes: int = 0) -> None:
+        """Count what one apply did to ``zone`` (counts of records; zeros are fine)."""
+        self.zone_writes.labels(zone).inc(_count(writes))
+        self.zone_deletes.labels(zone).inc(_count(deletes))
+        self.zone_prunes.labels(zone).inc(_count(prunes))
+
+    def record_desired_set_change(self, zone: str, n: int = 1) -> None:
+        self.desired_set_changes.labels(zone).inc(_count(n))
+
+    # --- conflicts, retries, problems --------------------------------------------------
+
+    def set_conflicts(self, zone: str, counts: Mapping[str, int]) -> None:
+        """Replace ``zone``'s conflict gauges; reasons absent from ``counts`` are removed."""
+        with self._lock:
+            old = self._conflict_reasons.get(zone, set())
+            for reason in old - set(counts):
+                self.conflicts.remove(zone, reason)
+            for reason, n in counts.items():
+                self.conflicts.labels(zone, reason).set(n)
+            self._conflict_reasons[zone] = set(counts)
+
+    def record_stale_retries(self, zone: str, n: int = 1) -> None:
+        self.stale_write_retries.labels(zone).inc(_count(n))
+
+    def set_validation_problems(self, counts: Mapping[str, int]) -> None:
+        """Replace the per-zone problem counts; zones absent from ``counts`` are removed."""
+        with self._lock:
+            for zone in self._problem_zones - set(counts):
+                self.validation_problems.remove(zone)
+            for zone, n in counts.items():
+                self.validation_problems.labels(zone).set(n)
+            self._problem_zones = set(counts)
+
+    # --- cycles, git, revision ---------------------------------------------------------
+
+    def observe_cycle(self, seconds: float) -> None:
+        self.cycle_duration.observe(seconds)
+        self.cycle_last_duration.set(seconds)
+
+    def record_git_error(self, reason: str) -> None:
+        self.git_errors.labels(reason).inc()
+
+    def set_revision(self, label: str) -> None:
+        """Point ``gitdns_applied_revision_info`` at ``label``; the previous label is removed."""
+        with self._lock:
+            if self._revision == label:
+                return
+            if self._revision is not None:
+                self.applied_revision.remove(self._revision)
+            self.applied_revision.labels(label).set(1)
+            self._revision = label
+
+    @property
+    def revision(self) -> str | None:
+        return self._revision
+
+    def mark_success(self, timestamp: float | None = None) -> None:
+        """Record the unix time (seconds) of a fully successful cycle; now when not given."""
+        if timestamp is None:
+            self.last_success.set_to_current_time()
+        else:
+            self.last_success.set(timestamp)
+
+    def set_ready(self, ready: bool) -> None:
+        self.ready.set(1 if ready else 0)
+
+    # --- webhook and provider calls ----------------------------------------------------
+
+    def record_webhook(self, provider: str, result: str) -> None:
+        if result not in WEBHOOK_RESULTS:
+            raise ValueError(f"webhook result {result!r} is not one of {sorted(WEBHOOK_RESULTS)}")
+        self.webhook_deliveries.labels(provider, result).inc()
+
+    def record_provider_call(self, zone: str, op: str, n: int = 1) -> None:
+        self.provider_calls.labels(zone, op).inc(_count(n))
+
+    # --- exposition --------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format (serve with :attr:`content_type`)."""
+        return bytes(generate_latest(self.registry))
+
+    def value(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """One sample's current value by its exposed name (for tests and ``/status``)."""
+        result = self.registry.get_sample_value(name, dict(labels or {}))
+        return None if result is None else float(result)
+
+
+def _count(n: int) -> int:
+    if n < 0:
+        raise ValueError("a counter only goes up")
+    return n

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class Desired:
     state: DesiredState
     problems: tuple[Problem, ...]
     head: HeadInfo | None
+    # the desired state the last revision had, for the reviewed-removal exemption; called
+    # only when a plan stalls (default: HEAD's parent in the work tree)
+    previous: Callable[[], DesiredState | None] | None = None
 
     @property
     def blocked(self) -> set[str]:
@@ -62,6 +65,16 @@ class ZoneOutcome:
     @property
     def ok(self) -> bool:
         return not self.errors and (self.plan is None or not self.plan.stalled)
+
+
+def from_files(root: Path, files: Mapping[str, str], head: HeadInfo | None,
+               previous: Callable[[], DesiredState | None] | None = None) -> Desired:
+    """A Desired from files held in memory (the agent reads them from a git commit)."""
+    from gitdns.core.validate import check
+
+    result = check(files, load_schemas())
+    state = replace(result.state, revision=head.revision if head else None)
+    return Desired(root, state, tuple(result.problems), head, previous)
 
 
 def load(root: Path) -> Desired:
@@ -146,7 +159,7 @@ def plan_zone(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider
 
 
 def _reviewed(desired: Desired, zone: Zone) -> bool:
-    old = previous_state(desired)
+    old = desired.previous() if desired.previous is not None else previous_state(desired)
     return old is not None and zone.name in reviewed_zones(old, desired.state)
 
 

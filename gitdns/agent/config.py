@@ -1,0 +1,156 @@
+"""Agent configuration: flags, then ``GITDNS_*`` environment variables, then a config file.
+
+Every setting has one name in each place: flag ``--poll-interval``, environment
+``GITDNS_POLL_INTERVAL``, file key ``pollInterval``.  Secrets are never values here: only
+paths to files or names of environment variables holding them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from gitdns.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    repo: str = ""  # URL or path of the desired repository
+    cluster: str = ""  # Cluster id or metadata.name ("" in a cluster: read kube-system's UID)
+    branch: str = "main"
+    path: str = ""  # subdirectory of the repository holding the desired YAML
+    poll_interval: float = 60.0  # seconds; ±5% jitter
+    listen: str = "0.0.0.0:8080"  # "" disables the HTTP endpoint
+    state_dir: str = "/var/lib/gitdns"
+    git_timeout: float = 30.0
+    token_env: str = ""  # name of an env var holding the HTTPS token
+    token_file: str = ""
+    ssh_key: str = ""
+    known_hosts: str = ""
+    verify_ssh_signers: str = ""  # allowed_signers file: require SSH-signed heads
+    verify_gpg_keys: str = ""  # exported public keys: require GPG-signed heads
+    allow_rollback: bool = False  # accept a head that is not a descendant of the applied one
+    webhook_github_secret_file: str = ""
+    webhook_gitlab_token_file: str = ""
+    webhook_gitlab_signing_file: str = ""
+    status: bool = True  # push the status branch
+    status_repo: str = ""  # where status branches go (default: the desired repository)
+    lease: str = "auto"  # auto | kubernetes | txt | none
+    lease_duration: float = 60.0
+    pod_name: str = ""
+    pod_namespace: str = ""
+    validate_delay: float = 5.0  # seconds after a write; plus up to the same again in jitter
+    quiet_period: float = 900.0  # validation interval once the zone is stable
+    heartbeat_interval: float = 300.0
+    prune_stale_owners_after: float = 0.0  # seconds; 0 disables automatic removal
+    log_format: str = "text"  # text | json
+    log_level: str = "info"
+    once: bool = False
+
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_name(field: str) -> str:
+    return "GITDNS_" + field.upper()
+
+
+def file_key(field: str) -> str:
+    head, *rest = field.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
+    if kind in (bool, "bool"):
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in _BOOL_TRUE:
+            return True
+        if text in _BOOL_FALSE:
+            return False
+        raise ConfigError(f"{where}: {raw!r} is not a boolean (use true or false)")
+    if kind in (float, "float"):
+        try:
+            return parse_duration(raw)
+        except ValueError:
+            raise ConfigError(f"{where}: {raw!r} is not a duration (e.g. 60, 60s, 5m, 1h)") from None
+    return str(raw)
+
+
+def parse_duration(raw: Any) -> float:
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    text = str(raw).strip().lower()
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    for suffix in ("ms", "s", "m", "h"):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * scale[suffix]
+    return float(text)
+
+
+def _types() -> dict[str, Any]:
+    return {f.name: f.type for f in fields(AgentConfig)}
+
+
+def from_file(path: Path) -> dict[str, Any]:
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe").load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file") from None
+    except Exception as exc:  # ruamel's parser errors
+        raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of settings")
+    keys = {file_key(n): n for n in _types()}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in keys:
+            raise ConfigError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(keys))})")
+        out[keys[key]] = _coerce(keys[key], _types()[keys[key]], value, f"{path}: {key}")
+    return out
+
+
+def from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, kind in _types().items():
+        var = env_name(name)
+        if var in env:
+            out[name] = _coerce(name, kind, env[var], var)
+    return out
+
+
+def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> AgentConfig:
+    """Flags (non-None values) win over the environment, which wins over the file."""
+    env = os.environ if env is None else env
+    config_path = flags.get("config") or env.get("GITDNS_CONFIG")
+    merged: dict[str, Any] = {}
+    if config_path:
+        merged.update(from_file(Path(config_path)))
+    merged.update(from_env(env))
+    types = _types()
+    for name, value in flags.items():
+        if name in types and value is not None:
+            merged[name] = _coerce(name, types[name], value, f"--{name.replace('_', '-')}")
+    config = replace(AgentConfig(), **merged)
+    if not config.repo:
+        raise ConfigError("no repository: give --repo URL, GITDNS_REPO or repo in the config file")
+    if config.poll_interval <= 0:
+        raise ConfigError("--poll-interval must be positive")
+    if config.lease not in ("auto", "kubernetes", "txt", "none"):
+        raise ConfigError(f"--lease {config.lease!r}: use auto, kubernetes, txt or none")
+    if config.log_format not in ("text", "json"):
+        raise ConfigError(f"--log-format {config.log_format!r}: use text or json")
+    return config
+
+
+def flag_names() -> list[str]:
+    return [f.name for f in fields(AgentConfig)]

@@ -1,0 +1,402 @@
+"""The agent's reconcile cycle: a list of steps with one signature (Flux style).
+
+    fetch → load → validate → build/plan/guard/apply/verify (per zone) → render → report
+
+Each step takes the `Cycle` (this pass's scratch state) and returns whether to go on.  The
+`Agent` keeps what survives between passes: the applied revision, the last good desired
+state per zone (validation holds per zone), the validation schedule, the lease.  Nothing
+is deleted because something could not be read; a failing step leaves the last good
+revision in force.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gitdns.adapters.gitrev import HeadInfo
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.engine import (
+    Desired,
+    ProviderFactory,
+    ZoneOutcome,
+    from_files,
+    plan_zone,
+    render_views,
+)
+from gitdns.agent.lease import Lease, LeaseState, NoLease
+from gitdns.core import builder
+from gitdns.core.conditions import Condition
+from gitdns.core.model import Cluster, DesiredState, Revision, Zone
+from gitdns.core.plan import PlanMode
+from gitdns.core.status import ClusterReport, ZoneReport
+from gitdns.errors import GitdnsError, RetryableError
+
+log = logging.getLogger(__name__)
+
+
+class Fetched(Protocol):
+    sha: str
+    revision: Revision
+    message: str
+    author: str
+    files: dict[str, str]
+
+
+class Source(Protocol):
+    def remote_head(self) -> str: ...
+    def fetch(self, sha: str | None = None) -> Any: ...
+    def is_descendant(self, new: str, old: str) -> bool: ...
+    def files_at(self, sha: str) -> dict[str, str]: ...
+
+
+class StatusSink(Protocol):
+    def publish(self, report: ClusterReport) -> str | None: ...
+
+
+@dataclass(slots=True)
+class ZoneTrack:
+    """What the agent remembers about one zone between cycles."""
+
+    desired: Desired  # the last desired state under which this zone validated
+    next_validation: float | None = None
+    interval: float = 0.0
+    last: ZoneOutcome | None = None
+
+
+@dataclass(slots=True)
+class Cycle:
+    trigger: str
+    head: str | None = None
+    fetched: Any = None
+    desired: Desired | None = None
+    outcomes: list[ZoneOutcome] = field(default_factory=list)
+    conditions: list[Condition] = field(default_factory=list)
+    wrote: bool = False
+    yielded: bool = False
+
+
+Step = Callable[["Agent", Cycle], bool]
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, *, source: Source, factory: ProviderFactory,
+                 status: StatusSink | None = None, lease: Lease | None = None,
+                 clock: Callable[[], float], rng: random.Random | None = None,
+                 on_apply: Callable[[str, ZoneOutcome], None] | None = None) -> None:
+        self.config = config
+        self.source = source
+        self.factory = factory
+        self.status = status
+        self.lease: Lease = lease or NoLease()
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.on_apply = on_apply
+        self.root = Path(config.state_dir)
+        self.applied_sha: str | None = None
+        self.applied_state: DesiredState | None = None
+        self.fetched_sha: str | None = None
+        self.current: Desired | None = None
+        self.tracks: dict[str, ZoneTrack] = {}
+        self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded")
+        self.lease_state: LeaseState | None = None
+        self.last_report: ClusterReport | None = None
+        self.provider_calls = 0
+
+    # --- the poll ----------------------------------------------------------------
+    def validation_due(self) -> bool:
+        now = self.clock()
+        return any(t.next_validation is not None and t.next_validation <= now for t in self.tracks.values())
+
+    def run(self, trigger: str = "poll", *, force: bool = False) -> Cycle:
+        """One pass.  With the revision unchanged and no validation due it returns after one
+        remote ref check: no provider call, no status push."""
+        cycle = Cycle(trigger)
+        for step in ((lambda a, c: a._fetch(c, force)), Agent._load, Agent._reconcile, Agent._report):
+            if not step(self, cycle):
+                break
+        return cycle
+
+    def _fetch(self, cycle: Cycle, force: bool) -> bool:
+        try:
+            cycle.head = self.source.remote_head()
+        except GitdnsError as exc:
+            self._source_failed(exc)
+            raise
+        if cycle.head == self.fetched_sha and not force and not self.validation_due():
+            return False
+        if cycle.head == self.fetched_sha and self.current is not None:
+            cycle.desired = self.current
+            return True
+        try:
+            cycle.fetched = self.source.fetch(cycle.head)
+            if self.applied_sha and not self.config.allow_rollback and cycle.head != self.applied_sha \
+                    and not self.source.is_descendant(cycle.head or "", self.applied_sha):
+                self.source_condition = Condition(
+                    "SourceAvailable", False, "RollbackRefused",
+                    f"head {str(cycle.head)[:7]} is not a descendant of the applied revision "
+                    f"{self.applied_sha[:7]} (a force-push back?); start with --allow-rollback to accept it")
+                self.fetched_sha = cycle.head
+                cycle.desired = self.current
+                return self.current is not None
+        except GitdnsError as exc:
+            self._source_failed(exc)
+            raise
+        self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded",
+                                          f"fetched {str(cycle.head)[:7]}")
+        return True
+
+    def _source_failed(self, exc: GitdnsError) -> None:
+        self.source_condition = Condition("SourceAvailable", False, _reason(exc, "GitUnreachable"),
+                                          f"{exc}; the last good revision stays in force")
+
+    def _load(self, cycle: Cycle) -> bool:
+        fetched = cycle.fetched
+        if fetched is None:
+            return cycle.desired is not None
+        head = HeadInfo(fetched.revision, fetched.message, fetched.author)
+        applied = self.applied_sha
+        previous = (lambda: self._state_at(applied)) if applied else None
+        cycle.desired = from_files(self.root, fetched.files, head, previous)
+        self.current = cycle.desired
+        self.fetched_sha = fetched.sha
+        return True
+
+    def _state_at(self, sha: str) -> DesiredState | None:
+        if self.applied_state is not None and sha == self.applied_sha:
+            return self.applied_state
+        try:
+            return from_files(self.root, self.source.files_at(sha), None).state
+        except GitdnsError:
+            return None
+
+    # --- per zone ----------------------------------------------------------------
+    def cluster_of(self, desired: Desired) -> Cluster | None:
+        return desired.state.cluster(self.config.cluster)
+
+    def _zones(self, desired: Desired) -> list[tuple[Zone, Desired, bool]]:
+        """(zone, the desired state to use for it, held?) for every zone to reconcile."""
+        out: list[tuple[Zone, Desired, bool]] = []
+        cluster = self.cluster_of(desired)
+        wanted = builder.zones_for_cluster(desired.state, cluster) if cluster else []
+        names = {z.name for z in wanted}
+        for zone in wanted:
+            if zone.name in desired.blocked:
+                track = self.tracks.get(zone.name)
+                if track is not None:
+                    out.append((zone, track.desired, True))
+                continue
+            out.append((zone, desired, False))
+        for name, track in self.tracks.items():
+            if name not in names and name not in desired.blocked:
+                out.append((self._zone_in(track.desired, name), desired, False))  # left the cluster
+        return out
+
+    @staticmethod
+    def _zone_in(desired: Desired, name: str) -> Zone:
+        zone = desired.state.zone(name)
+        assert zone is not None
+        return zone
+
+    def _acquire(self) -> bool:
+        try:
+            self.lease_state = self.lease.acquire()
+        except GitdnsError as exc:
+            self.lease_state = LeaseState(False, "unknown", 0.0, f"lease: {exc}")
+        if not self.lease_state.held:
+            log.warning("lease held: %s", self.lease_state.message)
+        return self.lease_state.held
+
+    def _reconcile(self, cycle: Cycle) -> bool:
+        desired = cycle.desired
+        assert desired is not None
+        can_write = self._acquire()
+        for zone, zdesired, held in self._zones(desired):
+            outcome = self._reconcile_zone(zone, zdesired, desired, can_write)
+            if held:
+                outcome.skipped = "held: this revision does not validate for the zone; the last good one stays"
+            cycle.outcomes.append(outcome)
+            cycle.wrote = cycle.wrote or outcome.applied > 0
+            cycle.yielded = cycle.yielded or bool(outcome.plan and outcome.plan.yielded)
+        if cycle.fetched is not None and can_write and not any(o.errors for o in cycle.outcomes):
+            self.applied_sha = cycle.fetched.sha
+            self.applied_state = desired.state
+        return True
+
+    def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool) -> ZoneOutcome:
+        outcome = ZoneOutcome(zone)
+        cluster = self.cluster_of(zdesired) or self.cluster_of(newest)
+        if cluster is None:
+            outcome.skipped = f"no Cluster {self.config.cluster} in git: only removals"
+            cluster = Cluster(name=self.config.cluster, id=self.config.cluster)
+        provider = self.factory(zone)
+        try:
+            outcome.plan, _ = plan_zone(zdesired, cluster, zone, provider)
+            self.provider_calls += 1
+            if can_write and outcome.plan.changes and not outcome.plan.stalled:
+                from gitdns.agent.engine import _apply_with_retries, _verify
+
+                _apply_with_retries(zdesired, cluster, zone, provider, outcome, False, PlanMode.SYNC)
+                outcome.pending_after_apply = _verify(zdesired, cluster, zone, provider, False, PlanMode.SYNC)
+                outcome.views = render_views(provider, zone)
+                self.provider_calls += 2
+        except RetryableError as exc:
+            outcome.errors.append(f"{exc.reason}: {exc}")
+        except GitdnsError as exc:
+            outcome.errors.append(f"{exc.reason}: {exc}")
+        self._track(zone, zdesired, outcome)
+        if self.on_apply is not None:
+            self.on_apply(zone.domain, outcome)
+        return outcome
+
+    def _track(self, zone: Zone, desired: Desired, outcome: ZoneOutcome) -> None:
+        track = self.tracks.get(zone.name)
+        if track is None or zone.name not in desired.blocked:
+            track = self.tracks[zone.name] = ZoneTrack(desired if zone.name not in desired.blocked else
+                                                       (track.desired if track else desired))
+        track.last = outcome
+        now = self.clock()
+        delay = self.config.validate_delay
+        if outcome.applied or outcome.pending_after_apply or outcome.errors:
+            track.interval = delay
+            track.next_validation = now + delay + self.rng.uniform(0, delay)  # seed 000: 5 s + jitter
+        elif track.next_validation is None or track.next_validation <= now:
+            track.interval = min(max(track.interval * 2, delay), self.config.quiet_period)
+            track.next_validation = now + track.interval
+
+    # --- report ------------------------------------------------------------------
+    def report(self, cycle: Cycle | None = None) -> ClusterReport:
+        desired = self.current
+        cluster = self.cluster_of(desired) if desired else None
+        zones = []
+        for name, track in sorted(self.tracks.items()):
+            zone = self._zone_in(track.desired, name)
+            outcome = track.last
+            zones.append(ZoneReport(
+                zone=zone.domain, provider=zone.provider.type,
+                held=bool(desired and name in desired.blocked),
+                problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
+                owned=tuple(_owned(track.desired, cluster, zone)),
+                plan=outcome.plan if outcome else None,
+                applied_revision=track.desired.state.revision.label if track.desired.state.revision else None,
+                error="; ".join(outcome.errors) if outcome else "",
+                missing=outcome.pending_after_apply if outcome else 0,
+            ))
+        conditions = self.conditions(zones)
+        rev = desired.state.revision if desired else None
+        policies: dict[str, list[str]] = {}
+        if desired and cluster:
+            for zone in desired.state.zones:
+                for host in builder.build_hosts(desired.state, cluster, zone):
+                    policies.setdefault(host.policy, []).append(host.host)
+        return ClusterReport(
+            cluster=cluster.name if cluster else self.config.cluster,
+            cluster_id=cluster.id if cluster else self.config.cluster,
+            mode=cluster.mode.value if cluster else "default",
+            group=cluster.group if cluster else None,
+            desired_revision=self.fetched_sha,
+            applied_revision=self.applied_sha,
+            attempted_revision=rev.sha if rev else None,
+            conditions=tuple(conditions), zones=tuple(zones), policies=policies,
+            heartbeat=self.clock(),
+        )
+
+    def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
+        out = [self.source_condition]
+        if self.lease_state is not None:
+            out.append(Condition("LeaseHeld", self.lease_state.held,
+                                 "LeaseAcquired" if self.lease_state.held else "LeaseHeldByAnother",
+                                 self.lease_state.message))
+        conflicts = [c for z in zones if z.plan for c in z.plan.real_conflicts]
+        if conflicts:
+            first = conflicts[0]
+            reason = "ConflictingStrategyDiscovered" if any(
+                c.reason == "ConflictingStrategyDiscovered" for c in conflicts) else first.reason
+            out.append(Condition("UnresolvedConflictDiscovered", True, reason,
+                                 f"{len(conflicts)} conflict(s); first: {first.message}"))
+        missing = [z for z in zones if z.missing and not z.held]
+        if missing:
+            out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",
+                                 f"own records missing after apply in {', '.join(z.zone for z in missing)}; "
+                                 "re-applying with jitter"))
+        out.append(self._ready(zones, out))
+        return out
+
+    def _ready(self, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
+        stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
+        if stalled:
+            return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")
+        held = [z.zone for z in zones if z.held]
+        if held:
+            return Condition("Ready", False, "ValidationFailed",
+                             f"zones held at their last good revision: {', '.join(held)}")
+        errors = [f"{z.zone}: {z.error}" for z in zones if z.error]
+        if errors:
+            return Condition("Ready", False, "ProviderError", "; ".join(errors))
+        bad = [c for c in conditions if not c.status and c.type in ("SourceAvailable", "LeaseHeld")]
+        if bad:
+            return Condition("Ready", False, bad[0].reason, bad[0].message)
+        if any(c.type == "UnresolvedConflictDiscovered" for c in conditions):
+            return Condition("Ready", False, "ReconcileFailed", "conflicts left as they are (see conditions)")
+        return Condition("Ready", True, "ReconcileSucceeded",
+                         f"applied {self.applied_sha[:7]}" if self.applied_sha else "nothing to apply")
+
+    def _report(self, cycle: Cycle) -> bool:
+        report = self.report(cycle)
+        self.last_report = report
+        if self.status is not None and self.config.status:
+            try:
+                self.status.publish(report)
+            except GitdnsError as exc:
+                log.warning("status push failed: error=%s", exc)
+        return True
+
+    # --- validation loop (seed 000) ------------------------------------------------
+    def validate(self) -> int:
+        """Re-check due zones; re-apply where own records are missing or overwritten.
+        Returns the number of zones re-applied."""
+        now = self.clock()
+        reapplied = 0
+        desired = self.current
+        if desired is None:
+            return 0
+        can_write: bool | None = None
+        for name, track in list(self.tracks.items()):
+            if track.next_validation is None or track.next_validation > now:
+                continue
+            zone = self._zone_in(track.desired, name)
+            if can_write is None:
+                can_write = self._acquire()
+            outcome = self._reconcile_zone(zone, track.desired, desired, can_write)
+            reapplied += 1 if outcome.applied else 0
+        if can_write is not None:
+            self._report(Cycle("validate"))
+        return reapplied
+
+    def next_validation(self) -> float | None:
+        times = [t.next_validation for t in self.tracks.values() if t.next_validation is not None]
+        return min(times) if times else None
+
+
+def _owned(desired: Desired, cluster: Cluster | None, zone: Zone) -> tuple[Any, ...]:
+    if cluster is None:
+        return ()
+    return builder.desired_for_zone(desired.state, cluster, zone)
+
+
+def _reason(exc: GitdnsError, default: str) -> str:
+    from gitdns.core.conditions import REASONS
+
+    return exc.reason if exc.reason in REASONS else default
+
+
+def files_of(report: ClusterReport, dump: Callable[[Mapping[str, Any]], str]) -> dict[str, str]:
+    from gitdns.core.status import documents
+
+    return {path: dump(doc) for path, doc in documents(report).items()}
+
+

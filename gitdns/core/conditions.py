@@ -1,0 +1,72 @@
+"""Conditions and the closed set of reasons (docs/agent.md lists them with their meaning).
+
+Types follow Flux: ``Ready`` (the summary), ``Reconciling``, ``Stalled`` (needs a human),
+plus seed 000's ``UnresolvedConflictDiscovered`` and the source/lease/health conditions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TYPES = (
+    "Ready",
+    "Reconciling",
+    "Stalled",
+    "SourceAvailable",
+    "UnresolvedConflictDiscovered",
+    "LeaseHeld",
+    "Healthy",
+    "GroupsDivergedFromGit",
+)
+
+REASONS = frozenset({
+    # Ready
+    "ReconcileSucceeded",
+    "ReconcileFailed",
+    "Progressing",
+    # source
+    "GitOperationSucceeded",
+    "GitUnreachable",
+    "SignatureRefused",
+    "RollbackRefused",
+    "ValidationFailed",
+    # zones
+    "ZoneHeld",
+    "ProviderUnreachable",
+    "ProviderError",
+    "Throttled",
+    "StaleWriteRetried",
+    "MassChangeRefused",
+    # seed 000's vocabulary, and the planner's conflict reasons
+    "RecordsMissing",
+    "ConflictingStrategyDiscovered",
+    "ConflictingValues",
+    "RecordTypeConflict",
+    "ForeignRecordInTheWay",
+    "DeadEndCNAME",
+    "NewerRevisionSeen",
+    "TargetsLabelOverflow",
+    # one writer per owner
+    "LeaseAcquired",
+    "LeaseHeldByAnother",
+    "ClusterIdMismatch",
+    # seed 003: the Gateway's PolicyAffected condition
+    "PolicyApplied",
+    "PolicyInvalid",
+})
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"condition reason {self.reason!r} is not in the closed set")
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "status": "True" if self.status else "False",
+                "reason": self.reason, "message": self.message}

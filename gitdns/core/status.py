@@ -1,0 +1,127 @@
+"""The status documents an agent commits to its status branch (ARCHITECTURE.md §6).
+
+Pure: values in, ``{path: document}`` out (the agent serialises them deterministically).
+No field changes every cycle: the heartbeat is coarse (rounded down to the hour), so a
+status commit happens only when something an operator cares about changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitdns.core.conditions import Condition
+from gitdns.core.plan import Plan
+from gitdns.core.planfmt import record_dict
+from gitdns.core.records import RecordSet
+
+HEARTBEAT_GRANULARITY = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneReport:
+    zone: str  # domain
+    provider: str
+    held: bool = False
+    problems: tuple[str, ...] = ()
+    owned: tuple[RecordSet, ...] = ()  # what this owner wants published (the endpoint payload)
+    plan: Plan | None = None  # the last plan (its conflicts are reported)
+    applied_revision: str | None = None
+    error: str = ""
+    change_ids: tuple[str, ...] = ()
+    missing: int = 0  # changes a fresh read still wanted after the last apply (RecordsMissing)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterReport:
+    cluster: str
+    cluster_id: str
+    mode: str
+    group: str | None
+    desired_revision: str | None
+    applied_revision: str | None
+    attempted_revision: str | None
+    conditions: tuple[Condition, ...]
+    zones: tuple[ZoneReport, ...]
+    policies: Mapping[str, Sequence[str]] = field(default_factory=dict)  # policy -> hosts here
+    heartbeat: float = 0.0
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status for c in self.conditions)
+
+
+def _conflicts(plan: Plan | None) -> list[dict[str, Any]]:
+    if plan is None:
+        return []
+    return [{"reason": c.reason, "key": str(c.key), "message": c.message, "owners": list(c.owners)}
+            for c in plan.conflicts]
+
+
+def zone_document(report: ZoneReport) -> dict[str, Any]:
+    return {
+        "zone": report.zone,
+        "provider": report.provider,
+        "held": report.held,
+        "problems": list(report.problems),
+        "appliedRevision": report.applied_revision,
+        "owned": [record_dict(r) for r in sorted(report.owned, key=lambda r: (r.name, r.type, r.set_id))],
+        "conflicts": _conflicts(report.plan),
+        "stalled": report.plan.stalled if report.plan is not None else None,
+        "error": report.error,
+        "recordsMissing": report.missing,
+        "lastChangeIds": list(report.change_ids),
+    }
+
+
+def _policy_status(report: ClusterReport) -> dict[str, Any]:
+    held_zones = {z.zone for z in report.zones if z.held or z.error}
+    out: dict[str, Any] = {}
+    for policy, hosts in sorted(report.policies.items()):
+        lagging = sorted(h for h in hosts if any(h == z or h.endswith("." + z) for z in held_zones))
+        ready = report.ready and not lagging
+        message = ("published" if ready else
+                   "the last published DNS has been preserved: " + (", ".join(lagging) or "not ready"))
+        out[policy] = {"ready": ready, "hosts": sorted(hosts), "message": message}
+    return out
+
+
+def summary_document(report: ClusterReport) -> dict[str, Any]:
+    return {
+        "cluster": report.cluster,
+        "clusterId": report.cluster_id,
+        "mode": report.mode,
+        "group": report.group,
+        "desiredRevision": report.desired_revision,
+        "appliedRevision": report.applied_revision,
+        "attemptedRevision": report.attempted_revision,
+        "ready": report.ready,
+        "conditions": [c.as_dict() for c in sorted(report.conditions)],
+        "policies": _policy_status(report),
+        "heartbeat": int(report.heartbeat // HEARTBEAT_GRANULARITY * HEARTBEAT_GRANULARITY),
+    }
+
+
+def documents(report: ClusterReport) -> dict[str, dict[str, Any]]:
+    """``{relative path: document}`` for the status branch."""
+    docs = {"summary.yaml": summary_document(report)}
+    for zone in report.zones:
+        docs[f"zones/{zone.zone}.yaml"] = zone_document(zone)
+    return docs
+
+
+def summary_line(report: ClusterReport) -> str:
+    zones = len(report.zones)
+    held = sum(1 for z in report.zones if z.held)
+    conflicts = sum(len(z.plan.real_conflicts) for z in report.zones if z.plan is not None)
+    parts = [f"{zones} zone(s)"]
+    if held:
+        parts.append(f"{held} held")
+    if conflicts:
+        parts.append(f"{conflicts} conflict(s)")
+    return ", ".join(parts)
+
+
+def not_ready_reasons(conditions: Iterable[Condition]) -> list[str]:
+    return sorted({c.reason for c in conditions if c.type == "Ready" and not c.status})

@@ -106,6 +106,7 @@ class Agent:
         self.lease_state: LeaseState | None = None
         self.last_report: ClusterReport | None = None
         self.provider_calls = 0
+        self.known_cluster: Cluster | None = None  # the last Cluster git named for us
 
     # --- the poll ----------------------------------------------------------------
     def validation_due(self) -> bool:
@@ -127,6 +128,8 @@ class Agent:
         except GitdnsError as exc:
             self._source_failed(exc)
             raise
+        if not self.source_condition.status and self.source_condition.reason == "GitUnreachable":
+            self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
         if cycle.head == self.fetched_sha and not force and not self.validation_due():
             return False
         if cycle.head == self.fetched_sha and self.current is not None:
@@ -141,6 +144,7 @@ class Agent:
                     f"head {str(cycle.head)[:7]} is not a descendant of the applied revision "
                     f"{self.applied_sha[:7]} (a force-push back?); start with --allow-rollback to accept it")
                 self.fetched_sha = cycle.head
+                cycle.fetched = None
                 cycle.desired = self.current
                 return self.current is not None
         except GitdnsError as exc:
@@ -176,7 +180,12 @@ class Agent:
 
     # --- per zone ----------------------------------------------------------------
     def cluster_of(self, desired: Desired) -> Cluster | None:
-        return desired.state.cluster(self.config.cluster)
+        cluster = desired.state.cluster(self.config.cluster)
+        if cluster is None and self.known_cluster is not None:
+            cluster = desired.state.cluster(self.known_cluster.id)
+        if cluster is not None:
+            self.known_cluster = cluster
+        return cluster
 
     def _zones(self, desired: Desired) -> list[tuple[Zone, Desired, bool]]:
         """(zone, the desired state to use for it, held?) for every zone to reconcile."""
@@ -229,10 +238,11 @@ class Agent:
 
     def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool) -> ZoneOutcome:
         outcome = ZoneOutcome(zone)
-        cluster = self.cluster_of(zdesired) or self.cluster_of(newest)
-        if cluster is None:
-            outcome.skipped = f"no Cluster {self.config.cluster} in git: only removals"
-            cluster = Cluster(name=self.config.cluster, id=self.config.cluster)
+        cluster = self.cluster_of(newest)
+        if cluster is None:  # removed from git: remove our own records (a reviewed removal)
+            known = self.known_cluster
+            cluster = Cluster(name=known.name if known else self.config.cluster,
+                              id=known.id if known else self.config.cluster)
         provider = self.factory(zone)
         try:
             outcome.plan, _ = plan_zone(zdesired, cluster, zone, provider)
@@ -255,9 +265,10 @@ class Agent:
 
     def _track(self, zone: Zone, desired: Desired, outcome: ZoneOutcome) -> None:
         track = self.tracks.get(zone.name)
-        if track is None or zone.name not in desired.blocked:
-            track = self.tracks[zone.name] = ZoneTrack(desired if zone.name not in desired.blocked else
-                                                       (track.desired if track else desired))
+        if track is None:
+            track = self.tracks[zone.name] = ZoneTrack(desired)
+        elif zone.name not in desired.blocked:
+            track.desired = desired
         track.last = outcome
         now = self.clock()
         delay = self.config.validate_delay

@@ -1,0 +1,195 @@
+"""The agent cycle with an in-memory git source, the memory provider and a fake clock."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.cycle import Agent
+from gitdns.core.model import Zone
+from gitdns.core.records import Action, Change, RecordKey, RecordSet
+from gitdns.errors import UnreachableError
+from gitdns.providers.base import Provider
+from gitdns.providers.memory import MemoryProvider
+from tests.agent.fakes import Clock, FakeSource, example_files
+
+CLUSTER = "eu-west-1"
+
+
+class CountingProvider(MemoryProvider):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+        self.calls += 1
+        return super().read(zone, names)
+
+    def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def,override]
+        self.calls += 1
+        return super().apply(zone, changes, guards)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[FakeSource, dict[str, CountingProvider], Clock]:
+    source = FakeSource()
+    source.commit(example_files(), "initial")
+    return source, {}, Clock()
+
+
+def make_agent(world: tuple[FakeSource, dict[str, CountingProvider], Clock], tmp_path: Path,
+               cluster: str = CLUSTER, **config: object) -> Agent:
+    source, providers, clock = world
+
+    def factory(zone: Zone) -> Provider:
+        return providers.setdefault(zone.domain, CountingProvider())
+
+    cfg = AgentConfig(repo="mem://", cluster=cluster, state_dir=str(tmp_path), **config)  # type: ignore[arg-type]
+    return Agent(cfg, source=source, factory=factory, clock=clock, rng=random.Random(1))
+
+
+def data(provider: MemoryProvider, zone: str = "example.com") -> dict[RecordKey, tuple[str, ...]]:
+    return {r.key: r.values for r in provider.read(zone).records if not r.name.startswith("kuadrant-")}
+
+
+def test_first_cycle_applies_and_reports_ready(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = make_agent(world, tmp_path)
+    agent.run()
+    source, providers, _ = world
+    assert RecordKey("api.example.com", "CNAME") in data(providers["example.com"])
+    assert agent.applied_sha == source.head
+    report = agent.last_report
+    assert report is not None and report.ready, report.conditions
+
+
+def test_idle_poll_makes_no_provider_call(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = make_agent(world, tmp_path)
+    agent.run()
+    _, providers, _ = world
+    before = sum(p.calls for p in providers.values())
+    agent.run()
+    assert sum(p.calls for p in providers.values()) == before
+
+
+def test_validation_ramps_and_reapplies_missing_records(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = make_agent(world, tmp_path)
+    agent.run()
+    _, providers, clock = world
+    track = next(t for t in agent.tracks.values() if t.last and t.last.zone.domain == "example.com")
+    first = track.next_validation
+    assert first is not None and 1005.0 <= first <= 1010.0  # 5 s + up to 5 s jitter
+    clock.now = 1010.0
+    agent.validate()
+    second = track.next_validation
+    assert second is not None and second - clock.now >= 10  # success: the interval ramps up
+    # someone deletes our record: the next validation re-applies it
+    prov = providers["example.com"]
+    rec = next(r for r in prov.read("example.com").records if r.name == "api.example.com")
+    prov.apply("example.com", [Change(Action.DELETE, rec, None, rec.key)])
+    clock.now = second
+    assert agent.validate() == 1
+    assert RecordKey("api.example.com", "CNAME") in data(prov)
+
+
+def test_invalid_commit_holds_only_its_zone(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, providers, _ = world
+    agent = make_agent(world, tmp_path)
+    agent.run()
+    files = example_files()
+    lb = next(k for k, v in files.items() if "loadbalanced" in v and "DNSPolicy" in v)
+    files[lb] = files[lb].replace("defaultWeight: 120", "defaultWeight: -1")
+    org = next(k for k, v in files.items() if "kind: Zone" in v and "example.org" in v)
+    files[org] = files[org].replace("ttl:", "ttl:", 1)
+    before_com = data(providers["example.com"])
+    source.commit(files, "break the loadbalanced policy")
+    agent.run()
+    assert data(providers["example.com"]) == before_com
+    report = agent.last_report
+    assert report is not None and not report.ready
+    held = [z for z in report.zones if z.held]
+    assert [z.zone for z in held] == ["example.com"]
+    assert any(lb in p for p in held[0].problems)
+
+
+def test_unreachable_remote_keeps_the_zone_and_reports(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, providers, _ = world
+    agent = make_agent(world, tmp_path)
+    agent.run()
+    before = data(providers["example.com"])
+    source.up = False
+    with pytest.raises(UnreachableError):
+        agent.run()
+    assert data(providers["example.com"]) == before
+    assert agent.source_condition.reason == "GitUnreachable"
+    source.up = True
+    agent.run(force=True)
+    assert agent.source_condition.status
+
+
+def test_force_push_to_an_older_commit_is_refused(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, providers, _ = world
+    agent = make_agent(world, tmp_path)
+    first = source.head
+    agent.run()
+    files = example_files()
+    files["records/extra.yaml"] = ("apiVersion: gitdns.io/v1alpha1\nkind: RecordSet\nmetadata:\n  name: extra\n"
+                                   "spec:\n  zone: example-com\n  records:\n    - {name: extra, type: A, "
+                                   "values: [192.0.2.99]}\n")
+    second = source.commit(files, "add extra")
+    agent.run()
+    assert agent.applied_sha == second
+    source.commit(source.files_at(first), "force-push back", parent=None)  # unrelated history
+    agent.run()
+    assert agent.applied_sha == second
+    assert agent.source_condition.reason == "RollbackRefused"
+    assert RecordKey("extra.example.com", "A") in data(providers["example.com"])
+
+
+def test_rollback_allowed_when_configured(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, _, _ = world
+    agent = make_agent(world, tmp_path, allow_rollback=True)
+    first = source.head
+    agent.run()
+    source.commit(source.files_at(first), "force-push back", parent=None)
+    agent.run()
+    assert agent.applied_sha == source.head
+
+
+def test_removed_cluster_cleans_its_own_records_only(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, providers, _ = world
+    agents = [make_agent(world, tmp_path / c, cluster=c) for c in ("eu-west-1", "us-east-1")]
+    for agent in agents:
+        agent.run()
+    prov = providers["example.com"]
+    us_a = [k for k in data(prov) if k.name.startswith("280y1b")]
+    assert us_a
+    files = example_files()
+    us_file = next(k for k, v in files.items() if "kind: Cluster" in v and "us-east-1" in v)
+    del files[us_file]
+    source.commit(files, "decommission us-east-1")
+    agents[1].run()
+    remaining = data(prov)
+    assert not [k for k in remaining if k.name.startswith("280y1b")]
+    assert RecordKey("api.example.com", "CNAME") in remaining  # eu-west-1 still owns it
+
+
+def test_lease_held_by_another_blocks_writes(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from gitdns.agent.lease import TxtLease
+
+    source, providers, clock = world
+    prov = providers.setdefault("example.com", CountingProvider())
+    holder = TxtLease(prov, "example.com", "owner", duration=60, clock=clock, identity="first")
+    assert holder.acquire().held
+    second = TxtLease(prov, "example.com", "owner", duration=60, clock=clock, identity="second")
+    state = second.acquire()
+    assert not state.held and "first" in state.message
+    clock.advance(61)
+    assert second.acquire().held
+    assert not holder.acquire().held
+
+
+def test_static_record_helper_unused() -> None:
+    assert RecordSet("a.example.com", "A", 60, ("1.1.1.1",)).key.name == "a.example.com"

@@ -10,7 +10,7 @@ import pytest
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.core.model import Zone
-from gitdns.core.records import Action, Change, RecordKey, RecordSet
+from gitdns.core.records import Action, Change, RecordKey
 from gitdns.errors import UnreachableError
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
@@ -179,7 +179,7 @@ def test_removed_cluster_cleans_its_own_records_only(world, tmp_path: Path) -> N
 def test_lease_held_by_another_blocks_writes(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from gitdns.agent.lease import TxtLease
 
-    source, providers, clock = world
+    _source, providers, clock = world
     prov = providers.setdefault("example.com", CountingProvider())
     holder = TxtLease(prov, "example.com", "owner", duration=60, clock=clock, identity="first")
     assert holder.acquire().held
@@ -189,7 +189,3 @@ def test_lease_held_by_another_blocks_writes(world, tmp_path: Path) -> None:  # 
     clock.advance(61)
     assert second.acquire().held
     assert not holder.acquire().held
-
-
-def test_static_record_helper_unused() -> None:
-    assert RecordSet("a.example.com", "A", 60, ("1.1.1.1",)).key.name == "a.example.com"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 KLB = "klb"
@@ -13,6 +14,7 @@ MAX_LABEL = 63
 MAX_FIRST_LABEL_ON_TXT_ZONES = MAX_LABEL - TXT_PREFIX_OCTETS
 
 
+@lru_cache(maxsize=65536)
 def short_hash(value: str, length: int) -> str:
     """SHA-224 of ``value`` as a big-endian integer, in base 36, first ``length`` chars."""
     number = int.from_bytes(hashlib.sha224(value.encode("utf-8")).digest(), "big")

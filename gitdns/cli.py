@@ -117,9 +117,82 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repo(zs)
     _add_format(zs, ["text", "json"])
 
+    _add_agent(sub)
+
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
     return parser
+
+
+AGENT_HELP = {
+    "repo": "desired repository: a path, file://, https:// or ssh URL (GITDNS_REPO)",
+    "cluster": "this cluster: Cluster id or metadata.name (GITDNS_CLUSTER)",
+    "branch": "desired branch (default: main)",
+    "path": "subdirectory holding the desired YAML (default: the repository root)",
+    "poll_interval": "seconds (or 30s, 5m) between remote checks, ±5%% jitter (default: 60)",
+    "listen": "HTTP address for /healthz /readyz /status /metrics /webhook (default: 0.0.0.0:8080; '' disables)",
+    "state_dir": "git caches and the local record store (default: /var/lib/gitdns)",
+    "git_timeout": "timeout of every git operation (default: 30s)",
+    "token_env": "name of an environment variable holding the HTTPS token",
+    "token_file": "file holding the HTTPS token",
+    "ssh_key": "SSH private key for ssh:// remotes",
+    "known_hosts": "pinned known_hosts file for ssh:// remotes",
+    "verify_ssh_signers": "allowed_signers file: refuse heads without a trusted SSH signature",
+    "verify_gpg_keys": "exported public keys: refuse heads without a trusted GPG signature",
+    "allow_rollback": "accept a head that is not a descendant of the applied revision",
+    "webhook_github_secret_file": "file holding the GitHub webhook secret",
+    "webhook_gitlab_token_file": "file holding the GitLab webhook secret token",
+    "webhook_gitlab_signing_file": "file holding the GitLab webhook signing token",
+    "status": "push the status branch gitdns-status/<cluster-id> (true|false, default: true)",
+    "status_repo": "where status branches go (default: the desired repository)",
+    "lease": "one writer per owner: auto (Kubernetes Lease in a cluster, else a lock TXT) | kubernetes | txt | none",
+    "lease_duration": "lease duration (default: 60s)",
+    "pod_name": "this pod's name (downward API), the lease holder identity",
+    "pod_namespace": "this pod's namespace (downward API), where the Lease lives",
+    "validate_delay": "first validation after a write, plus up to as much jitter (default: 5s)",
+    "quiet_period": "validation interval once stable (default: 15m)",
+    "heartbeat_interval": "how often the heartbeat TXT is refreshed (default: 5m)",
+    "prune_stale_owners_after": "opt-in: prune owners no Cluster in git names after this long without heartbeat",
+    "log_format": "text | json (default: text)",
+    "log_level": "debug | info | warning | error (default: info)",
+    "once": "run one cycle, print the result and exit (0 when Ready)",
+}
+
+
+def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "agent", help="run the per-cluster agent: follow git, reconcile zones, commit status back",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="settings come from flags, then GITDNS_<NAME> environment variables, then --config FILE\n"
+               "(keys in camelCase: pollInterval, stateDir, ...), in that precedence.\n\n"
+               "examples:\n"
+               "  gitdns agent --repo https://git.example.com/platform/dns.git --cluster eu-west-1 \\\n"
+               "      --token-file /var/run/gitdns/token --state-dir /var/lib/gitdns\n"
+               "  gitdns agent --repo ./example-repo --cluster eu-west-1 --state-dir /tmp/gitdns --once")
+    p.add_argument("--config", metavar="FILE", help="YAML config file (GITDNS_CONFIG)")
+    for name, text in AGENT_HELP.items():
+        flag = "--" + name.replace("_", "-")
+        if name in ("once", "allow_rollback"):
+            p.add_argument(flag, action="store_const", const=True, default=None, help=text)
+        else:
+            p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    import os
+
+    from gitdns.agent.config import resolve
+    from gitdns.agent.main import build_agent, run_once, serve, setup_logging
+    from gitdns.agent.metrics import Metrics
+
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "version")}
+    config = resolve(flags, os.environ)
+    setup_logging(config)
+    metrics = Metrics()
+    agent = build_agent(config, metrics)
+    if config.once:
+        return run_once(agent)
+    return serve(agent, config, metrics)
 
 
 def _err(message: str) -> None:
@@ -351,6 +424,7 @@ HANDLERS = {
     "apply": cmd_apply,
     "render": cmd_render,
     "cluster-id": cmd_cluster_id,
+    "agent": cmd_agent,
 }
 
 

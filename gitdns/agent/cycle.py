@@ -107,6 +107,10 @@ class Agent:
         self.last_report: ClusterReport | None = None
         self.provider_calls = 0
         self.known_cluster: Cluster | None = None  # the last Cluster git named for us
+        # chooses the lease once the cluster's zones are known (set by the wiring)
+        self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
+        # refuses to run as a Cluster that is not this one (set by the wiring in a cluster)
+        self.identity_check: Callable[[Cluster | None], None] | None = None
 
     # --- the poll ----------------------------------------------------------------
     def validation_due(self) -> bool:
@@ -212,6 +216,11 @@ class Agent:
         return zone
 
     def _acquire(self) -> bool:
+        if isinstance(self.lease, NoLease) and self.lease_builder is not None and self.current is not None:
+            cluster = self.cluster_of(self.current)
+            if cluster is not None:
+                self.lease = self.lease_builder(self.current, cluster)
+                self.lease_builder = None
         try:
             self.lease_state = self.lease.acquire()
         except GitdnsError as exc:
@@ -223,6 +232,9 @@ class Agent:
     def _reconcile(self, cycle: Cycle) -> bool:
         desired = cycle.desired
         assert desired is not None
+        if self.identity_check is not None:
+            self.identity_check(self.cluster_of(desired))
+            self.identity_check = None
         can_write = self._acquire()
         for zone, zdesired, held in self._zones(desired):
             outcome = self._reconcile_zone(zone, zdesired, desired, can_write)

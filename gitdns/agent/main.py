@@ -1,0 +1,213 @@
+"""Wiring for `gitdns agent`: the only place that picks the concrete adapters.
+
+Start-up: resolve the configuration, check the cluster identity, build the git source,
+the status branch, the providers, the lease and the HTTP endpoint, then either run one
+cycle (``--once``) or hand over to the scheduler until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.cycle import Agent
+from gitdns.agent.engine import Desired, ProviderFactory, default_factory
+from gitdns.agent.lease import KubeLease, Lease, NoLease, TxtLease
+from gitdns.agent.metrics import Metrics
+from gitdns.core.model import Cluster
+from gitdns.core.status import ClusterReport, summary_line
+from gitdns.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+               "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc, sort_keys=True)
+
+
+def setup_logging(config: AgentConfig) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if config.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(config.log_level.upper())
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+
+def _read_secret(path: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
+
+
+def make_source(config: AgentConfig) -> Any:
+    from gitdns.adapters.gitsource import GitAuth, GitSource, VerifyPolicy
+
+    auth = GitAuth(
+        token_env=config.token_env or None,
+        token_file=Path(config.token_file) if config.token_file else None,
+        ssh_key=Path(config.ssh_key) if config.ssh_key else None,
+        known_hosts=Path(config.known_hosts) if config.known_hosts else None,
+    )
+    verify = None
+    if config.verify_ssh_signers or config.verify_gpg_keys:
+        verify = VerifyPolicy(
+            gpg_keyring=Path(config.verify_gpg_keys) if config.verify_gpg_keys else None,
+            ssh_allowed_signers=Path(config.verify_ssh_signers) if config.verify_ssh_signers else None,
+        )
+    return GitSource(config.repo, branch=config.branch, path=config.path,
+                     workdir=Path(config.state_dir) / "git", auth=auth, timeout=config.git_timeout,
+                     verify=verify)
+
+
+class StatusPublisher:
+    """Serialises a report deterministically and pushes it to the cluster's status branch."""
+
+    def __init__(self, config: AgentConfig, cluster_id: str) -> None:
+        from gitdns.adapters.statusbranch import StatusBranch
+
+        self.branch = StatusBranch(config.status_repo or config.repo, cluster_id,
+                                   workdir=Path(config.state_dir) / "status", timeout=config.git_timeout)
+        self.last: Mapping[str, str] | None = None
+
+    def publish(self, report: ClusterReport) -> str | None:
+        from gitdns import __version__
+        from gitdns.agent.cycle import files_of
+        from gitdns.core.statusdoc import commit_message, dump
+
+        files = files_of(report, dump)
+        if files == self.last:
+            return None
+        trailers = {"Desired-Revision": report.desired_revision or "none", "Agent": f"gitdns/{__version__}"}
+        message = commit_message(report.cluster, report.ready, (report.attempted_revision or "none")[:7],
+                                 summary_line(report), trailers)
+        sha = self.branch.publish(files, message)
+        self.last = files
+        return sha
+
+
+def make_lease(config: AgentConfig, factory: ProviderFactory) -> Any:
+    """A callable choosing the lease once the cluster's zones are known."""
+    def build(desired: Desired, cluster: Cluster) -> Lease:
+        kind = config.lease
+        if kind == "auto":
+            kind = "kubernetes" if in_cluster() else "txt"
+        if kind == "none":
+            return NoLease()
+        identity = config.pod_name or os.uname().nodename
+        if kind == "kubernetes":
+            return KubeLease(config.pod_namespace or "gitdns-system", cluster.id,
+                             duration=config.lease_duration, clock=time.time, identity=identity)
+        from gitdns.core import builder
+
+        zones = builder.zones_for_cluster(desired.state, cluster)
+        if not zones:
+            return NoLease()
+        zone = zones[0]
+        return TxtLease(factory(zone), zone.domain, cluster.id, duration=config.lease_duration,
+                        clock=time.time)
+    return build
+
+
+def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None:
+    """In a cluster, refuse to run as a Cluster whose id is not this cluster's kube-system UID."""
+    if not in_cluster() or cluster is None:
+        return
+    from gitdns.adapters.kube import kube_system_uid
+
+    uid = kube_system_uid()
+    if uid != cluster.id:
+        raise ConfigError(f"--cluster {config.cluster}: Cluster {cluster.name} has id {cluster.id} but this "
+                          f"cluster's kube-system UID is {uid} (reason: ClusterIdMismatch); refusing to start")
+
+
+def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
+    factory = default_factory(Path(config.state_dir))
+    source = make_source(config)
+    status = StatusPublisher(config, config.cluster) if config.status else None
+    agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
+    agent.lease_builder = make_lease(config, factory)
+    agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
+    return agent
+
+
+def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
+    from gitdns.agent.httpserver import HttpServer, WebhookConfig
+    from gitdns.agent.runner import Runner
+
+    runner = Runner(agent, config, metrics)
+    runner.first()  # before the scheduler: a refused identity or configuration exits here
+    http = None
+    if config.listen:
+        host, _, port = config.listen.rpartition(":")
+        token = _read_secret(config.webhook_gitlab_token_file)
+        webhook = WebhookConfig(
+            github_secret=_read_secret(config.webhook_github_secret_file),
+            gitlab_token=token.decode() if token else None,
+            gitlab_signing_secret=_read_secret(config.webhook_gitlab_signing_file),
+            cluster_id=agent.known_cluster.id if agent.known_cluster else None,
+        )
+        http = HttpServer(host or "0.0.0.0", int(port), metrics=metrics, status=runner.status,
+                          ready=lambda: agent.last_report is not None and agent.last_report.ready,
+                          live=lambda: runner.alive, webhook=webhook,
+                          on_push=lambda event: runner.poke(f"push {event.ref}"))
+        http.start()
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["signal"] = signum
+        runner.stopped.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    runner.start()
+    runner.stopped.wait()
+    runner.stop()
+    if http is not None:
+        http.stop()
+    log.info("agent stopped: signal=%s", stop["signal"])
+    return 0
+
+
+def run_once(agent: Agent) -> int:
+    cycle = agent.run("once", force=True)
+    report = agent.last_report
+    for outcome in cycle.outcomes:
+        plan = outcome.plan
+        line = f"zone {outcome.zone.domain}: "
+        line += outcome.skipped or (f"{outcome.applied} change(s) applied" if plan else "nothing planned")
+        if plan and plan.real_conflicts:
+            line += f", {len(plan.real_conflicts)} conflict(s)"
+        print(line)
+        for error in outcome.errors:
+            print(f"zone {outcome.zone.domain}: error: {error}")
+    if report is None:
+        return 1
+    for condition in report.conditions:
+        if not condition.status:
+            print(f"{condition.type}: {condition.reason}: {condition.message}")
+    print("Ready" if report.ready else "NotReady")
+    return 0 if report.ready else 1

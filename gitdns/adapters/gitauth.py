@@ -1,0 +1,159 @@
+"""Credentials for the git source, kept out of URLs, argv, git config, logs and errors.
+
+    GitAuth            where the token or SSH key lives (never the secret itself)
+    auth_env(...)      the environment one git subprocess runs with
+    check_url(url)     refuse URLs that carry a password or look like an option
+    redact(text, ...)  a message with the secrets and URL userinfo taken out
+
+HTTPS: git asks ``GIT_ASKPASS`` for the username and the password.  The helper is a script
+written 0700 into the workdir; it holds no secret and echoes ``$GITDNS_GIT_TOKEN``, which is
+set only in the environment of the git subprocess (never in argv, never in a file of ours).
+SSH: ``GIT_SSH_COMMAND`` pins the key and the known_hosts file, batch mode, no prompts.
+Every command also runs without the user's and the system's git config, so no credential
+helper stores the token and no ``url.insteadOf`` rewrites the remote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from gitdns.errors import AuthError, ConfigError
+
+TOKEN_VAR = "GITDNS_GIT_TOKEN"
+USERNAME_VAR = "GITDNS_GIT_USERNAME"
+ASKPASS_NAME = "askpass.sh"
+
+# The helper never contains a secret: it answers git's prompts from its environment.
+ASKPASS_SCRIPT = f"""#!/bin/sh
+# gitdns: answers git's credential prompts from the environment of this git process only.
+case "$1" in
+    Username*|username*) printf '%s\\n' "${USERNAME_VAR}" ;;
+    *) printf '%s\\n' "${TOKEN_VAR}" ;;
+esac
+"""
+
+# Every git command: no prompts, no user or system config (credential helpers, insteadOf).
+BASE_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
+_AUTH_HEADER = re.compile(r"(?i)(authorization:\s*)\S+(\s+\S+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class GitAuth:
+    """How to authenticate to the remote.  Only references: an env var name, file paths."""
+
+    token_env: str | None = None  # HTTPS token (or password) in this environment variable
+    token_file: Path | None = None  # ... or in this file (read on every operation: rotation)
+    username: str = "git"  # the HTTPS username sent with the token
+    ssh_key: Path | None = None  # private key for ssh:// and scp-like remotes
+    known_hosts: Path | None = None  # the pinned known_hosts file (StrictHostKeyChecking=yes)
+
+    @property
+    def uses_token(self) -> bool:
+        return self.token_env is not None or self.token_file is not None
+
+
+def read_token(auth: GitAuth) -> str | None:
+    """The token named by ``auth`` (None when none is configured).  Errors name the source only."""
+    if auth.token_env is not None:
+        value = os.environ.get(auth.token_env, "").strip()
+        if not value:
+            raise AuthError(f"git token environment variable {auth.token_env} is not set or empty")
+        return value
+    if auth.token_file is not None:
+        try:
+            value = Path(auth.token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise AuthError(f"git token file {auth.token_file} cannot be read: {exc.strerror}") from None
+        if not value:
+            raise AuthError(f"git token file {auth.token_file} is empty")
+        return value
+    return None
+
+
+def check_url(url: str) -> None:
+    """Refuse remotes whose URL embeds a password, or that git would read as an option."""
+    if not url or url.startswith("-"):
+        raise ConfigError(f"git remote URL {redact(url)!r} is empty or starts with '-'")
+    if url.startswith("ext::"):
+        raise ConfigError("git remote URLs using the ext:: transport are refused (they run commands)")
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.password is not None:
+            raise ConfigError(
+                f"git remote URL {redact(url)} carries a password: give the token with token_env or token_file"
+            )
+
+
+def write_askpass(workdir: Path) -> Path:
+    """Write the askpass helper (0700) into ``workdir`` and return its path."""
+    path = Path(workdir) / ASKPASS_NAME
+    if not path.exists() or path.read_text(encoding="utf-8") != ASKPASS_SCRIPT:
+        tmp = path.with_name(f".{ASKPASS_NAME}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(ASKPASS_SCRIPT)
+        os.replace(tmp, path)
+    os.chmod(path, 0o700)
+    return path
+
+
+def ssh_command(auth: GitAuth, timeout: float) -> str | None:
+    """``GIT_SSH_COMMAND`` for a pinned key and known_hosts (None when neither is set)."""
+    if auth.ssh_key is None and auth.known_hosts is None:
+        return None
+    argv = ["ssh"]
+    if auth.ssh_key is not None:
+        argv += ["-i", str(auth.ssh_key), "-o", "IdentitiesOnly=yes"]
+    if auth.known_hosts is not None:
+        argv += ["-o", f"UserKnownHostsFile={auth.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null"]
+    argv += [
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        f"ConnectTimeout={max(1, int(timeout))}",
+    ]
+    return shlex.join(argv)
+
+
+def auth_env(auth: GitAuth, workdir: Path, timeout: float) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The environment for one git subprocess, and the secrets to redact from its output."""
+    env = {
+        **BASE_ENV,
+        "GCM_INTERACTIVE": "never",
+        "SSH_ASKPASS_REQUIRE": "never",
+    }
+    secrets: tuple[str, ...] = ()
+    token = read_token(auth)
+    if token is not None:
+        env["GIT_ASKPASS"] = str(write_askpass(workdir))
+        env[TOKEN_VAR] = token
+        env[USERNAME_VAR] = auth.username
+        secrets = (token,)
+    else:
+        env["GIT_ASKPASS"] = "/bin/false"  # a prompt fails at once instead of hanging
+    command = ssh_command(auth, timeout)
+    if command is not None:
+        env["GIT_SSH_COMMAND"] = command
+    return env, secrets
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` without the given secrets, URL userinfo or Authorization header values."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "*****")
+    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}*****@", text)
+    return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}*****", text)

@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1024 * 1024
 WEBHOOK_PATHS = {"/webhook": None, "/webhook/github": GITHUB, "/webhook/gitlab": GITLAB}
 READ_TIMEOUT_SECONDS = 10.0
+LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
+POLL_SECONDS = 0.1  # how soon stop() is noticed
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +154,9 @@ class HttpServer:
         httpd = _Server((self.host, self._port), _Handler)
         httpd.app = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="gitdns-http", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, args=(POLL_SECONDS,), name="gitdns-http", daemon=True
+        )
         self._thread.start()
         log.info("listening: host=%s port=%d", self.host, self.port)
 
@@ -160,13 +164,14 @@ class HttpServer:
         httpd, thread = self._httpd, self._thread
         if httpd is None:
             return
+        port = self.port
         httpd.shutdown()
         httpd.server_close()
         if thread is not None:
             thread.join(timeout)
         self._httpd = None
         self._thread = None
-        log.info("stopped: port=%d", self._port)
+        log.info("stopped: port=%d", port)
 
     def __enter__(self) -> HttpServer:
         self.start()
@@ -273,7 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         if path not in WEBHOOK_PATHS:
-            self.close_connection = True  # the body stays unread: do not reuse the connection
+            self._read_body()  # consumed (or dropped) so the 404 reaches the client
+            self.close_connection = True
             self._send(_text(404, "not found"))
             return
         body = self._read_body()
@@ -304,9 +310,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return _text(400, "bad Content-Length")
         if length > self.server.app.max_body:
-            self.close_connection = True  # the body stays unread: do not reuse the connection
+            self._discard(length)
             return _text(413, f"body over {self.server.app.max_body} bytes")
         return self.rfile.read(length)
+
+    def _discard(self, length: int) -> None:
+        """Read and drop a refused body up to LINGER_BYTES so the client gets to read the
+        refusal (closing on unread data resets the connection); then close."""
+        self.close_connection = True
+        if length > LINGER_BYTES:
+            return
+        while length > 0:
+            chunk = self.rfile.read(min(length, 64 * 1024))
+            if not chunk:
+                return
+            length -= len(chunk)
 
     def _send(self, reply: _Reply) -> None:
         self.send_response(reply.status)

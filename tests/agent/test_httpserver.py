@@ -306,3 +306,29 @@ def test_port_zero_binds_a_real_port_and_stop_is_idempotent() -> None:
     assert server.port > 0
     server.stop()
     server.stop()
+
+
+def test_concurrent_copies_of_one_delivery_pass_once(running: Running) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = github_push()
+    headers = github_headers(body, "race-1")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = list(pool.map(lambda _: call(running.base + "/webhook", data=body, headers=headers)[0], range(8)))
+    assert sorted(codes) == [202] + [409] * 7
+    assert len(running.agent.pushes) == 1
+
+
+def test_failing_callback_is_500_and_not_counted_accepted() -> None:
+    def explode(_event: PushEvent) -> None:
+        raise RuntimeError("queue full")
+
+    metrics = Metrics()
+    config = WebhookConfig(github_secret=GITHUB_SECRET)
+    with HttpServer(
+        "127.0.0.1", 0, metrics=metrics, status=dict, ready=lambda: True, webhook=config, on_push=explode
+    ) as server:
+        body = github_push()
+        headers = github_headers(body, "cb-1")
+        assert call(f"http://127.0.0.1:{server.port}/webhook", data=body, headers=headers)[0] == 500
+    assert deliveries(metrics, "github", "accepted") == 0

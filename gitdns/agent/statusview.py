@@ -1,0 +1,196 @@
+"""`gitdns status`: every cluster's status branch, aggregated (ARCHITECTURE.md §6).
+
+    aggregate(trees, cluster=None) -> dict    per cluster and per DNSPolicy; JSON-ready
+    to_json(agg) -> str                       json.dumps(sort_keys=True)
+    to_text(agg) -> str                       two compact tables
+
+Input: the tips `gitdns.adapters.statusbranch.read_all` returns ({cluster id: StatusTree}).
+Each tree holds ``summary.yaml`` (cluster, clusterId, mode, group, desiredRevision,
+appliedRevision, attemptedRevision, ready, conditions[{type, status, reason, message}],
+policies{name: {ready, hosts, message}}, heartbeat) and ``zones/<zone>.yaml`` (zone,
+provider, held, problems, owned[record dicts], conflicts, lastChangeIds).
+
+A DNSPolicy is Ready once every cluster that has hosts for it says it is ready (seed 003);
+otherwise the clusters that do not are listed as lagging.  A policy no cluster publishes
+hosts for is not Ready.  A cluster whose status cannot be read counts as not ready.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gitdns.core.statusdoc import StatusDocError, StatusTree, load
+
+SUMMARY = "summary.yaml"
+ZONES = "zones/"
+# Conditions that are bad when True (Flux's abnormal-true polarity); all others are bad unless True.
+ABNORMAL_TRUE = frozenset({"Stalled", "Reconciling", "Degraded"})
+
+
+def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None) -> dict[str, Any]:
+    """The fleet's status; ``cluster`` (an id or a name) keeps one cluster."""
+    clusters = {cid: _cluster(cid, tree) for cid, tree in sorted(trees.items())}
+    if cluster is not None:
+        clusters = {cid: c for cid, c in clusters.items() if cluster in (cid, c["cluster"])}
+    policies = _policies(clusters)
+    return {
+        "clusters": clusters,
+        "policies": policies,
+        "ready": bool(clusters) and all(c["ready"] for c in clusters.values())
+        and all(p["ready"] for p in policies.values()),
+        "counts": {
+            "clusters": len(clusters),
+            "clustersReady": sum(1 for c in clusters.values() if c["ready"]),
+            "policies": len(policies),
+            "policiesReady": sum(1 for p in policies.values() if p["ready"]),
+        },
+    }
+
+
+def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
+    errors: list[str] = []
+    summary = _doc(tree, SUMMARY, errors)
+    if SUMMARY not in tree.files:
+        errors.append(f"{SUMMARY}: missing")
+    conditions = [c for c in _list(summary.get("conditions")) if isinstance(c, Mapping)]
+    applied, desired = summary.get("appliedRevision"), summary.get("desiredRevision")
+    zones = {}
+    for path in sorted(p for p in tree.files if p.startswith(ZONES) and p.endswith(".yaml")):
+        doc = _doc(tree, path, errors)
+        name = str(doc.get("zone") or path[len(ZONES):-len(".yaml")])
+        zones[name] = {
+            "provider": doc.get("provider"),
+            "held": bool(doc.get("held")),
+            "problems": [str(p) for p in _list(doc.get("problems"))],
+            "owned": len(_list(doc.get("owned"))),
+            "conflicts": len(_list(doc.get("conflicts"))),
+        }
+    ready = summary.get("ready") is True and not errors
+    return {
+        "cluster": str(summary.get("cluster") or cid),
+        "clusterId": cid,
+        "mode": summary.get("mode"),
+        "group": summary.get("group"),
+        "ready": ready,
+        "desiredRevision": desired,
+        "appliedRevision": applied,
+        "attemptedRevision": summary.get("attemptedRevision"),
+        "upToDate": bool(desired) and applied == desired,
+        "notOk": [_condition(c) for c in conditions if not _ok(c)],
+        "zones": zones,
+        "heldZones": sorted(z for z, v in zones.items() if v["held"]),
+        "heartbeat": summary.get("heartbeat"),
+        "commit": tree.sha,
+        "committed": tree.time,
+        "errors": errors,
+        "_policies": _cluster_policies(summary.get("policies")),
+    }
+
+
+def _doc(tree: StatusTree, path: str, errors: list[str]) -> dict[str, Any]:
+    text = tree.files.get(path)
+    if text is None:
+        return {}
+    try:
+        return load(text)
+    except StatusDocError as exc:
+        errors.append(f"{path}: {exc}")
+        return {}
+
+
+def _list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _ok(condition: Mapping[str, Any]) -> bool:
+    status = str(condition.get("status", ""))
+    if str(condition.get("type", "")) in ABNORMAL_TRUE:
+        return status != "True"
+    return status == "True"
+
+
+def _condition(c: Mapping[str, Any]) -> dict[str, str]:
+    return {k: str(c.get(k) or "") for k in ("type", "status", "reason", "message")}
+
+
+def _cluster_policies(value: object) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in value.items():
+        entry = entry if isinstance(entry, Mapping) else {}
+        out[str(name)] = {"ready": entry.get("ready") is True,
+                          "hosts": sorted(str(h) for h in _list(entry.get("hosts"))),
+                          "message": str(entry.get("message") or "")}
+    return out
+
+
+def _policies(clusters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for cid, c in clusters.items():
+        for name, entry in c.pop("_policies").items():
+            p = seen.setdefault(name, {"clusters": [], "lagging": [], "hosts": set(), "messages": {}})
+            if not entry["hosts"]:
+                continue  # this cluster publishes nothing for the policy
+            p["clusters"].append(cid)
+            p["hosts"].update(entry["hosts"])
+            if not entry["ready"] or c["errors"]:
+                p["lagging"].append(cid)
+                if entry["message"]:
+                    p["messages"][cid] = entry["message"]
+    return {
+        name: {"ready": bool(p["clusters"]) and not p["lagging"], "clusters": p["clusters"],
+               "lagging": p["lagging"], "hosts": sorted(p["hosts"]), "messages": p["messages"]}
+        for name, p in sorted(seen.items())
+    }
+
+
+def to_json(agg: Mapping[str, Any]) -> str:
+    return json.dumps(agg, indent=2, sort_keys=True) + "\n"
+
+
+def to_text(agg: Mapping[str, Any]) -> str:
+    """Two tables: clusters (ready, applied/desired revision, what is not OK) and policies."""
+    rows = [("CLUSTER", "ID", "READY", "APPLIED", "DESIRED", "ZONES", "NOT OK")]
+    for cid, c in agg["clusters"].items():
+        applied, desired = _short(c["appliedRevision"]), _short(c["desiredRevision"])
+        if not c["upToDate"] and applied != "-":
+            applied += "*"
+        bad = [f"{x['type']}={x['status']}({x['reason']})" if x["reason"] else f"{x['type']}={x['status']}"
+               for x in c["notOk"]]
+        bad += [f"held:{z}" for z in c["heldZones"]] + c["errors"]
+        rows.append((c["cluster"], cid[:13], _yes(c["ready"]), applied, desired, str(len(c["zones"])),
+                     "; ".join(bad) or "-"))
+    lines = _table(rows)
+    if agg["policies"]:
+        prow = [("POLICY", "READY", "CLUSTERS", "LAGGING")]
+        names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
+        for name, p in agg["policies"].items():
+            lag = [f"{names.get(cid, cid)}" + (f" ({p['messages'][cid]})" if cid in p["messages"] else "")
+                   for cid in p["lagging"]]
+            prow.append((name, _yes(p["ready"]), str(len(p["clusters"])), ", ".join(lag) or "-"))
+        lines += ["", *_table(prow)]
+    counts = agg["counts"]
+    lines += ["", f"{counts['clustersReady']}/{counts['clusters']} clusters ready, "
+                  f"{counts['policiesReady']}/{counts['policies']} policies ready"
+                  + ("" if agg["ready"] else " — NOT READY")]
+    return "\n".join(lines) + "\n"
+
+
+def _short(rev: object) -> str:
+    if not rev:
+        return "-"
+    text = str(rev)
+    return text[:7] if len(text) >= 40 else text
+
+
+def _yes(flag: bool) -> str:
+    return "Ready" if flag else "NotReady"
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)).rstrip() + "  " + r[-1]
+            for r in rows]

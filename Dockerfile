@@ -13,7 +13,11 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 
 WORKDIR /src
 # Only what the wheel is built from (.dockerignore keeps the rest of the context out).
+# gitdns/data/schemas and gitdns/data/templates are symlinks to ../../schemas and
+# ../../templates: without those two directories the wheel would ship no schemas.
 COPY pyproject.toml README.md ./
+COPY schemas ./schemas
+COPY templates ./templates
 COPY gitdns ./gitdns
 
 # The venv lives at the same path in both stages: its scripts' shebangs point into it, and its
@@ -22,6 +26,9 @@ RUN python -m venv /opt/gitdns \
     && python -m pip wheel --no-deps --wheel-dir /wheels . \
     && set -- /wheels/gitdns-*.whl \
     && /opt/gitdns/bin/pip install "$1[kubernetes,route53]" \
+    && cd / \
+    && /opt/gitdns/bin/python -c "import importlib.resources as r; \
+assert r.files('gitdns').joinpath('data/schemas/zone.schema.json').is_file(), 'wheel without schemas'" \
     && /opt/gitdns/bin/gitdns --help >/dev/null
 
 # --- final: the interpreter, the venv, git and ssh; nothing that builds or installs -------

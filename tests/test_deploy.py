@@ -633,8 +633,26 @@ def test_dockerignore() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert not dockerignored(source.rstrip("/")), source
-    for path in ("gitdns/cli.py", "gitdns/data/schemas", "gitdns/py.typed", "pyproject.toml", "README.md"):
+    for path in ("gitdns/cli.py", "gitdns/data/schemas", "gitdns/py.typed", "pyproject.toml", "README.md",
+                 "schemas/zone.schema.json", "templates/kuadrant/dnsrecord.yaml.j2"):
         assert not dockerignored(path), path
+
+
+def test_builder_copies_what_the_package_links_to() -> None:
+    """gitdns/data/* are symlinks into the repository: their targets must be in the image's build."""
+    copied = [args.split() for instruction, args in stages()[0] if instruction == "COPY"]
+    sources = set()
+    for words in copied:
+        *srcs, destination = [w for w in words if not w.startswith("--")]
+        if len(srcs) == 1 and srcs[0] not in ("pyproject.toml", "README.md"):
+            # The repository layout is kept, so the relative links still resolve in /src.
+            assert destination.removeprefix("./").rstrip("/") == srcs[0].rstrip("/"), words
+        sources.update(s.rstrip("/") for s in srcs)
+    links = [p for p in (ROOT / "gitdns").rglob("*") if p.is_symlink()]
+    for link in links:
+        target = link.resolve().relative_to(ROOT).as_posix()
+        assert any(target == s or target.startswith(s + "/") for s in sources), f"{link} -> {target} not copied"
+        assert not dockerignored(target), target
 
 
 # --- command line --------------------------------------------------------------------------

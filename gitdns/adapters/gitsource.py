@@ -420,6 +420,8 @@ class GitSource:
             raise AuthError(f"git {args[0]} {remote}: credentials refused: {detail}")
         if "couldn't find remote ref" in lowered and self._refspec in args:
             raise ConfigError(f"branch {self.branch} does not exist on {remote}")
+        if "file exists" in lowered and ".lock" in lowered:
+            raise RetryableError(f"git {args[0]}: the cache {self.cache} is locked: {detail}", reason="CacheBusy")
         failure = UnreachableError(f"git {args[0]} {remote} failed: {detail}")
         if any(marker in lowered for marker in _CORRUPT) and "does not appear to be a git repository" not in lowered:
             raise _Corrupt(detail, failure)
@@ -488,4 +490,4 @@ def _join(root: str, rel: str) -> str:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     fatal = [line for line in lines if line.lower().startswith(("fatal:", "error:"))]
-    return (fatal or lines or ["no output"])[-1][:300]
+    return (fatal or lines or ["no output"])[0][:300]  # git's first fatal line is the specific one

@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(zs, ["text", "json"])
 
     _add_agent(sub)
+    _add_owner_commands(sub)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
@@ -176,6 +177,140 @@ def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             p.add_argument(flag, action="store_const", const=True, default=None, help=text)
         else:
             p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)
+
+
+def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("owners", help="list a zone's owners, their heartbeats and whether git knows them",
+                       epilog="example: gitdns owners example.com --repo example-repo")
+    p.add_argument("zone", help="zone domain or Zone metadata.name")
+    _add_repo(p)
+    _add_format(p, ["text", "json"])
+
+    p = sub.add_parser("prune-owner", help="remove a dead cluster's records and ownership TXT from a zone",
+                       epilog="shows the plan and asks for confirmation (or --yes). Only this owner's values\n"
+                              "go; shared records keep every other owner's values.\n"
+                              "example: gitdns prune-owner 5e1f...-uid --zone example.com --repo example-repo",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("owner", help="the owner id (a cluster id) to remove")
+    p.add_argument("--zone", required=True, help="zone domain or Zone metadata.name")
+    _add_repo(p)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--force", action="store_true", help="prune even though a Cluster in git names this owner")
+
+    p = sub.add_parser("adopt", help="take over foreign records (records without an ownership TXT)",
+                       epilog="the cluster's next apply then manages them like its own.\n"
+                              "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
+                              "--repo example-repo",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("names", nargs="+", help="record names to adopt")
+    p.add_argument("--zone", required=True, help="zone domain or Zone metadata.name")
+    p.add_argument("--cluster", required=True, metavar="ID", help="the cluster that takes them over")
+    p.add_argument("--type", dest="rtype", default=None, help="only this record type")
+    _add_repo(p)
+    p.add_argument("--force", action="store_true",
+                   help="adopt records the cluster's desired state does not contain (its next apply deletes them)")
+
+
+def _zone_and_provider(desired: Desired, ident: str, repo: Path) -> tuple[object, object]:
+    from gitdns.agent.engine import default_factory
+    from gitdns.errors import ConfigError
+
+    zone = next((z for z in desired.state.zones if ident in (z.name, z.domain)), None)
+    if zone is None:
+        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
+        raise ConfigError(f"zone {ident}: not in {repo} (known: {known})")
+    return zone, default_factory(repo)(zone)
+
+
+def cmd_owners(args: argparse.Namespace) -> int:
+    import json
+    from datetime import UTC, datetime
+
+    from gitdns.agent.engine import load
+    from gitdns.core.model import Zone
+    from gitdns.core.owners import owners
+    from gitdns.providers.base import Provider
+
+    desired = load(args.repo)
+    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
+    assert isinstance(zone, Zone) and isinstance(provider, Provider)
+    names = {c.id: c.name for c in desired.state.clusters}
+    rows = owners(provider.read(zone.domain), set(names))
+    if args.format == "json":
+        print(json.dumps([{"owner": r.owner, "cluster": names.get(r.owner), "records": r.records,
+                           "groups": list(r.groups), "revisions": list(r.revisions),
+                           "heartbeat": r.heartbeat, "knownToGit": r.known} for r in rows],
+                         indent=2, sort_keys=True))
+        return EXIT_OK
+    print(f"zone {zone.domain}: {len(rows)} owner(s)")
+    for r in rows:
+        beat = datetime.fromtimestamp(r.heartbeat, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if r.heartbeat else "never"
+        who = names.get(r.owner, "NOT IN GIT")
+        print(f"{r.owner}  {who}  records={r.records}  groups={','.join(r.groups) or '-'}  heartbeat={beat}")
+    return EXIT_OK
+
+
+def cmd_prune_owner(args: argparse.Namespace) -> int:
+    from gitdns.agent.engine import load, policy_for_zone
+    from gitdns.core import planfmt
+    from gitdns.core.model import Zone
+    from gitdns.core.plan import Intent
+    from gitdns.core.planner import plan as make_plan
+    from gitdns.providers.base import Provider
+
+    desired = load(args.repo)
+    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
+    assert isinstance(zone, Zone) and isinstance(provider, Provider)
+    named = desired.state.cluster(args.owner)
+    if named is not None and not args.force:
+        _err(f"owner {args.owner} is Cluster {named.name} in git: remove it from git instead "
+             "(its agent cleans up), or pass --force")
+        return EXIT_ERROR
+    policy = policy_for_zone(desired, zone, force=True)
+    plan = make_plan(Intent(args.owner, (), None), provider.read(zone.domain), policy)
+    print(planfmt.to_text([plan]), end="")
+    if not plan.changes:
+        print(f"owner {args.owner} owns nothing in {zone.domain}")
+        return EXIT_OK
+    if not args.yes:
+        answer = input(f"remove {len(plan.changes)} change(s) of owner {args.owner} from {zone.domain}? [yes/no] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return EXIT_OK
+    result = provider.apply(zone.domain, plan.changes, plan.guards)
+    print(f"applied {len(result.applied)} change(s); {len(result.refused)} refused as stale (run again)")
+    return EXIT_OK if result.ok else EXIT_ERROR
+
+
+def cmd_adopt(args: argparse.Namespace) -> int:
+    from gitdns.agent.engine import find_cluster, intent_for, load
+    from gitdns.core import planfmt
+    from gitdns.core.model import Zone
+    from gitdns.core.owners import adopt_changes, foreign_records
+    from gitdns.providers.base import Provider
+
+    desired = load(args.repo)
+    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
+    assert isinstance(zone, Zone) and isinstance(provider, Provider)
+    cluster = find_cluster(desired, args.cluster)
+    names = [n.lower().rstrip(".") for n in args.names]
+    found = foreign_records(provider.read(zone.domain), names, args.rtype)
+    if not found:
+        _err(f"no foreign record at {', '.join(names)} in {zone.domain}")
+        return EXIT_ERROR
+    wanted = {r.key for r in intent_for(desired, cluster, zone).records}
+    outside = [r for r in found if r.key not in wanted]
+    if outside and not args.force:
+        for rec in outside:
+            _err(f"{rec.key}: not in {cluster.name}'s desired state; its next apply would delete it "
+                 "(add it to git first, or pass --force)")
+        return EXIT_ERROR
+    rev = desired.state.revision.label if desired.state.revision else None
+    changes = adopt_changes(found, cluster.id, zone.domain, rev=rev, group=cluster.group)
+    result = provider.apply(zone.domain, changes)
+    for change in result.applied:
+        print(f"adopted {change.group} ({planfmt.change_line(change)})")
+    return EXIT_OK if result.ok else EXIT_ERROR
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
@@ -425,6 +560,9 @@ HANDLERS = {
     "render": cmd_render,
     "cluster-id": cmd_cluster_id,
     "agent": cmd_agent,
+    "owners": cmd_owners,
+    "prune-owner": cmd_prune_owner,
+    "adopt": cmd_adopt,
 }
 
 

@@ -175,3 +175,39 @@ def test_commit_trailer_acknowledges_a_mass_update(repo: Path, capsys: pytest.Ca
     code, out, _ = run(capsys, "apply", "--repo", str(repo), "--cluster", "eu-west-1")
     assert code == EXIT_OK, out
     assert "acknowledged in git" in out
+
+
+def test_owners_prune_owner_and_adopt(repo: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitdns.core.records import Action, Change, RecordSet
+    from gitdns.core.registry import OwnerLabels, ownership_record
+    from gitdns.providers.local import LocalProvider
+
+    assert run(capsys, "apply", "--repo", str(repo), "--all-clusters")[0] == EXIT_OK
+    store = LocalProvider(repo / ".gitdns" / "zones")
+    ghost = RecordSet("api.example.com", "CNAME", 300, ("klb.api.example.com",))
+    dead_a = RecordSet("dead.example.com", "A", 60, ("198.51.100.9",))
+    changes = [Change(Action.CREATE, None, ownership_record(r, OwnerLabels("dead-uid"), "example.com")[0], r.key)
+               for r in (ghost, dead_a)] + [Change(Action.CREATE, None, dead_a, dead_a.key)]
+    assert store.apply("example.com", changes).ok
+    code, out, _ = run(capsys, "owners", "example.com", "--repo", str(repo), "--format", "json")
+    rows = {r["owner"]: r for r in json.loads(out)}
+    assert not rows["dead-uid"]["knownToGit"] and rows["dead-uid"]["records"] == 2
+    monkeypatch.setattr("builtins.input", lambda _prompt: "no")
+    assert run(capsys, "prune-owner", "dead-uid", "--zone", "example.com", "--repo", str(repo))[0] == EXIT_OK
+    assert dead_a.key in {r.key for r in store.read("example.com").records}
+    code, out, _ = run(capsys, "prune-owner", "dead-uid", "--zone", "example.com", "--repo", str(repo), "--yes")
+    assert code == EXIT_OK
+    keys = {r.key for r in store.read("example.com").records}
+    assert dead_a.key not in keys and ghost.key in keys  # the shared record keeps its other owners
+    live = next(r["owner"] for r in rows.values() if r["knownToGit"])
+    code, _, err = run(capsys, "prune-owner", live, "--zone", "example.com", "--repo", str(repo), "--yes")
+    assert code == EXIT_ERROR and "in git" in err
+    legacy = RecordSet("legacy.example.com", "A", 300, ("192.0.2.200",))
+    assert store.apply("example.com", [Change(Action.CREATE, None, legacy, legacy.key)]).ok
+    code, _, err = run(capsys, "adopt", "legacy.example.com", "--zone", "example.com", "--cluster", "eu-west-1",
+                       "--repo", str(repo))
+    assert code == EXIT_ERROR and "desired state" in err
+    code, out, _ = run(capsys, "adopt", "legacy.example.com", "--zone", "example.com", "--cluster", "eu-west-1",
+                       "--repo", str(repo), "--force")
+    assert code == EXIT_OK and "adopted" in out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,15 +26,19 @@ from gitdns.agent.engine import (
     ZoneOutcome,
     from_files,
     plan_zone,
+    policy_for_zone,
     render_views,
 )
 from gitdns.agent.lease import Lease, LeaseState, NoLease
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
 from gitdns.core.model import Cluster, DesiredState, Revision, Zone
-from gitdns.core.plan import PlanMode
+from gitdns.core.owners import heartbeat_change, owners
+from gitdns.core.plan import Authority, Intent, PlanMode
+from gitdns.core.planner import plan as make_plan
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError, RetryableError
+from gitdns.providers.base import Provider
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +111,7 @@ class Agent:
         self.last_report: ClusterReport | None = None
         self.provider_calls = 0
         self.known_cluster: Cluster | None = None  # the last Cluster git named for us
+        self.heartbeats: dict[str, float] = {}  # zone name -> when our heartbeat was refreshed
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
         # refuses to run as a Cluster that is not this one (set by the wiring in a cluster)
@@ -266,6 +271,8 @@ class Agent:
                 outcome.pending_after_apply = _verify(zdesired, cluster, zone, provider, False, PlanMode.SYNC)
                 outcome.views = render_views(provider, zone)
                 self.provider_calls += 2
+            if can_write:
+                self._housekeeping(zone, provider, cluster, newest)
         except RetryableError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         except GitdnsError as exc:
@@ -274,6 +281,30 @@ class Agent:
         if self.on_apply is not None:
             self.on_apply(zone.domain, outcome)
         return outcome
+
+    def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
+        """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
+        that no Cluster in git names and whose heartbeat went silent (opt-in)."""
+        now = self.clock()
+        last = self.heartbeats.get(zone.name, 0.0)
+        if now - last < self.config.heartbeat_interval:
+            return
+        snapshot = provider.read(zone.domain)
+        result = provider.apply(zone.domain, [heartbeat_change(snapshot, cluster.id, zone.domain, now)])
+        if result.ok:
+            self.heartbeats[zone.name] = now
+        after = self.config.prune_stale_owners_after
+        if after <= 0:
+            return
+        known = {c.id for c in desired.state.clusters}
+        for row in owners(snapshot, known):
+            if row.stale(now, after):
+                log.warning("pruning stale owner: zone=%s owner=%s silent_for=%.0fs", zone.domain,
+                            row.owner, now - (row.heartbeat or 0))
+                pol = replace(policy_for_zone(desired, zone, force=True), authority=Authority.PRUNE_OWNER,
+                              prune_owner=row.owner)
+                plan = make_plan(Intent(row.owner, (), None), provider.read(zone.domain), pol)
+                provider.apply(zone.domain, plan.changes, plan.guards)
 
     def _track(self, zone: Zone, desired: Desired, outcome: ZoneOutcome) -> None:
         track = self.tracks.get(zone.name)

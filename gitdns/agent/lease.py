@@ -155,4 +155,16 @@ class KubeLease(Lease):
         return LeaseState(True, self.identity, self.clock() + self.duration, f"holding lease {self.name}")
 
     def release(self) -> None:
-        return None
+        """Give the lease up on shutdown, so the next pod (a new name after a Recreate
+        rollout) takes it at once instead of waiting for it to expire."""
+        from kubernetes.client.rest import ApiException
+
+        try:
+            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            if lease.spec.holder_identity != self.identity:
+                return
+            lease.spec.holder_identity = None
+            lease.spec.renew_time = None
+            self.api.replace_namespaced_lease(self.name, self.namespace, lease)
+        except ApiException as exc:
+            log.warning("lease release failed: name=%s status=%s", self.name, exc.status)

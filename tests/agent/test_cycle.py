@@ -10,7 +10,7 @@ import pytest
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.core.model import Zone
-from gitdns.core.records import Action, Change, RecordKey
+from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import UnreachableError
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
@@ -189,3 +189,37 @@ def test_lease_held_by_another_blocks_writes(world, tmp_path: Path) -> None:  # 
     clock.advance(61)
     assert second.acquire().held
     assert not holder.acquire().held
+
+
+def test_heartbeat_is_refreshed_and_stale_unknown_owners_pruned_when_opted_in(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from gitdns.core.owners import heartbeat_record, owners
+    from gitdns.core.registry import OwnerLabels, ownership_record
+
+    _source, providers, clock = world
+    prov = providers.setdefault("example.com", CountingProvider())
+    ghost = RecordSet("ghost.example.com", "A", 60, ("198.51.100.77",))
+    ghost_txt, _ = ownership_record(ghost, OwnerLabels("dead-cluster"), "example.com")
+    clock.now = 50_000.0
+    beat = heartbeat_record("dead-cluster", "example.com", clock.now - 10_000)
+    for rec in (ghost_txt, ghost, beat):
+        prov.apply("example.com", [Change(Action.CREATE, None, rec, rec.key)])
+    agent = make_agent(world, tmp_path, prune_stale_owners_after=3600.0)
+    agent.run()
+    rows = {r.owner: r for r in owners(prov.read("example.com"), set())}
+    assert rows[agent.known_cluster.id].heartbeat == int(clock.now)  # type: ignore[union-attr]
+    assert ghost.key not in data(prov)
+    assert "dead-cluster" not in {r.owner for r in owners(prov.read("example.com"), set()) if r.records}
+
+
+def test_stale_owners_are_kept_without_the_opt_in(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from gitdns.core.owners import heartbeat_record
+    from gitdns.core.registry import OwnerLabels, ownership_record
+
+    _source, providers, clock = world
+    prov = providers.setdefault("example.com", CountingProvider())
+    ghost = RecordSet("ghost.example.com", "A", 60, ("198.51.100.77",))
+    ghost_txt, _ = ownership_record(ghost, OwnerLabels("dead-cluster"), "example.com")
+    for rec in (ghost_txt, ghost, heartbeat_record("dead-cluster", "example.com", 0)):
+        prov.apply("example.com", [Change(Action.CREATE, None, rec, rec.key)])
+    make_agent(world, tmp_path).run()
+    assert ghost.key in data(prov)

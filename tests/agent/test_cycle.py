@@ -215,7 +215,7 @@ def test_stale_owners_are_kept_without_the_opt_in(world, tmp_path: Path) -> None
     from gitdns.core.owners import heartbeat_record
     from gitdns.core.registry import OwnerLabels, ownership_record
 
-    _source, providers, clock = world
+    _source, providers, _clock = world
     prov = providers.setdefault("example.com", CountingProvider())
     ghost = RecordSet("ghost.example.com", "A", 60, ("198.51.100.77",))
     ghost_txt, _ = ownership_record(ghost, OwnerLabels("dead-cluster"), "example.com")

@@ -125,6 +125,15 @@ def _remote_error(op: str, url: str, out: _Out) -> GitdnsError:
     return UnreachableError(message, reason="GitUnreachable")
 
 
+def _fetch_error(cache: _Cache, url: str, out: _Out) -> GitdnsError:
+    """A failed fetch: the cache's fault (a lock left behind) resets it, else the remote's."""
+    if ".lock" in out.stderr or "cannot lock ref" in out.stderr:
+        cache.reset()
+        return RetryableError(f"git fetch could not update the status cache {cache.path}: {_tail(out.stderr)}",
+                              reason="StatusCacheError")
+    return _remote_error("fetch", url, out)
+
+
 # -- the cache repository --------------------------------------------------------------------
 
 
@@ -384,7 +393,10 @@ class StatusBranch:
                     return None
                 commit = self._commit(tree, tip, message)
                 if self._push(commit):
-                    self._cache.local(["update-ref", f"{TRACK}{self.cluster_id}", commit])
+                    try:  # best effort: it only helps the next fetch negotiate
+                        self._cache.local(["update-ref", f"{TRACK}{self.cluster_id}", commit])
+                    except RetryableError as exc:
+                        log.warning("track tip failed: branch=%s error=%s", self.branch, exc)
                     log.info("published: branch=%s commit=%s parent=%s attempt=%d", self.branch, commit[:7],
                              tip[:7] if tip else "none", attempt)
                     return commit
@@ -422,7 +434,7 @@ class StatusBranch:
         if out.rc != 0:
             if "couldn't find remote ref" in out.stderr:
                 return None
-            raise _remote_error("fetch", self.url, out)
+            raise _fetch_error(self._cache, self.url, out)
         return self._cache.ref(f"{TRACK}{cluster_id}")
 
     def _commit(self, tree: str, parent: str | None, message: str) -> str:
@@ -454,7 +466,7 @@ def read_all(url: str, *, workdir: Path, timeout: float = 30.0, prefix: str = DE
         out = cache.run(["fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head", "--", url,
                          f"+refs/heads/{prefix}*:{TRACK}*"])
         if out.rc != 0:
-            raise _remote_error("fetch", url, out)
+            raise _fetch_error(cache, url, out)
         listing = cache.local(["for-each-ref", "--format=%(objectname) %(refname)", TRACK]).decode()
         tips = {ref[len(TRACK):]: sha for sha, ref in (line.split(" ", 1) for line in listing.splitlines())}
         trees = _read_trees(cache, tips)

@@ -90,7 +90,14 @@ class Remote:
         return self.head()
 
     def push(self, force: bool = False) -> None:
-        git("push", "--quiet", *(["--force"] if force else []), str(self.bare), f"HEAD:refs/heads/{self.branch}", cwd=self.work)
+        git(
+            "push",
+            "--quiet",
+            *(["--force"] if force else []),
+            str(self.bare),
+            f"HEAD:refs/heads/{self.branch}",
+            cwd=self.work,
+        )
 
     def head(self) -> str:
         return git("rev-parse", "HEAD", cwd=self.work)

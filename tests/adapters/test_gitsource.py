@@ -91,7 +91,9 @@ def test_a_pushed_commit_is_fetched_and_older_ones_stay_readable(remote: Remote,
 
 
 def test_path_selects_a_subdirectory(remote: Remote, workdir: Path) -> None:
-    remote.commit({"desired/zone.yaml": ZONE, "desired/tenants/a.yaml": "a\n", "other/x.yaml": "x\n", "top.yaml": "t\n"})
+    remote.commit(
+        {"desired/zone.yaml": ZONE, "desired/tenants/a.yaml": "a\n", "other/x.yaml": "x\n", "top.yaml": "t\n"}
+    )
     remote.push()
 
     fetched = source(remote, workdir, path="/desired/").fetch()
@@ -311,7 +313,9 @@ def test_a_corrupt_cache_is_wiped_and_refetched_on_start(
     assert "wiped: cache=" in caplog.text
 
 
-def test_objects_lost_while_running_are_refetched(remote: Remote, workdir: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_objects_lost_while_running_are_refetched(
+    remote: Remote, workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     sha = remote.commit({"zone.yaml": ZONE})
     remote.push()
     src = source(remote, workdir)

@@ -112,11 +112,12 @@ def ssh_command(auth: GitAuth, timeout: float) -> str | None:
     """``GIT_SSH_COMMAND`` for a pinned key and known_hosts (None when neither is set)."""
     if auth.ssh_key is None and auth.known_hosts is None:
         return None
-    argv = ["ssh"]
+    argv = ["ssh"]  # ssh runs in the cache directory: paths are made absolute
     if auth.ssh_key is not None:
-        argv += ["-i", str(auth.ssh_key), "-o", "IdentitiesOnly=yes"]
+        argv += ["-i", os.path.abspath(auth.ssh_key), "-o", "IdentitiesOnly=yes"]
     if auth.known_hosts is not None:
-        argv += ["-o", f"UserKnownHostsFile={auth.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null"]
+        known = os.path.abspath(auth.known_hosts)
+        argv += ["-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null"]
     argv += [
         "-o",
         "StrictHostKeyChecking=yes",

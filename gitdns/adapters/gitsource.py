@@ -146,7 +146,7 @@ class GitSource:
         self.url = url
         self.branch = branch
         self.path = _normalise_path(path)
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).absolute()  # git runs inside the cache: no relative paths
         self.auth = auth
         self.timeout = float(timeout)
         self.cache = self.workdir / "cache.git"
@@ -214,6 +214,9 @@ class GitSource:
                 self._fetch(repo, mode)
             return bool(self._ancestry(repo, new_sha, old))
 
+        for sha in (new, old):
+            if not _SHA.match(sha):
+                raise RevisionNotFoundError(f"{sha!r} is not a commit sha")
         if new == old:
             return True
         return self._with_repo(run)
@@ -302,7 +305,10 @@ class GitSource:
 
     def _wipe(self, why: str) -> None:
         log.warning("wiped: cache=%s why=%s", self.cache, why)
-        shutil.rmtree(self.cache, ignore_errors=True)
+        if self.cache.is_dir() and not self.cache.is_symlink():
+            shutil.rmtree(self.cache, ignore_errors=True)
+        else:
+            self.cache.unlink(missing_ok=True)
 
     def _clear_locks(self, max_age: float) -> None:
         """Remove lock files at least ``max_age`` seconds old (a killed git's leftovers)."""

@@ -73,7 +73,7 @@ class Verifier:
         self.policy = policy
         self.home = Path(home)
         self.timeout = timeout
-        self._gnupg_ready = False
+        self._gnupg_stamp: tuple[tuple[str, int, int], ...] | None = None
 
     def verify(self, sha: str, signature: str, run: GitRunner) -> None:
         """Raise SignatureRefusedError unless commit ``sha`` (whose signature header is
@@ -105,29 +105,30 @@ class Verifier:
 
     def _git_options(self) -> list[str]:
         signers = self.policy.ssh_allowed_signers
-        return ["-c", f"gpg.ssh.allowedSignersFile={signers}"] if signers is not None else []
+        if signers is None:
+            return []
+        return ["-c", f"gpg.ssh.allowedSignersFile={os.path.abspath(signers)}"]  # git runs in the cache
 
     def _env(self) -> dict[str, str]:
+        """GNUPGHOME for GPG checks, rebuilt whenever the trusted key files change."""
         if self.policy.gpg_keyring is None:
             return {}
-        if not self._gnupg_ready:
-            self._build_gnupg_home(Path(self.policy.gpg_keyring))
-            self._gnupg_ready = True
+        keyring = Path(self.policy.gpg_keyring)
+        files = _key_files(keyring)
+        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        if stamp != self._gnupg_stamp:
+            self._build_gnupg_home(keyring, files)
+            self._gnupg_stamp = stamp
         return {"GNUPGHOME": str(self.home)}
 
-    def _build_gnupg_home(self, keyring: Path) -> None:
+    def _build_gnupg_home(self, keyring: Path, files: list[Path]) -> None:
         """A fresh GNUPGHOME with exactly the trusted public keys, each trusted ultimately."""
+        if not files:
+            raise ConfigError(f"GPG keyring directory {keyring} holds no key files ({', '.join(_KEY_SUFFIXES)})")
         if self.home.exists():
             shutil.rmtree(self.home)
         self.home.mkdir(mode=0o700, parents=True)
         (self.home / "gpg.conf").write_text("no-autostart\n", encoding="utf-8")
-        files = (
-            sorted(p for p in keyring.iterdir() if p.is_file() and p.suffix in _KEY_SUFFIXES)
-            if keyring.is_dir()
-            else [keyring]
-        )
-        if not files:
-            raise ConfigError(f"GPG keyring directory {keyring} holds no key files ({', '.join(_KEY_SUFFIXES)})")
         self._gpg("--import", *map(str, files))
         listing = self._gpg("--with-colons", "--list-keys")
         fingerprints = _primary_fingerprints(listing)
@@ -154,6 +155,16 @@ class Verifier:
             last = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise ConfigError(f"gpg {args[0]} failed for the trusted keys: {last[0]}")
         return done.stdout
+
+
+def _key_files(keyring: Path) -> list[Path]:
+    try:
+        if keyring.is_dir():
+            return sorted(p for p in keyring.iterdir() if p.is_file() and p.suffix in _KEY_SUFFIXES)
+        keyring.stat()
+    except OSError as exc:
+        raise ConfigError(f"GPG keyring {keyring} cannot be read: {exc.strerror}") from None
+    return [keyring]
 
 
 def _primary_fingerprints(listing: str) -> list[str]:

@@ -413,9 +413,19 @@ def test_gpg_signed_commits(remote: Remote, workdir: Path, gpg_keys: GpgKeys, tm
     with pytest.raises(SignatureRefusedError, match=f"commit {bad} refused: signature cannot be checked"):
         src.fetch()
 
+    # Trusting the stranger's key (a new file in the keyring directory) takes effect at once.
+    gpg_keys.export(stranger, keyring / "stranger.asc")
+    assert src.fetch().sha == bad
+
     # A single exported-keys file works as well as a directory.
     single = source(remote, workdir, verify=VerifyPolicy(gpg_keyring=keyring / "release.asc"))
     assert single.fetch(good).sha == good
+
+
+def test_is_descendant_takes_shas_only(workdir: Path) -> None:
+    src = GitSource("file:///x", workdir=workdir)
+    with pytest.raises(RevisionNotFoundError, match="is not a commit sha"):
+        src.is_descendant("--upload-pack=touch", "abc1234")
 
 
 def test_a_policy_needs_trusted_keys(workdir: Path) -> None:

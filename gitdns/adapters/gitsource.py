@@ -179,8 +179,8 @@ class GitSource:
             target = self._ensure(repo, sha)
             commit = _read(lambda: repo.commit(target))
             if self._verifier is not None:
-                self._verifier.verify(target, str(commit.gpgsig or ""), self._runner(repo))
-            files = self._files(repo, commit)
+                self._verifier.verify(target, str(commit.gpgsig or ""), lambda args, env: self._run(repo, args, env))
+            files = self._files(commit)
             message = commit.message if isinstance(commit.message, str) else commit.message.decode()
             fetched = Fetched(target, Revision(int(commit.committed_date), target), message, _who(commit), files)
             log.info("fetched: url=%s sha=%s files=%d", redact(self.url), target[:12], len(files))
@@ -193,7 +193,7 @@ class GitSource:
 
         def run(repo: git.Repo) -> dict[str, str]:
             target = self._ensure(repo, sha)
-            return self._files(repo, _read(lambda: repo.commit(target)))
+            return self._files(_read(lambda: repo.commit(target)))
 
         return self._with_repo(run)
 
@@ -382,7 +382,7 @@ class GitSource:
         args = ["fetch", "--no-tags", "--quiet", *([mode] if mode else []), "--", self.url, self._refspec]
         self._net(repo, args)
 
-    def _files(self, repo: git.Repo, commit: git.Commit) -> dict[str, str]:
+    def _files(self, commit: git.Commit) -> dict[str, str]:
         root: git.Tree = _read(lambda: commit.tree)
         if not self.path:
             return _read(lambda: _yaml_files(root, ""))
@@ -403,9 +403,6 @@ class GitSource:
             self._clear_locks(max_age=0)  # we killed the only writer
             raise RetryableError(f"git {args[0]} did not finish within {self.timeout:g}s", reason="GitTimeout")
         return status, out, err
-
-    def _runner(self, repo: git.Repo) -> Callable[[list[str], dict[str, str]], tuple[int, str, str]]:
-        return lambda args, env: self._run(repo, args, env)
 
     def _net(self, repo: git.Repo, args: list[str]) -> str:
         """Run a git command that talks to the remote; failures become gitdns errors."""

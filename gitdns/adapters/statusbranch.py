@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PREFIX = "gitdns-status/"
 TRACK = "refs/status/"  # the cache's copy of each status branch tip
 PUBLISH_CACHE = "status-publish.git"
+TMP_DIR = "gitdns-tmp"  # blob contents on their way into hash-object, inside the cache
 READ_CACHE = "status-read.git"
 _RACE = ("fetch first", "non-fast-forward", "stale info", "failed to lock", "cannot lock ref",
          "failed to update ref", "incorrect old value", "reference already exists", "but expected")
@@ -144,6 +145,7 @@ class _Cache:
         self.path = path
         self.key = Path(os.path.abspath(path))
         self.timeout = timeout
+        self.generation = 0  # bumped when the cache is thrown away
         with _locks_guard:
             self.lock = _locks.setdefault(self.key, threading.Lock())
 
@@ -183,13 +185,14 @@ class _Cache:
                 log.info("remove stale file: path=%s", path)
                 with contextlib.suppress(OSError):
                     path.unlink()
-        for tmp in self.path.parent.glob(f"{self.path.name}.tmp-*"):
+        for tmp in [*self.path.parent.glob(f"{self.path.name}.tmp-*"), self.path / TMP_DIR]:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def reset(self) -> None:
         """Throw the cache away (it is only a cache); the next use rebuilds it."""
         log.warning("reset cache: path=%s reason=local-git-error", self.path)
         shutil.rmtree(self.path, ignore_errors=True)
+        self.generation += 1
 
     def run(self, args: Sequence[str], *, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> _Out:
         return _git(args, cwd=self.path, timeout=self.timeout, stdin=stdin, env=env)
@@ -321,21 +324,40 @@ def _validated(files: Mapping[str, str]) -> dict[str, bytes]:
     return out
 
 
-def _write_tree(cache: _Cache, files: Mapping[str, bytes]) -> str:
-    """Write the blobs git does not have yet and the trees; the root tree's sha."""
-    shas = {path: _blob_sha(data) for path, data in files.items()}
-    unique = sorted(set(shas.values()))
-    if unique:
-        check = cache.local(["cat-file", "--batch-check"], stdin="".join(f"{s}\n" for s in unique).encode())
-        missing = {line.split()[0] for line in check.decode().splitlines() if line.endswith(" missing")}
-        for path, data in sorted(files.items()):
-            if shas[path] in missing:
-                written = cache.local(["hash-object", "-w", "--no-filters", "--stdin"], stdin=data).decode().strip()
-                if written != shas[path]:
-                    raise RetryableError(f"git hash-object wrote {written}, expected {shas[path]}",
-                                         reason="StatusCacheError")
-                missing.discard(shas[path])
-    return _mktree(cache, {path: sha for path, sha in shas.items()})
+def _tree_sha(entries: Mapping[str, str]) -> str:
+    """The sha git gives the tree of ``entries`` (path -> blob sha), computed here so that an
+    unchanged status costs no git process."""
+    here: dict[str, tuple[str, str]] = {}
+    below: dict[str, dict[str, str]] = {}
+    for path, sha in entries.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            below.setdefault(head, {})[rest] = sha
+        else:
+            here[head] = ("100644", sha)
+    for name, sub in below.items():
+        here[name] = ("40000", _tree_sha(sub))
+    body = b"".join(f"{mode} {name}".encode() + b"\0" + bytes.fromhex(sha)
+                    for name, (mode, sha) in sorted(here.items(), key=lambda kv: (kv[0] + "/" if kv[1][0] == "40000"
+                                                                                  else kv[0]).encode()))
+    return hashlib.sha1(b"tree %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
+
+
+def _write_blobs(cache: _Cache, blobs: Mapping[str, bytes]) -> None:
+    """Write blobs (sha -> content) with one ``git hash-object -w --stdin-paths``."""
+    if not blobs:
+        return
+    tmp = cache.path / TMP_DIR
+    tmp.mkdir(exist_ok=True)
+    try:
+        for sha, data in blobs.items():
+            (tmp / sha).write_bytes(data)
+        paths = "".join(f"{tmp / sha}\n" for sha in blobs).encode()
+        written = cache.local(["hash-object", "-w", "--no-filters", "--stdin-paths"], stdin=paths).decode().split()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if written != list(blobs):
+        raise RetryableError("git hash-object wrote other objects than asked", reason="StatusCacheError")
 
 
 def _mktree(cache: _Cache, entries: Mapping[str, str]) -> str:
@@ -373,6 +395,9 @@ class StatusBranch:
         self.max_attempts = max(1, max_attempts)
         self._cache = _Cache(Path(workdir) / PUBLISH_CACHE, timeout)
         self._started = False  # the first use sweeps stale locks left by a killed predecessor
+        self._generation = 0
+        self._trees: dict[str, str] = {}  # commit -> tree, for commits known to be in the cache
+        self._blobs: set[str] = set()  # blobs this object wrote to the cache
         name, email = author
         self._ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
                        "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
@@ -383,20 +408,19 @@ class StatusBranch:
     def publish(self, files: Mapping[str, str], message: str) -> str | None:
         """Make the branch's tree exactly ``files``; the new commit's sha, or None when unchanged."""
         blobs = _validated(files)
+        shas = {path: _blob_sha(data) for path, data in blobs.items()}
+        want = _tree_sha(shas)
         with self._cache.lock:
             self._start()
             for attempt in range(1, self.max_attempts + 1):
                 tip = self._remote_tip(self.cluster_id)
-                tree = _write_tree(self._cache, blobs)
-                if tip is not None and self._cache.local(["rev-parse", f"{tip}^{{tree}}"]).decode().strip() == tree:
+                if tip is not None and self._tree_of(tip) == want:
                     log.debug("publish unchanged: branch=%s tip=%s", self.branch, tip[:7])
                     return None
-                commit = self._commit(tree, tip, message)
+                self._write(blobs, shas, want)
+                commit = self._commit(want, tip, message)
                 if self._push(commit):
-                    try:  # best effort: it only helps the next fetch negotiate
-                        self._cache.local(["update-ref", f"{TRACK}{self.cluster_id}", commit])
-                    except RetryableError as exc:
-                        log.warning("track tip failed: branch=%s error=%s", self.branch, exc)
+                    self._remember(commit, want)
                     log.info("published: branch=%s commit=%s parent=%s attempt=%d", self.branch, commit[:7],
                              tip[:7] if tip else "none", attempt)
                     return commit
@@ -418,6 +442,31 @@ class StatusBranch:
     def _start(self) -> None:
         self._cache.ensure(sweep=not self._started)
         self._started = True
+        if self._generation != self._cache.generation:
+            self._trees.clear()
+            self._blobs.clear()
+            self._generation = self._cache.generation
+
+    def _tree_of(self, commit: str) -> str:
+        if commit not in self._trees:
+            self._trees[commit] = self._cache.local(["rev-parse", f"{commit}^{{tree}}"]).decode().strip()
+        return self._trees[commit]
+
+    def _write(self, blobs: Mapping[str, bytes], shas: Mapping[str, str], want: str) -> None:
+        """Blobs not written yet by this object, then the trees; checks git agrees on the root."""
+        new = {shas[p]: data for p, data in sorted(blobs.items()) if shas[p] not in self._blobs}
+        _write_blobs(self._cache, new)
+        self._blobs.update(new)
+        tree = _mktree(self._cache, shas)
+        if tree != want:
+            raise RetryableError(f"git mktree made {tree}, expected {want}", reason="StatusCacheError")
+
+    def _remember(self, commit: str, tree: str) -> None:
+        self._trees[commit] = tree
+        try:  # best effort: the tracking ref only helps the next fetch negotiate
+            self._cache.local(["update-ref", f"{TRACK}{self.cluster_id}", commit])
+        except RetryableError as exc:
+            log.warning("track tip failed: branch=%s error=%s", self.branch, exc)
 
     def _remote_tip(self, cluster_id: str) -> str | None:
         """The remote tip of a status branch with its objects in the cache, or None."""
@@ -427,7 +476,7 @@ class StatusBranch:
             raise _remote_error("ls-remote", self.url, out)
         tips = [line.split("\t") for line in out.stdout.decode().splitlines()]
         tip = next((sha for sha, ref in tips if ref == branch), None)
-        if tip is None or self._cache.has_commit(tip):
+        if tip is None or tip in self._trees or self._cache.has_commit(tip):
             return tip
         out = self._cache.run(["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", self.url,
                                f"+{branch}:{TRACK}{cluster_id}"])

@@ -63,11 +63,14 @@ TMP_DIR = "gitdns-tmp"  # blob contents on their way into hash-object, inside th
 READ_CACHE = "status-read.git"
 _RACE = ("fetch first", "non-fast-forward", "stale info", "failed to lock", "cannot lock ref",
          "failed to update ref", "incorrect old value", "reference already exists", "but expected")
-_AUTH = ("authentication failed", "permission denied", "could not read username", "403", "401",
-         "access denied", "invalid credentials")
+_AUTH = ("authentication failed", "permission denied", "could not read username", "returned error: 401",
+         "returned error: 403", "access denied", "invalid credentials")
 _CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 _CLUSTER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_CACHE_CONFIG = ("[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[core]\n\tlogAllRefUpdates = false\n"
+                 "[fetch]\n\twriteCommitGraph = false\n")
 _locks: dict[Path, threading.Lock] = {}
+_generations: dict[Path, int] = {}
 _locks_guard = threading.Lock()
 
 
@@ -108,8 +111,9 @@ def _git(args: Sequence[str], *, cwd: Path | None, timeout: float, stdin: bytes 
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise UnreachableError(sanitize(f"git {args[0]} timed out after {timeout:g}s"), reason="GitTimeout") from None
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a daemonised grandchild may hold the pipes
+            proc.communicate(timeout=5)
+        raise UnreachableError(f"git {args[0]} timed out after {timeout:g}s") from None
     return _Out(proc.returncode, out, err.decode("utf-8", "replace"))
 
 
@@ -123,7 +127,7 @@ def _remote_error(op: str, url: str, out: _Out) -> GitdnsError:
     message = f"git {op} failed: url={sanitize(url)} rc={out.rc} error={detail}"
     if any(word in out.stderr.lower() for word in _AUTH):
         return AuthError(message)
-    return UnreachableError(message, reason="GitUnreachable")
+    return UnreachableError(message)
 
 
 def _fetch_error(cache: _Cache, url: str, out: _Out) -> GitdnsError:
@@ -145,9 +149,13 @@ class _Cache:
         self.path = path
         self.key = Path(os.path.abspath(path))
         self.timeout = timeout
-        self.generation = 0  # bumped when the cache is thrown away
         with _locks_guard:
             self.lock = _locks.setdefault(self.key, threading.Lock())
+
+    @property
+    def generation(self) -> int:
+        """Bumped whenever this cache directory is thrown away (shared by every user in the process)."""
+        return _generations.get(self.key, 0)
 
     def ensure(self, *, sweep: bool) -> None:
         """Create the cache if missing or half-made; with ``sweep`` (on start), remove what a
@@ -168,9 +176,8 @@ class _Cache:
         tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         shutil.rmtree(tmp, ignore_errors=True)
         self._check(_git(["init", "--bare", "-q", str(tmp)], cwd=None, timeout=self.timeout), "init")
-        for key, value in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.logAllRefUpdates", "false"),
-                           ("fetch.writeCommitGraph", "false"), ("receive.autogc", "false")):
-            self._check(_git(["config", key, value], cwd=tmp, timeout=self.timeout), "config")
+        with open(tmp / "config", "a", encoding="utf-8") as config:  # no gc: objects are never pruned mid-publish
+            config.write(_CACHE_CONFIG)
         try:
             os.rename(tmp, self.path)  # atomic: a cache is complete or absent
         except OSError:  # another thread/process made it first
@@ -192,7 +199,8 @@ class _Cache:
         """Throw the cache away (it is only a cache); the next use rebuilds it."""
         log.warning("reset cache: path=%s reason=local-git-error", self.path)
         shutil.rmtree(self.path, ignore_errors=True)
-        self.generation += 1
+        with _locks_guard:
+            _generations[self.key] = _generations.get(self.key, 0) + 1
 
     def run(self, args: Sequence[str], *, stdin: bytes | None = None, env: Mapping[str, str] | None = None) -> _Out:
         return _git(args, cwd=self.path, timeout=self.timeout, stdin=stdin, env=env)
@@ -487,7 +495,7 @@ class StatusBranch:
         return self._cache.ref(f"{TRACK}{cluster_id}")
 
     def _commit(self, tree: str, parent: str | None, message: str) -> str:
-        args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
+        args = ["commit-tree", "--no-gpg-sign", tree, *(["-p", parent] if parent else []), "-F", "-"]
         body = message if message.endswith("\n") else message + "\n"
         return self._cache.local(args, stdin=body.encode("utf-8"), env=self._ident).decode().strip()
 

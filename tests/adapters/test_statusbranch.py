@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, read_all, sanitize
+from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, _Out, _remote_error, read_all, sanitize
 from gitdns.agent.statusview import aggregate, to_json, to_text
 from gitdns.core.statusdoc import StatusTree, commit_message, dump, parse_trailers
-from gitdns.errors import RetryableError, UnreachableError
+from gitdns.errors import ConfigError, RetryableError, UnreachableError
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "1700000000 +0000",
@@ -416,3 +416,33 @@ def test_aggregate_of_published_branches(bare: Path, tmp_path: Path) -> None:
     agg = aggregate(read_all(str(bare), workdir=tmp_path / "r"))
     assert sorted(agg["clusters"]) == ["id-ap", "id-eu", "id-us"]
     assert agg["policies"]["web"]["lagging"] == ["id-us"]
+
+
+def test_file_url_and_deleted_branches_disappear_from_read_all(bare: Path, tmp_path: Path) -> None:
+    url = bare.as_uri()  # file://
+    for cid in ("a", "b"):
+        assert StatusBranch(url, cid, workdir=tmp_path / cid).publish(FILES, cid) is not None
+    assert sorted(read_all(url, workdir=tmp_path / "r")) == ["a", "b"]
+    git("config", "receive.denyDeletes", "false", cwd=bare)
+    git("update-ref", "-d", "refs/heads/gitdns-status/a", cwd=bare)  # a cluster removed by an operator
+    assert sorted(read_all(url, workdir=tmp_path / "r")) == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("stderr", "kind"),
+    [
+        ("fatal: Authentication failed for 'https://git.example.com/x.git/'", "AuthError"),
+        ("fatal: unable to access 'https://h/x.git/': The requested URL returned error: 403", "AuthError"),
+        ("git@h: Permission denied (publickey).", "AuthError"),
+        ("fatal: unable to access 'https://h:4010/x.git/': Could not resolve host: h", "UnreachableError"),
+    ],
+)
+def test_remote_errors_are_classified(stderr: str, kind: str) -> None:
+    err = _remote_error("push", "https://u:p@h/x.git", _Out(128, b"", stderr))
+    assert type(err).__name__ == kind and "u:p@" not in str(err)
+
+
+def test_bad_cluster_ids_are_refused(tmp_path: Path) -> None:
+    for cid in ("", "a/b", "../x", "x.lock", "-x", "a b"):
+        with pytest.raises(ConfigError):
+            StatusBranch("/nowhere", cid, workdir=tmp_path)

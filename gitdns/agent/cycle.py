@@ -112,8 +112,11 @@ class Agent:
         self.provider_calls = 0
         self.known_cluster: Cluster | None = None  # the last Cluster git named for us
         self.heartbeats: dict[str, float] = {}  # zone name -> when our heartbeat was refreshed
+        self.held_without_state: set[str] = set()  # held zones with no last good state known
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
+        # the applied revision recorded on our status branch, read once at start-up
+        self.restore: Callable[[str], str | None] | None = None
         # refuses to run as a Cluster that is not this one (set by the wiring in a cluster)
         self.identity_check: Callable[[Cluster | None], None] | None = None
 
@@ -146,22 +149,25 @@ class Agent:
             return True
         try:
             cycle.fetched = self.source.fetch(cycle.head)
-            if self.applied_sha and not self.config.allow_rollback and cycle.head != self.applied_sha \
-                    and not self.source.is_descendant(cycle.head or "", self.applied_sha):
-                self.source_condition = Condition(
-                    "SourceAvailable", False, "RollbackRefused",
-                    f"head {str(cycle.head)[:7]} is not a descendant of the applied revision "
-                    f"{self.applied_sha[:7]} (a force-push back?); start with --allow-rollback to accept it")
-                self.fetched_sha = cycle.head
-                cycle.fetched = None
-                cycle.desired = self.current
-                return self.current is not None
         except GitdnsError as exc:
             self._source_failed(exc)
             raise
         self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded",
                                           f"fetched {str(cycle.head)[:7]}")
         return True
+
+    def _restore_applied(self) -> None:
+        """After a restart: take the applied revision from our status branch, so a force-push
+        is still refused and a zone held by an invalid commit keeps its last good state."""
+        if self.restore is None or self.applied_sha is not None or self.known_cluster is None:
+            return
+        restore, self.restore = self.restore, None
+        try:
+            self.applied_sha = restore(self.known_cluster.id)
+        except GitdnsError as exc:
+            log.warning("restore applied revision failed: error=%s", exc)
+        if self.applied_sha:
+            log.info("restored applied revision: sha=%s", self.applied_sha[:12])
 
     def _source_failed(self, exc: GitdnsError) -> None:
         self.source_condition = Condition("SourceAvailable", False, _reason(exc, "GitUnreachable"),
@@ -172,12 +178,39 @@ class Agent:
         if fetched is None:
             return cycle.desired is not None
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
-        applied = self.applied_sha
-        previous = (lambda: self._state_at(applied)) if applied else None
-        cycle.desired = from_files(self.root, fetched.files, head, previous)
-        self.current = cycle.desired
+        desired = from_files(self.root, fetched.files, head, None)
+        self.cluster_of(desired)
+        self._restore_applied()
         self.fetched_sha = fetched.sha
+        if self._refuse_rollback(fetched.sha):
+            cycle.fetched = None
+            cycle.desired = self.current or self._desired_at(self.applied_sha)
+            self.current = cycle.desired
+            return cycle.desired is not None
+        applied = self.applied_sha
+        cycle.desired = replace(desired, previous=(lambda: self._state_at(applied)) if applied else None)
+        self.current = cycle.desired
         return True
+
+    def _refuse_rollback(self, head: str) -> bool:
+        applied = self.applied_sha
+        if not applied or self.config.allow_rollback or head == applied:
+            return False
+        if self.source.is_descendant(head, applied):
+            return False
+        self.source_condition = Condition(
+            "SourceAvailable", False, "RollbackRefused",
+            f"head {head[:7]} is not a descendant of the applied revision {applied[:7]} "
+            "(a force-push back?); the applied revision stays; start with --allow-rollback to accept it")
+        return True
+
+    def _desired_at(self, sha: str | None) -> Desired | None:
+        if not sha:
+            return None
+        try:
+            return from_files(self.root, self.source.files_at(sha), None)
+        except GitdnsError:
+            return None
 
     def _state_at(self, sha: str) -> DesiredState | None:
         if self.applied_state is not None and sha == self.applied_sha:
@@ -204,15 +237,30 @@ class Agent:
         names = {z.name for z in wanted}
         for zone in wanted:
             if zone.name in desired.blocked:
-                track = self.tracks.get(zone.name)
+                track = self.tracks.get(zone.name) or self._track_from_applied(zone)
                 if track is not None:
                     out.append((zone, track.desired, True))
+                else:
+                    self.held_without_state.add(zone.name)
                 continue
             out.append((zone, desired, False))
         for name, track in self.tracks.items():
             if name not in names and name not in desired.blocked:
                 out.append((self._zone_in(track.desired, name), desired, False))  # left the cluster
         return out
+
+    def _track_from_applied(self, zone: Zone) -> ZoneTrack | None:
+        """The last good state of a zone after a restart: the applied revision's files."""
+        if not self.applied_sha:
+            return None
+        try:
+            old = from_files(self.root, self.source.files_at(self.applied_sha), None)
+        except GitdnsError:
+            return None
+        if zone.name in old.blocked or old.state.zone(zone.name) is None:
+            return None
+        track = self.tracks[zone.name] = ZoneTrack(old)
+        return track
 
     @staticmethod
     def _zone_in(desired: Desired, name: str) -> Zone:
@@ -237,6 +285,7 @@ class Agent:
     def _reconcile(self, cycle: Cycle) -> bool:
         desired = cycle.desired
         assert desired is not None
+        self.held_without_state = set()
         if self.identity_check is not None:
             self.identity_check(self.cluster_of(desired))
             self.identity_check = None
@@ -340,6 +389,14 @@ class Agent:
                 error="; ".join(outcome.errors) if outcome else "",
                 missing=outcome.pending_after_apply if outcome else 0,
             ))
+        for name in sorted(self.held_without_state - set(self.tracks)):
+            zone_obj = desired.state.zone(name) if desired else None
+            if zone_obj is None:
+                continue
+            zones.append(ZoneReport(
+                zone=zone_obj.domain, provider=zone_obj.provider.type, held=True,
+                problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
+                error="no last good revision is known for this zone: nothing was changed"))
         conditions = self.conditions(zones)
         rev = desired.state.revision if desired else None
         policies: dict[str, list[str]] = {}

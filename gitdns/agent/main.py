@@ -86,12 +86,31 @@ def make_source(config: AgentConfig) -> Any:
 class StatusPublisher:
     """Serialises a report deterministically and pushes it to the cluster's status branch."""
 
-    def __init__(self, config: AgentConfig, cluster_id: str) -> None:
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.branch: Any = None
+        self.last: Mapping[str, str] | None = None
+
+    def _branch(self, cluster_id: str) -> Any:
         from gitdns.adapters.statusbranch import StatusBranch
 
-        self.branch = StatusBranch(config.status_repo or config.repo, cluster_id,
-                                   workdir=Path(config.state_dir) / "status", timeout=config.git_timeout)
-        self.last: Mapping[str, str] | None = None
+        if self.branch is None or self.branch.cluster_id != cluster_id:
+            self.branch = StatusBranch(self.config.status_repo or self.config.repo, cluster_id,
+                                       workdir=Path(self.config.state_dir) / "status",
+                                       timeout=self.config.git_timeout)
+        return self.branch
+
+    def applied_revision(self, cluster_id: str) -> str | None:
+        """The applied revision our status branch recorded (survives a restart)."""
+        from gitdns.core.statusdoc import load as load_yaml
+
+        tree = self._branch(cluster_id).read_one()
+        if tree is None or "summary.yaml" not in tree.files:
+            return None
+        text: str = tree.files["summary.yaml"]
+        summary = load_yaml(text)
+        value: object = summary.get("appliedRevision")
+        return value if isinstance(value, str) and value else None
 
     def publish(self, report: ClusterReport) -> str | None:
         from gitdns import __version__
@@ -104,9 +123,25 @@ class StatusPublisher:
         trailers = {"Desired-Revision": report.desired_revision or "none", "Agent": f"gitdns/{__version__}"}
         message = commit_message(report.cluster, report.ready, (report.attempted_revision or "none")[:7],
                                  summary_line(report), trailers)
-        sha = self.branch.publish(files, message)
+        sha: str | None = self._branch(report.cluster_id).publish(files, message)
         self.last = files
         return sha
+
+
+def instance_identity(state_dir: Path) -> str:
+    """This agent instance's lease identity, kept in its state directory so a restart after a
+    crash takes its own lease back at once, while a second agent (another state directory)
+    with the same cluster id waits."""
+    import secrets
+
+    path = state_dir / "instance-id"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        ident = f"{os.uname().nodename}-{secrets.token_hex(6)}"
+        path.write_text(ident + "\n")
+        return ident
 
 
 def make_lease(config: AgentConfig, factory: ProviderFactory) -> Any:
@@ -117,7 +152,7 @@ def make_lease(config: AgentConfig, factory: ProviderFactory) -> Any:
             kind = "kubernetes" if in_cluster() else "txt"
         if kind == "none":
             return NoLease()
-        identity = config.pod_name or os.uname().nodename
+        identity = config.pod_name or instance_identity(Path(config.state_dir))
         if kind == "kubernetes":
             return KubeLease(config.pod_namespace or "gitdns-system", cluster.id,
                              duration=config.lease_duration, clock=time.time, identity=identity)
@@ -128,7 +163,7 @@ def make_lease(config: AgentConfig, factory: ProviderFactory) -> Any:
             return NoLease()
         zone = zones[0]
         return TxtLease(factory(zone), zone.domain, cluster.id, duration=config.lease_duration,
-                        clock=time.time)
+                        clock=time.time, identity=identity)
     return build
 
 
@@ -147,9 +182,11 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     factory = default_factory(Path(config.state_dir))
     source = make_source(config)
-    status = StatusPublisher(config, config.cluster) if config.status else None
+    status = StatusPublisher(config) if config.status else None
     agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
     agent.lease_builder = make_lease(config, factory)
+    if status is not None:
+        agent.restore = status.applied_revision
     agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
     return agent
 
@@ -184,7 +221,8 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     runner.start()
-    runner.stopped.wait()
+    while not runner.stopped.wait(0.5):
+        pass
     runner.stop()
     if http is not None:
         http.stop()
@@ -193,7 +231,10 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
 
 
 def run_once(agent: Agent) -> int:
-    cycle = agent.run("once", force=True)
+    try:
+        cycle = agent.run("once", force=True)
+    finally:
+        agent.lease.release()
     report = agent.last_report
     for outcome in cycle.outcomes:
         plan = outcome.plan

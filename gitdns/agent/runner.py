@@ -45,6 +45,9 @@ class Runner:
         self.cycles = 0
         self.alive = True
         self.stopped = threading.Event()
+        # set before the scheduler shuts down: apscheduler's shutdown holds its job-store lock
+        # while it waits for the running job, so that job must not touch the scheduler then
+        self.stopping = False
         self.scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(1)},
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
@@ -144,7 +147,7 @@ class Runner:
 
     def _schedule_validation(self) -> None:
         due = self.agent.next_validation()
-        if due is None:
+        if due is None or self.stopping:
             return
         delay = max(due - self.agent.clock(), 0.0)
         job = self.scheduler.get_job("validate")
@@ -157,6 +160,8 @@ class Runner:
             job.modify(next_run_time=when)
 
     def _reschedule(self, job_id: str, delay: float) -> None:
+        if self.stopping:
+            return
         job = self.scheduler.get_job(job_id)
         if job is not None:
             job.modify(next_run_time=datetime.now(UTC) + timedelta(seconds=delay))
@@ -165,6 +170,7 @@ class Runner:
     def stop(self) -> None:
         """Let the running step finish, then stop (SIGTERM)."""
         log.info("agent stopping: waiting for the running step")
+        self.stopping = True
         self.scheduler.shutdown(wait=True)
         try:
             self.agent.lease.release()

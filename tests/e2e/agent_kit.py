@@ -1,0 +1,127 @@
+"""Helpers for end-to-end agent tests: a desired repository as a local bare remote, and
+agents started as separate `gitdns agent` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True,
+                          text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+    return done.stdout.strip()
+
+
+class DesiredRepo:
+    """A bare remote holding example-repo/ and a work tree to change and push it."""
+
+    def __init__(self, root: Path) -> None:
+        self.bare = root / "desired.git"
+        self.work = root / "desired"
+        git("init", "-q", "--bare", "-b", "main", str(self.bare))
+        shutil.copytree(ROOT / "example-repo", self.work, ignore=shutil.ignore_patterns(".gitdns"))
+        for zone in (self.work / "zones").glob("*.yaml"):
+            zone.write_text(zone.read_text().replace("path: .gitdns/zones", f"path: {root / 'zones'}"))
+        git("init", "-q", "-b", "main", str(self.work))
+        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        self.commit("initial desired state")
+
+    @property
+    def zones(self) -> Path:
+        return self.bare.parent / "zones"
+
+    def commit(self, message: str) -> str:
+        git("add", "-A", cwd=self.work)
+        git("commit", "-q", "--allow-empty", "-m", message, cwd=self.work)
+        git("push", "-q", "origin", "main", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+    def force_push(self, sha: str) -> None:
+        git("push", "-q", "--force", "origin", f"{sha}:refs/heads/main", cwd=self.work)
+
+    def write(self, rel: str, text: str) -> None:
+        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.work / rel).write_text(text)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def agent_cmd(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(repo.bare), "--cluster", cluster,
+            "--state-dir", str(state), "--lease", "txt", "--git-timeout", "20", *extra]
+
+
+def run_once(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*agent_cmd(repo, cluster, state, "--once", "--listen", ""), *extra],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+class AgentProcess:
+    def __init__(self, repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.log = state.parent / f"{state.name}.log"
+        state.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            agent_cmd(repo, cluster, state, "--listen", f"127.0.0.1:{self.port}", *extra),
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+        except OSError:
+            return 0, b""
+
+    def post(self, path: str, body: bytes, headers: dict[str, str]) -> int:
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=body, headers=headers,
+                                     method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    def status(self) -> dict[str, object]:
+        code, body = self.get("/status")
+        return json.loads(body) if code == 200 else {}
+
+    def wait(self, predicate: object, timeout: float = 60.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if callable(predicate) and predicate():
+                return True
+            if self.proc.poll() is not None:
+                raise AssertionError(f"agent exited {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise AssertionError(f"agent ignored SIGTERM: {self.log.read_text()[-4000:]}") from None
+        return self.proc.wait(timeout=10)

@@ -25,16 +25,15 @@ from gitdns.agent.engine import (
     ProviderFactory,
     ZoneOutcome,
     from_files,
-    plan_zone,
     policy_for_zone,
-    render_views,
 )
 from gitdns.agent.lease import Lease, LeaseState, NoLease
+from gitdns.agent.steps import ZonePass, run_zone_steps
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
 from gitdns.core.model import Cluster, DesiredState, Revision, Zone
 from gitdns.core.owners import heartbeat_change, owners
-from gitdns.core.plan import Authority, Intent, PlanMode
+from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError, RetryableError
@@ -311,15 +310,7 @@ class Agent:
                               id=known.id if known else self.config.cluster)
         provider = self.factory(zone)
         try:
-            outcome.plan, _ = plan_zone(zdesired, cluster, zone, provider)
-            self.provider_calls += 1
-            if can_write and outcome.plan.changes and not outcome.plan.stalled:
-                from gitdns.agent.engine import _apply_with_retries, _verify
-
-                _apply_with_retries(zdesired, cluster, zone, provider, outcome, False, PlanMode.SYNC)
-                outcome.pending_after_apply = _verify(zdesired, cluster, zone, provider, False, PlanMode.SYNC)
-                outcome.views = render_views(provider, zone)
-                self.provider_calls += 2
+            run_zone_steps(ZonePass(zone, zdesired, cluster, provider, can_write, outcome))
             if can_write:
                 self._housekeeping(zone, provider, cluster, newest)
         except RetryableError as exc:

@@ -146,11 +146,12 @@ def _skip_reason(desired: Desired, zone: Zone) -> str:
 
 
 def plan_zone(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
-              *, force: bool = False, mode: PlanMode = PlanMode.SYNC) -> tuple[Plan, ZoneSnapshot]:
+              *, force: bool = False, mode: PlanMode = PlanMode.SYNC,
+              intent: Intent | None = None) -> tuple[Plan, ZoneSnapshot]:
     """Read and plan; a stalled plan is re-judged when git reviewed the removal (the
     previous revision is loaded only then)."""
     snapshot = provider.read(zone.domain)
-    intent = intent_for(desired, cluster, zone)
+    intent = intent if intent is not None else intent_for(desired, cluster, zone)
     plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode))
     if plan.stalled and _reviewed(desired, zone):
         plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode,
@@ -163,7 +164,7 @@ def _reviewed(desired: Desired, zone: Zone) -> bool:
     return old is not None and zone.name in reviewed_zones(old, desired.state)
 
 
-def _apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
+def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
                         outcome: ZoneOutcome, force: bool, mode: PlanMode) -> None:
     plan = outcome.plan
     assert plan is not None
@@ -186,7 +187,7 @@ def _apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider
         outcome.errors.append(f"stale writes still refused after {MAX_STALE_RETRIES} re-plans")
 
 
-def _verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
+def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
             mode: PlanMode) -> int:
     """Re-read and re-plan: the number of changes still wanted (0 when our records are all
     there).  Conflicts are not counted: they were left alone on purpose."""
@@ -223,9 +224,9 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
         if dry_run:
             continue
         first = outcome.plan
-        _apply_with_retries(desired, cluster, zone, provider, outcome, force, mode)
+        apply_with_retries(desired, cluster, zone, provider, outcome, force, mode)
         outcome.plan = first if outcome.refused_retries == 0 else outcome.plan
-        outcome.pending_after_apply = _verify(desired, cluster, zone, provider, force, mode)
+        outcome.pending_after_apply = verify(desired, cluster, zone, provider, force, mode)
         outcome.views = render_views(provider, zone)
     return outcomes
 

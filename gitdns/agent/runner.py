@@ -135,6 +135,12 @@ class Runner:
                 self.metrics.record_stale_retries(zone, outcome.refused_retries)
         if self.agent.applied_sha:
             self.metrics.set_revision(self.agent.applied_sha[:12])
+        if self.agent.current is not None:
+            problems: dict[str, int] = {}
+            for problem in self.agent.current.problems:
+                for zone_name in problem.zones or ("*",):
+                    problems[zone_name] = problems.get(zone_name, 0) + 1
+            self.metrics.set_validation_problems(problems)
         self._schedule_validation()
         self._publish_state()
 

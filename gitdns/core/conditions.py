@@ -30,6 +30,13 @@ REASONS = frozenset({
     "SignatureRefused",
     "RollbackRefused",
     "ValidationFailed",
+    "RevisionNotFound",
+    "AuthenticationFailed",
+    "CacheBusy",
+    "CacheUnreadable",
+    "GitTimeout",
+    "StatusPushRefused",
+    "StatusCacheError",
     # zones
     "ZoneHeld",
     "ProviderUnreachable",
@@ -37,6 +44,9 @@ REASONS = frozenset({
     "Throttled",
     "StaleWriteRetried",
     "MassChangeRefused",
+    "StoreBusy",
+    "StoreCorrupt",
+    "InvalidConfiguration",
     # seed 000's vocabulary, and the planner's conflict reasons
     "RecordsMissing",
     "ConflictingStrategyDiscovered",

@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_agent(sub)
     _add_owner_commands(sub)
+    _add_audit_commands(sub)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
@@ -553,6 +554,52 @@ def cmd_cluster_id(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("status", help="aggregate every cluster's status branch (exit 0 when the fleet is ready)",
+                       epilog="reads every gitdns-status/* branch of the repository; also shows which clusters\n"
+                              "have not applied the desired branch's head (when the head can be listed).\n"
+                              "exit codes: 0 every cluster and policy is Ready, 1 otherwise (or on error).\n"
+                              "example: gitdns status --repo https://git.example.com/platform/dns.git",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repo", default=".", metavar="URL|PATH", help="repository holding the status branches")
+    p.add_argument("--cluster", metavar="ID", help="only this cluster (id or metadata.name)")
+    p.add_argument("--branch", default="main", help="desired branch, for the lag (default: main)")
+    _add_format(p, ["text", "json"])
+    p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
+
+    p = sub.add_parser("history", help="trace a name's desired records through git: commits, authors, diffs",
+                       epilog="desired state from git, not what providers published (see gitdns status).\n"
+                              "example: gitdns history api.example.com --repo https://git.example.com/dns.git",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", help="a DNS name or listener host; its klb names are included")
+    p.add_argument("--repo", default=".", metavar="URL|PATH", help="the desired repository (default: .)")
+    p.add_argument("--branch", default="main", help="desired branch (default: main)")
+    p.add_argument("--path", default="", metavar="SUBDIR", help="subdirectory holding the desired YAML")
+    p.add_argument("--max-commits", type=int, default=200, metavar="N", help="newest N commits (default: 200)")
+    _add_format(p, ["text", "json"])
+    p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from gitdns.agent import statusview
+    from gitdns.agent.statuscmd import fleet_status, lag_text
+
+    agg = fleet_status(args.repo, cluster=args.cluster, branch=args.branch, state_dir=args.state_dir)
+    if args.cluster and not agg["clusters"]:
+        _err(f"no status branch for cluster {args.cluster}")
+    print(statusview.to_json(agg) if args.format == "json" else statusview.to_text(agg) + lag_text(agg), end="")
+    return EXIT_OK if agg["ready"] else EXIT_ERROR
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from gitdns.agent import history
+
+    result = history.history(args.name, args.repo, branch=args.branch, path=args.path,
+                             max_commits=args.max_commits, state_dir=args.state_dir)
+    print(history.to_json(result) if args.format == "json" else history.to_text(result), end="")
+    return EXIT_OK
+
+
 HANDLERS = {
     "validate": cmd_validate,
     "plan": cmd_plan,
@@ -563,6 +610,8 @@ HANDLERS = {
     "owners": cmd_owners,
     "prune-owner": cmd_prune_owner,
     "adopt": cmd_adopt,
+    "status": cmd_status,
+    "history": cmd_history,
 }
 
 

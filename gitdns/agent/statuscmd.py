@@ -71,7 +71,7 @@ def lag_text(agg: Mapping[str, Any]) -> str:
     if not head:
         return ""
     behind = [(c["cluster"], c.get("appliedRevision")) for c in agg["clusters"].values() if c.get("behindHead")]
-    lines = [f"desired head ({agg.get('desiredBranch', 'main')}): {head[:7]}"]
+    lines = ["", f"desired head ({agg.get('desiredBranch', 'main')}): {head[:7]}"]
     if behind:
         lines.append(f"behind {head[:7]}: " + ", ".join(
             f"{name} (applied {_short(applied)})" for name, applied in behind))

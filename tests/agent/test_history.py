@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from gitdns.adapters.gitrev import HeadInfo
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.agent import history as hist
+from gitdns.agent.engine import Desired, from_files
 from gitdns.cli import main
 from gitdns.core.model import Revision
 from gitdns.core.names import cluster_target_name
@@ -197,11 +199,10 @@ def test_unchanged_trees_are_loaded_once(monkeypatch: pytest.MonkeyPatch) -> Non
     other = {**files, "records/status.yaml": STATUS_RECORDS}
     trees = {1: files, 2: files, 3: other, 4: files}
     calls: list[int] = []
-    real = hist.from_files
 
-    def counting(*args: object, **kwargs: object) -> hist.Desired:
+    def counting(root: Path, files: Mapping[str, str], head: HeadInfo | None) -> Desired:
         calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        return from_files(root, files, head)
 
     monkeypatch.setattr(hist, "from_files", counting)
     entries = hist.trace(HOST, [_commit(n) for n in trees], lambda sha: trees[int(sha, 16)])

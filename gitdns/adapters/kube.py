@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gitdns.errors import ConfigError, UnreachableError
 
 
@@ -9,19 +11,24 @@ def kube_system_uid() -> str:
     """The UID of the running cluster's kube-system namespace: the cluster id gitdns and
     Kuadrant use as the owner id.  In-cluster credentials first, then the kubeconfig."""
     try:
-        from kubernetes import client, config
+        from kubernetes import client
+        from kubernetes import config as kube_config
         from kubernetes.config.config_exception import ConfigException
     except ImportError as exc:
         raise ConfigError("cluster-id needs the kubernetes client: pip install 'gitdns[kubernetes]'") from exc
+    loader: Any = kube_config  # the loaders are untyped
     try:
-        config.load_incluster_config()
+        loader.load_incluster_config()
     except ConfigException:
         try:
-            config.load_kube_config()
+            loader.load_kube_config()
         except (ConfigException, FileNotFoundError) as exc:
             raise ConfigError(f"cluster-id: no in-cluster credentials and no usable kubeconfig ({exc})") from exc
     try:
         namespace = client.CoreV1Api().read_namespace("kube-system", _request_timeout=10)
     except Exception as exc:  # the client raises urllib3 and ApiException types
         raise UnreachableError(f"cluster-id: cannot read namespace kube-system: {type(exc).__name__}") from exc
-    return str(namespace.metadata.uid)
+    uid = namespace.metadata.uid if namespace.metadata is not None else None
+    if not uid:
+        raise UnreachableError("cluster-id: namespace kube-system has no UID")
+    return str(uid)

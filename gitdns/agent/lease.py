@@ -14,6 +14,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gitdns.core.names import short_hash
 from gitdns.core.records import Action, Change, RecordSet
@@ -108,12 +109,14 @@ class KubeLease(Lease):
     """A coordination.k8s.io/v1 Lease named ``gitdns-<hash8(owner)>`` in the agent's namespace."""
 
     def __init__(self, namespace: str, owner: str, *, duration: float, clock: Clock, identity: str) -> None:
-        from kubernetes import client, config
+        from kubernetes import client
+        from kubernetes import config as kube_config
 
+        loader: Any = kube_config  # the loaders are untyped
         try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
+            loader.load_incluster_config()
+        except kube_config.ConfigException:
+            loader.load_kube_config()
         self.api = client.CoordinationV1Api()
         self.namespace = namespace
         self.name = f"gitdns-{short_hash(owner, 8)}"
@@ -125,7 +128,7 @@ class KubeLease(Lease):
         from datetime import UTC, datetime
 
         from kubernetes import client
-        from kubernetes.client.rest import ApiException
+        from kubernetes.client.exceptions import ApiException
 
         now = datetime.now(UTC)
         spec = client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=int(self.duration),
@@ -141,9 +144,10 @@ class KubeLease(Lease):
             except ApiException as create_exc:
                 return LeaseState(False, "unknown", 0.0, f"lease {self.name}: create refused ({create_exc.status})")
             return LeaseState(True, self.identity, self.clock() + self.duration, f"holding lease {self.name}")
-        holder = lease.spec.holder_identity or ""
-        renew = lease.spec.renew_time
-        expired = renew is None or (now - renew).total_seconds() > (lease.spec.lease_duration_seconds or 0)
+        current = lease.spec or client.V1LeaseSpec()
+        holder = current.holder_identity or ""
+        renew = current.renew_time
+        expired = renew is None or (now - renew).total_seconds() > (current.lease_duration_seconds or 0)
         if holder not in ("", self.identity) and not expired:
             return LeaseState(False, holder, 0.0, f"lease {self.name} is held by {holder}; "
                                                   "another agent runs with this cluster id")
@@ -157,11 +161,11 @@ class KubeLease(Lease):
     def release(self) -> None:
         """Give the lease up on shutdown, so the next pod (a new name after a Recreate
         rollout) takes it at once instead of waiting for it to expire."""
-        from kubernetes.client.rest import ApiException
+        from kubernetes.client.exceptions import ApiException
 
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace)
-            if lease.spec.holder_identity != self.identity:
+            if lease.spec is None or lease.spec.holder_identity != self.identity:
                 return
             lease.spec.holder_identity = None
             lease.spec.renew_time = None

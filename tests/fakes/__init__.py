@@ -1,0 +1,1 @@
+"""In-process fakes of external services the tests talk to over the wire."""

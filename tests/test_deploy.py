@@ -440,12 +440,18 @@ def test_no_wildcards_anywhere(rendered: list[dict[str, Any]]) -> None:
         assert "aggregationRule" not in doc, resource_id(doc)
 
 
-def test_cluster_role_only_reads_kube_system(rendered: list[dict[str, Any]]) -> None:
-    roles = find(rendered, "ClusterRole")
-    assert [r["metadata"]["name"] for r in roles] == ["gitdns-cluster-id"]
-    assert roles[0]["rules"] == [
-        {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["kube-system"], "verbs": ["get"]},
-    ]
+def test_cluster_roles_read_kube_system_and_write_only_gateway_status(rendered: list[dict[str, Any]]) -> None:
+    roles = {r["metadata"]["name"]: r["rules"] for r in find(rendered, "ClusterRole")}
+    assert roles == {
+        "gitdns-cluster-id": [
+            {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["kube-system"], "verbs": ["get"]},
+        ],
+        # The PolicyAffected condition (gitdns/adapters/gateways.py): read a Gateway, PUT its status.
+        "gitdns-gateway-status": [
+            {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["gateways"], "verbs": ["get"]},
+            {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["gateways/status"], "verbs": ["update"]},
+        ],
+    }
 
 
 def test_namespaced_role_is_exactly_what_the_agent_uses(rendered: list[dict[str, Any]]) -> None:
@@ -464,7 +470,7 @@ def test_bindings_give_the_roles_to_the_agent_only(rendered: list[dict[str, Any]
     assert only(rendered, "Deployment", "gitdns")["spec"]["template"]["spec"]["serviceAccountName"] == "gitdns"
     subject = {"kind": "ServiceAccount", "name": "gitdns", "namespace": account["metadata"]["namespace"]}
     bindings = find(rendered, "RoleBinding") + find(rendered, "ClusterRoleBinding")
-    assert len(bindings) == 2
+    assert len(bindings) == 3
     for binding in bindings:
         assert binding["subjects"] == [subject], resource_id(binding)
         role_kind = binding["roleRef"]["kind"]

@@ -66,7 +66,7 @@ kind, finalizers and graceful deletion, owner references and garbage collection,
 apply, managedFields, protobuf/CBOR and YAML bodies (JSON only), table output.
 
 Test hooks: ``fake.requests`` (every request: method, path, query, content type),
-``fake.count(method, suffix)``, ``fake.add_hook(fn)`` (``fn(request)`` runs before a
+``fake.count(method, suffix)``, ``fake.add_hook(fn)``/``clear_hooks()`` (``fn(request)`` runs before a
 request is handled, outside the store lock, so it may call ``fake.mutate``), and the
 in-process store API ``create``, ``get``, ``mutate``.
 """
@@ -251,6 +251,9 @@ class FakeKube:
 
     def add_hook(self, hook: Callable[[Request], None]) -> None:
         self._hooks.append(hook)
+
+    def clear_hooks(self) -> None:
+        self._hooks.clear()
 
     def count(self, method: str, suffix: str = "") -> int:
         """Requests with this method whose path ends with ``suffix``."""

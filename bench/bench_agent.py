@@ -8,9 +8,11 @@ redirected to a temp directory), as cluster eu-west-1, on 127.0.0.1.
 webhook  one `gitdns agent` process with --poll-interval 600 and a GitHub webhook secret;
          N times: commit and push a new value of ``bench.example.com A`` (a RecordSet), POST a
          signed GitHub push delivery to /webhook, and time from the push returning to the
-         value being in the store (LocalProvider.read every 20 ms).  Target: <= 2 s.
-poll     the same with --poll-interval 5 and no webhook.  Target: within the poll interval
-         + 2 s.  Then the idle agent's VmRSS / VmHWM from /proc/<pid>/status (target < 80 MiB).
+         value being in the store (LocalProvider.read every 20 ms); a random 0-1 s pause
+         between pushes.  Target: <= 2 s.
+poll     the same with --poll-interval 5 and no webhook, and a random 0-5 s pause between
+         pushes so they land at random points of the interval.  Target: within the poll
+         interval + 2 s.  Then the idle agent's VmRSS / VmHWM from /proc/<pid>/status (target < 80 MiB).
 tick     in-process: a real `Agent` (GitSource on the bare repo, status branch, TXT lease)
          whose provider counts every read/apply; one first run, then --ticks idle runs with
          --validate-delay 600 --quiet-period 3600: provider calls (target 0) and p50/p99 of the

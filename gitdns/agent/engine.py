@@ -31,7 +31,12 @@ from gitdns.providers.registry import make_provider
 log = logging.getLogger(__name__)
 
 ProviderFactory = Callable[[Zone], Provider]
-MAX_STALE_RETRIES = 8
+# Stale-write retries: exponential backoff with full jitter (10 ms doubling, capped at 2 s per
+# wait) within a time budget, so many writers contending for one record set spread out
+# instead of retrying in lock step and giving up together.
+STALE_RETRY_BUDGET = 30.0
+STALE_BACKOFF_BASE = 0.01
+STALE_BACKOFF_CAP = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,26 +170,32 @@ def _reviewed(desired: Desired, zone: Zone) -> bool:
 
 
 def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
-                        outcome: ZoneOutcome, force: bool, mode: PlanMode) -> None:
+                        outcome: ZoneOutcome, force: bool, mode: PlanMode,
+                        budget: float = STALE_RETRY_BUDGET) -> None:
+    """Apply; a change group refused as stale is re-read and re-planned at once, again and
+    again with full-jitter backoff, until it lands or the time budget runs out."""
     plan = outcome.plan
     assert plan is not None
-    for attempt in range(MAX_STALE_RETRIES + 1):
-        if plan.stalled or not plan.changes:
-            break
+    deadline = time.monotonic() + budget
+    attempt = 0
+    while not plan.stalled and plan.changes:
         result: ApplyResult = provider.apply(zone.domain, plan.applicable, plan.guards)
         outcome.applied += len(result.applied)
         for group, why in result.failed:
             outcome.errors.append(f"{group}: {why}")
         if not result.refused:
-            break
+            return
+        attempt += 1
         outcome.refused_retries += 1
-        log.info("stale write refused: zone=%s groups=%d attempt=%d", zone.domain,
-                 len(result.refused), attempt + 1)
-        time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+        log.info("stale write refused: zone=%s groups=%d attempt=%d", zone.domain, len(result.refused), attempt)
+        wait = random.uniform(0, min(STALE_BACKOFF_CAP, STALE_BACKOFF_BASE * 2 ** min(attempt, 16)))
+        if time.monotonic() + wait > deadline:
+            outcome.errors.append(f"stale writes still refused after {attempt} re-plans in {budget:g}s; "
+                                  "the validation loop retries")
+            return
+        time.sleep(wait)
         plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
         outcome.plan = plan
-    else:
-        outcome.errors.append(f"stale writes still refused after {MAX_STALE_RETRIES} re-plans")
 
 
 def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,

@@ -178,3 +178,29 @@ def assert_fast_forward_chain(repo: DesiredRepo, branch: str) -> int:
 
 def store_files(zones: Path) -> list[Path]:
     return sorted(p for p in zones.glob("*.json") if not p.name.startswith("."))
+
+
+class GroupAgent(AgentProcess):
+    """An agent process in its own process group, so `kill9` takes its git children with it
+    (as when a container dies) and no orphaned push lands after the "crash"."""
+
+    def __init__(self, repo: DesiredRepo, cluster: str, state: Path, *extra: str, log: Path | None = None) -> None:
+        import subprocess
+
+        from tests.e2e.agent_kit import agent_cmd, free_port
+
+        self.port = free_port()
+        self.log = log or state.parent / f"{state.name}.log"
+        state.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            agent_cmd(repo, cluster, state, "--listen", f"127.0.0.1:{self.port}", *extra),
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill9(self) -> None:
+        import contextlib
+        import os
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group this agent leads
+        self.proc.wait(timeout=30)

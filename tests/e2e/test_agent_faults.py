@@ -56,6 +56,21 @@ def once_ok(repo: DesiredRepo, cluster: str, state: Path) -> str:
     return done.stdout
 
 
+def once_after_crash(repo: DesiredRepo, cluster: str, state: Path, notes: list[str]) -> str:
+    """--once for a cluster whose previous agent may have been killed inside a git command: its
+    cache may hold that git's lock file, which the source removes only once it is older than the
+    git timeout (documented in gitdns.adapters.gitsource), refusing with CacheBusy until then."""
+    deadline = time.monotonic() + 120
+    while True:
+        done = run_once(repo, cluster, state)
+        if done.returncode == 0:
+            return done.stdout
+        if "CacheBusy" not in done.stderr or time.monotonic() > deadline:
+            raise AssertionError(f"{cluster} --once: {done.stdout}\n{done.stderr[-3000:]}")
+        notes.append(f"{cluster}: CacheBusy after the crash, retried")
+        time.sleep(2)
+
+
 # --- the remote goes away ------------------------------------------------------------------
 
 
@@ -67,7 +82,8 @@ def test_remote_disappears_and_comes_back(repo: DesiredRepo, tmp_path: Path) -> 
         away = repo.bare.with_name("away.git")
         repo.bare.rename(away)
 
-        # documented: SourceAvailable=False/GitUnreachable makes Ready false, so /readyz is 503
+        # documented: SourceAvailable=False/GitUnreachable makes Ready false, so /readyz is 503. Today the
+        # report is only rebuilt by the validation job (5-10 s after the first apply here); see the xfail below
         assert agent.wait(lambda: conditions(agent.status()).get("SourceAvailable") == ("False", "GitUnreachable"),
                           90), agent.log.read_text()[-3000:]
         assert conditions(agent.status())["Ready"] == ("False", "GitUnreachable")
@@ -172,13 +188,14 @@ def test_kill_9_at_random_points_converges(repo: DesiredRepo, tmp_path: Path) ->
         log = tmp_path / f"round-{n:02d}-{cluster}.log"
         agent = GroupAgent(repo, cluster, state[cluster], "--poll-interval", "0.3", log=log)
         warm = rng.random() < 0.5  # half the kills hit a running agent's cycle, half its start-up
-        if warm:
-            assert agent.wait(lambda a=agent: a.status().get("cycles", 0) >= 1, 120), log.read_text()[-3000:]
-        desired_change(repo, rng, cluster, 10 + n)
-        time.sleep(rng.uniform(0.0, 1.5))
-        agent.kill9()
+        try:
+            if warm:
+                assert agent.wait(lambda a=agent: a.status().get("cycles", 0) >= 1, 120), log.read_text()[-3000:]
+            desired_change(repo, rng, cluster, 10 + n)
+            time.sleep(rng.uniform(0.0, 1.5))
+        finally:
+            agent.kill9()
         kills.append(f"round {n} {cluster} warm={warm}: {last_line(log)}")
-        union, _ = wanted(repo)
         for other in CLUSTERS:
             if other == cluster:
                 continue
@@ -195,7 +212,7 @@ def test_kill_9_at_random_points_converges(repo: DesiredRepo, tmp_path: Path) ->
                         f"round {n}: {other}'s {rec.key} {rec.values} lost: {rows.get(rec.key)}\n" + "\n".join(kills))
 
     for cluster in CLUSTERS:
-        once_ok(repo, cluster, state[cluster])
+        once_after_crash(repo, cluster, state[cluster], kills)
     for cluster in CLUSTERS:
         out = once_ok(repo, cluster, state[cluster])
         applied = APPLIED.findall(out)

@@ -114,6 +114,8 @@ class Agent:
         self.held_without_state: set[str] = set()  # held zones with no last good state known
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
+        # called with every report (the Gateway PolicyAffected condition in a cluster)
+        self.report_hooks: list[Callable[[ClusterReport, Desired | None], None]] = []
         # the applied revision recorded on our status branch, read once at start-up
         self.restore: Callable[[str], str | None] | None = None
         # refuses to run as a Cluster that is not this one (set by the wiring in a cluster)
@@ -455,6 +457,11 @@ class Agent:
                 self.status.publish(report)
             except GitdnsError as exc:
                 log.warning("status push failed: error=%s", exc)
+        for hook in self.report_hooks:
+            try:
+                hook(report, self.current)
+            except GitdnsError as exc:
+                log.warning("report hook failed: error=%s", exc)
         return True
 
     # --- validation loop (seed 000) ------------------------------------------------

@@ -130,7 +130,11 @@ class KubeLease(Lease):
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
+        # Lease times are MicroTime: the API server wants exactly six fractional digits, and the
+        # client writes isoformat(), which drops the fraction at a whole second.
         now = datetime.now(UTC)
+        if now.microsecond == 0:
+            now = now.replace(microsecond=1)
         spec = client.V1LeaseSpec(holder_identity=self.identity, lease_duration_seconds=int(self.duration),
                                   renew_time=now, acquire_time=now)
         try:

@@ -23,7 +23,7 @@ from gitdns.agent.engine import Desired, ProviderFactory, default_factory
 from gitdns.agent.lease import KubeLease, Lease, NoLease, TxtLease
 from gitdns.agent.metrics import Metrics
 from gitdns.core.model import Cluster
-from gitdns.core.status import ClusterReport, summary_line
+from gitdns.core.status import ClusterReport, summary_document, summary_line
 from gitdns.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,33 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     if status is not None:
         agent.restore = status.applied_revision
     agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
+    if in_cluster():
+        agent.report_hooks.append(gateway_hook())
     return agent
+
+
+def gateway_hook() -> Any:
+    """Seed 003: the Gateway condition ``gateway.networking.k8s.io/PolicyAffected`` on this
+    cluster's Gateways, True once the policy covering each is published."""
+    from gitdns.adapters.gateways import GatewayReporter
+    from gitdns.core import builder
+
+    reporter = GatewayReporter(None)
+
+    def hook(report: ClusterReport, desired: Desired | None) -> None:
+        if desired is None:
+            return
+        cluster = desired.state.cluster(report.cluster_id)
+        if cluster is None:
+            return
+        owners: dict[tuple[str, str], str] = {}
+        for zone in desired.state.zones:
+            for host in builder.build_hosts(desired.state, cluster, zone):
+                owners[(host.namespace, host.gateway)] = host.policy
+        ready = {name: bool(doc["ready"]) for name, doc in summary_document(report)["policies"].items()}
+        reporter.report(cluster, ready, owners)
+
+    return hook
 
 
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:

@@ -122,12 +122,6 @@ class _WholeSecond(_REAL_DATETIME):
         return _REAL_DATETIME.now(tz).replace(microsecond=0)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "KubeLease bug: spec.renewTime/acquireTime are passed as datetime.now(UTC); the kubernetes client "
-    "serialises them with isoformat(), which drops the fraction when microsecond == 0 "
-    "('2024-05-01T12:00:00+00:00'). Lease times are MicroTime, which the API server parses with "
-    "'2006-01-02T15:04:05.000000Z07:00' (exactly six digits) and answers 400, so about one acquire or "
-    "renewal in a million is refused (create refused (400) / update refused (400))."))
 def test_acquire_at_a_whole_second(fake: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
     # The client's models build their schemas lazily: build them (one full round trip with
     # the real datetime) before datetime.datetime is swapped for KubeLease's call.

@@ -112,6 +112,8 @@ class Agent:
         self.known_cluster: Cluster | None = None  # the last Cluster git named for us
         self.heartbeats: dict[str, float] = {}  # zone name -> when our heartbeat was refreshed
         self.held_without_state: set[str] = set()  # held zones with no last good state known
+        self.cluster_problem: Condition | None = None  # git names no usable Cluster for us
+        self.history_desired: Desired | None = None  # the last revision that named our Cluster
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
         # called with every report (the Gateway PolicyAffected condition in a cluster)
@@ -130,10 +132,22 @@ class Agent:
         """One pass.  With the revision unchanged and no validation due it returns after one
         remote ref check: no provider call, no status push."""
         cycle = Cycle(trigger)
-        for step in ((lambda a, c: a._fetch(c, force)), Agent._load, Agent._reconcile, Agent._report):
-            if not step(self, cycle):
-                break
+        source_before = self.source_condition
+        reported = False
+        try:
+            for name, step in (("fetch", lambda a, c: a._fetch(c, force)), ("load", Agent._load),
+                               ("reconcile", Agent._reconcile), ("report", Agent._report)):
+                if not step(self, cycle):
+                    break
+                reported = name == "report"
+        finally:
+            if not reported and self.source_condition != source_before and self.current is not None:
+                self.refresh_report()  # the source went away or came back: say so now
         return cycle
+
+    def refresh_report(self) -> None:
+        """Rebuild the report without publishing it (the remote may be the thing that is down)."""
+        self.last_report = self.report()
 
     def _fetch(self, cycle: Cycle, force: bool) -> bool:
         try:
@@ -180,7 +194,7 @@ class Agent:
             return cycle.desired is not None
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
         desired = from_files(self.root, fetched.files, head, None)
-        self.cluster_of(desired)
+        self._resolve_identity(desired)
         self._restore_applied()
         self.fetched_sha = fetched.sha
         if self._refuse_rollback(fetched.sha):
@@ -226,14 +240,86 @@ class Agent:
         cluster = desired.state.cluster(self.config.cluster)
         if cluster is None and self.known_cluster is not None:
             cluster = desired.state.cluster(self.known_cluster.id)
-        if cluster is not None:
+        if cluster is not None and cluster != self.known_cluster:
             self.known_cluster = cluster
+            self._save_identity(cluster)
         return cluster
+
+    # --- who we are, across restarts and removals ----------------------------------
+    def _identity_file(self) -> Path:
+        return self.root / "cluster.json"
+
+    def _save_identity(self, cluster: Cluster) -> None:
+        import json
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._identity_file().write_text(json.dumps({"id": cluster.id, "name": cluster.name}) + "\n")
+        except OSError as exc:
+            log.warning("cannot keep the cluster identity: path=%s error=%s", self._identity_file(), exc)
+
+    def _load_identity(self) -> Cluster | None:
+        import json
+
+        try:
+            doc = json.loads(self._identity_file().read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict) or not doc.get("id"):
+            return None
+        if self.config.cluster not in (doc.get("id"), doc.get("name")):
+            return None
+        return Cluster(name=str(doc.get("name") or doc["id"]), id=str(doc["id"]))
+
+    def _cluster_from_history(self) -> Cluster | None:
+        """The Cluster git last named for us, from this state dir or the desired history
+        (an agent started after its Cluster was removed must still clean up)."""
+        known = self._load_identity()
+        if known is not None:
+            return known
+        log_fn = getattr(self.source, "log", None)
+        if not callable(log_fn):
+            return None
+        try:
+            commits = log_fn((), 100)
+        except GitdnsError as exc:
+            log.warning("history lookup failed: error=%s", exc)
+            return None
+        for commit in reversed(commits):  # newest first
+            old = self._desired_at(commit.sha)
+            if old is not None:
+                found = old.state.cluster(self.config.cluster)
+                if found is not None:
+                    self.history_desired = old
+                    return found
+        return None
+
+    def _resolve_identity(self, desired: Desired) -> None:
+        """Set ``cluster_problem`` when git does not name a usable Cluster for us."""
+        self.cluster_problem = None
+        if self.cluster_of(desired) is not None:
+            return
+        rejected = {name for kind, name in desired.rejected if kind == "Cluster"}
+        if self.known_cluster is None:
+            self.known_cluster = self._cluster_from_history()
+        names = {self.config.cluster} | ({self.known_cluster.name} if self.known_cluster else set())
+        if names & rejected:
+            self.cluster_problem = Condition(
+                "Ready", False, "ValidationFailed",
+                "this cluster's Cluster document does not validate: every zone keeps its last good revision")
+        elif self.known_cluster is None:
+            self.cluster_problem = Condition(
+                "Ready", False, "InvalidConfiguration",
+                f"no Cluster {self.config.cluster} in git (by id or metadata.name), now or in recent history")
 
     def _zones(self, desired: Desired) -> list[tuple[Zone, Desired, bool]]:
         """(zone, the desired state to use for it, held?) for every zone to reconcile."""
         out: list[tuple[Zone, Desired, bool]] = []
         cluster = self.cluster_of(desired)
+        if cluster is None and self.cluster_problem is not None:
+            return self._hold_all()
+        if cluster is None:
+            self._track_removed_zones()
         wanted = builder.zones_for_cluster(desired.state, cluster) if cluster else []
         names = {z.name for z in wanted}
         for zone in wanted:
@@ -248,6 +334,31 @@ class Agent:
         for name, track in self.tracks.items():
             if name not in names and name not in desired.blocked:
                 out.append((self._zone_in(track.desired, name), desired, False))  # left the cluster
+        return out
+
+    def _track_removed_zones(self) -> None:
+        """Our Cluster was removed from git: the zones it published (per the applied revision,
+        or the last revision that named it) are tracked so its records are cleaned up, even by
+        an agent that starts after the removal."""
+        known = self.known_cluster
+        old = self._desired_at(self.applied_sha) or self.history_desired
+        if known is None or old is None:
+            return
+        cluster = old.state.cluster(known.id) or known
+        for zone in builder.zones_for_cluster(old.state, cluster):
+            self.tracks.setdefault(zone.name, ZoneTrack(old))
+
+    def _hold_all(self) -> list[tuple[Zone, Desired, bool]]:
+        """Our own Cluster document is broken (or unknown): keep every zone as it was."""
+        known = self.known_cluster
+        old = self._desired_at(self.applied_sha)
+        if old is not None and known is not None:
+            for zone in builder.zones_for_cluster(old.state, known):
+                if zone.name not in self.tracks:
+                    self._track_from_applied(zone)
+        out: list[tuple[Zone, Desired, bool]] = []
+        for name, track in self.tracks.items():
+            out.append((self._zone_in(track.desired, name), track.desired, True))
         return out
 
     def _track_from_applied(self, zone: Zone) -> ZoneTrack | None:
@@ -306,10 +417,13 @@ class Agent:
     def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool) -> ZoneOutcome:
         outcome = ZoneOutcome(zone)
         cluster = self.cluster_of(newest)
-        if cluster is None:  # removed from git: remove our own records (a reviewed removal)
+        if cluster is None:
             known = self.known_cluster
-            cluster = Cluster(name=known.name if known else self.config.cluster,
-                              id=known.id if known else self.config.cluster)
+            ident = known.id if known else self.config.cluster
+            if zdesired is not newest:  # held: the cluster as it was in the zone's last good state
+                cluster = zdesired.state.cluster(ident)
+            if cluster is None:  # removed from git: remove our own records (a reviewed removal)
+                cluster = Cluster(name=known.name if known else self.config.cluster, id=ident)
         provider = self.factory(zone)
         try:
             run_zone_steps(ZonePass(zone, zdesired, cluster, provider, can_write, outcome))
@@ -397,11 +511,12 @@ class Agent:
             for zone in desired.state.zones:
                 for host in builder.build_hosts(desired.state, cluster, zone):
                     policies.setdefault(host.policy, []).append(host.host)
+        me = cluster or self.known_cluster
         return ClusterReport(
-            cluster=cluster.name if cluster else self.config.cluster,
-            cluster_id=cluster.id if cluster else self.config.cluster,
-            mode=cluster.mode.value if cluster else "default",
-            group=cluster.group if cluster else None,
+            cluster=me.name if me else self.config.cluster,
+            cluster_id=me.id if me else self.config.cluster,
+            mode=me.mode.value if me else "default",
+            group=me.group if me else None,
             desired_revision=self.fetched_sha,
             applied_revision=self.applied_sha,
             attempted_revision=rev.sha if rev else None,
@@ -431,6 +546,8 @@ class Agent:
         return out
 
     def _ready(self, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
+        if self.cluster_problem is not None:
+            return self.cluster_problem
         stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
         if stalled:
             return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")

@@ -50,6 +50,7 @@ class Desired:
     # the desired state the last revision had, for the reviewed-removal exemption; called
     # only when a plan stalls (default: HEAD's parent in the work tree)
     previous: Callable[[], DesiredState | None] | None = None
+    rejected: frozenset[tuple[str, str]] = frozenset()  # (kind, name) of documents that failed schema
 
     @property
     def blocked(self) -> set[str]:
@@ -79,7 +80,7 @@ def from_files(root: Path, files: Mapping[str, str], head: HeadInfo | None,
 
     result = check(files, load_schemas())
     state = replace(result.state, revision=head.revision if head else None)
-    return Desired(root, state, tuple(result.problems), head, previous)
+    return Desired(root, state, tuple(result.problems), head, previous, result.rejected)
 
 
 def load(root: Path) -> Desired:
@@ -171,7 +172,7 @@ def _reviewed(desired: Desired, zone: Zone) -> bool:
 
 def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
                         outcome: ZoneOutcome, force: bool, mode: PlanMode,
-                        budget: float = STALE_RETRY_BUDGET) -> None:
+                        budget: float = STALE_RETRY_BUDGET, intent: Intent | None = None) -> None:
     """Apply; a change group refused as stale is re-read and re-planned at once, again and
     again with full-jitter backoff, until it lands or the time budget runs out."""
     plan = outcome.plan
@@ -194,15 +195,15 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
                                   "the validation loop retries")
             return
         time.sleep(wait)
-        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
+        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent)
         outcome.plan = plan
 
 
 def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
-            mode: PlanMode) -> int:
+           mode: PlanMode, intent: Intent | None = None) -> int:
     """Re-read and re-plan: the number of changes still wanted (0 when our records are all
     there).  Conflicts are not counted: they were left alone on purpose."""
-    plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
+    plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent)
     if plan.stalled:
         return 0
     return len(plan.changes)

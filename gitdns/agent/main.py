@@ -269,12 +269,15 @@ def run_once(agent: Agent) -> int:
         if plan and plan.real_conflicts:
             line += f", {len(plan.real_conflicts)} conflict(s)"
         print(line)
+        for conflict in plan.real_conflicts if plan else ():
+            print(f"zone {outcome.zone.domain}: {conflict.reason}: {conflict.message}")
         for error in outcome.errors:
             print(f"zone {outcome.zone.domain}: error: {error}")
     if report is None:
         return 1
     for condition in report.conditions:
-        if not condition.status:
+        bad = condition.status if condition.type == "UnresolvedConflictDiscovered" else not condition.status
+        if bad:
             print(f"{condition.type}: {condition.reason}: {condition.message}")
     print("Ready" if report.ready else "NotReady")
     return 0 if report.ready else 1

@@ -39,8 +39,11 @@ class ZonePass:
 
 
 def build(p: ZonePass) -> bool:
-    """The records this cluster owns in the zone."""
-    p.intent = intent_for(p.desired, p.cluster, p.zone)
+    """The records this cluster owns in the zone (none once git no longer names it)."""
+    if p.desired.state.cluster(p.cluster.id) is None:
+        p.intent = Intent(p.cluster.id, (), p.desired.state.revision, p.cluster.group)
+    else:
+        p.intent = intent_for(p.desired, p.cluster, p.zone)
     return True
 
 
@@ -67,12 +70,26 @@ def guard(p: ZonePass) -> bool:
 
 
 def apply(p: ZonePass) -> bool:
-    apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode)
+    apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent)
     return True
 
 
+VERIFY_ROUNDS = 3
+
+
 def verify_step(p: ZonePass) -> bool:
-    p.outcome.pending_after_apply = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode)
+    """Re-read and re-plan.  Changes still wanted (a co-owner wrote in between) are applied
+    again at once, a few rounds; what is left is reported as RecordsMissing and retried by
+    the validation loop."""
+    for _ in range(VERIFY_ROUNDS):
+        pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent)
+        p.outcome.pending_after_apply = pending
+        if not pending or not p.can_write:
+            break
+        p.outcome.plan, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=p.intent)
+        if p.outcome.plan.stalled:
+            break
+        apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent)
     return True
 
 

@@ -99,17 +99,11 @@ def test_remote_disappears_and_comes_back(repo: DesiredRepo, tmp_path: Path) -> 
         assert agent.wait(lambda: RecordKey("back.example.com", "A") in data(repo), 120), agent.log.read_text()[-3000:]
         assert agent.wait(lambda: summary(agent).get("appliedRevision") == sha and agent.get("/readyz")[0] == 200, 90)
         assert conditions(agent.status())["SourceAvailable"][0] == "True"
-        assert agent.status()["gitFailures"] == 0
+        assert agent.wait(lambda: agent.status().get("gitFailures") == 0, 30), agent.log.read_text()[-4000:]
     finally:
         assert agent.stop() == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Runner.poll() on a git failure only bumps `failures`, records the metric and calls _publish_state(), "
-    "which reads the stale agent.last_report: the report (/status conditions, /readyz, gitdns_ready) is "
-    "rebuilt only by a successful cycle or a validation job, so with validation quiet (it ramps to "
-    "--quiet-period, 15 min) an agent whose remote is gone keeps saying SourceAvailable=True, Ready=True "
-    "and /readyz 200 while /status gitFailures climbs"))
 def test_remote_loss_shows_in_status_before_the_next_validation(repo: DesiredRepo, tmp_path: Path) -> None:
     # --validate-delay 300: no validation job runs during the test, as in a zone quiet for a while
     agent = AgentProcess(repo, "eu-west-1", tmp_path / "a", "--poll-interval", "1", "--validate-delay", "300")
@@ -303,11 +297,6 @@ def test_join_leave_race_on_a_shared_address(repo: DesiredRepo, tmp_path: Path) 
         assert owners_of(repo, SHARED) == {CLUSTER_IDS["eu-west-1"], edge(joiner)[1]}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an agent started after its Cluster file was removed from git (--once, or a restart) does not remove "
-    "its records: Agent.cluster_of() finds no Cluster for --cluster and known_cluster is only kept in "
-    "memory, so _zones() yields no zone, _restore_applied() never runs, and the agent reports Ready "
-    "('nothing to apply') while its value and ownership TXT stay in the shared record for ever"))
 def test_join_leave_race_with_once_agents(repo: DesiredRepo, tmp_path: Path) -> None:
     shared_setup(repo, tmp_path)
     for leaver in range(3):
@@ -317,7 +306,7 @@ def test_join_leave_race_with_once_agents(repo: DesiredRepo, tmp_path: Path) -> 
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for name in (edge(leaver)[1], f"edge-{joiner}")]  # the leaver by id: its name is gone
         outs = [p.communicate(timeout=120)[0] for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outs
+        assert [p.returncode for p in procs] == [0, 0], "\n---\n".join(o[-2500:] for o in outs)
         values = set(data(repo)[SHARED])
         assert values == {STAY, edge(joiner)[2]}, f"repetition {leaver}: {values}\n{outs[0]}"
 
@@ -359,12 +348,6 @@ def test_two_long_running_agents_with_one_cluster_id(repo: DesiredRepo, tmp_path
 # --- a commit that breaks the agent's own Cluster file -------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a commit that makes the agent's own Cluster file invalid (here: a gateway without its required "
-    "namespace) drops that Cluster from the loaded state, so Agent.cluster_of() finds none: _zones() "
-    "yields no zone and nothing is reported held, and `gitdns agent --once --cluster eu-west-1` prints "
-    "'Ready' and exits 0 (no zone line at all) and pushes its status to a new branch "
-    "gitdns-status/eu-west-1 (the --cluster name) instead of gitdns-status/<cluster id>"))
 def test_broken_own_cluster_file_is_not_ready(repo: DesiredRepo, tmp_path: Path) -> None:
     once_ok(repo, "eu-west-1", tmp_path / "a")
     before = data(repo)

@@ -39,6 +39,10 @@ class Capabilities:
     max_chars_per_batch: int = 0
     weight_zero_allowed: bool = True
     geo_codes: str = "any"  # "any" | "route53" | "google" | "azure": which codes it accepts
+    # request budgets of the service (§5), per account; 0: unlimited.  The agent owns the
+    # budget (a token bucket per account); providers only report throttling.
+    reads_per_minute: float = 0.0
+    writes_per_minute: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,9 @@ class ApplyResult:
 
 @runtime_checkable
 class Provider(Protocol):
+    """``account`` (optional attribute, default the provider name) identifies whose request
+    budget a call spends: an AWS account, a GCP project, an Azure subscription."""
+
     name: str
     capabilities: Capabilities
 

@@ -8,6 +8,7 @@ embedded `local` store never imports a cloud SDK.  To add a provider, add a buil
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,35 @@ def _local(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
     return provider
 
 
+def _by_module(module: str) -> Callable[[str, ProviderRef, Path], Provider]:
+    """Providers with an SDK live in their own module exposing
+    ``from_ref(zone_domain, ref, base_dir) -> Provider``; imported only when used."""
+
+    def build(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
+        try:
+            mod = _module(module)
+        except ImportError as exc:
+            raise ConfigError(
+                f"spec.provider.type {ref.type!r} (zone {zone_domain}) needs a library that is not "
+                f"installed ({exc.name}): pip install 'gitdns[{EXTRAS.get(ref.type, ref.type)}]'"
+            ) from None
+        provider: Provider = mod.from_ref(zone_domain, ref, base_dir)
+        return provider
+
+    return build
+
+
+# the pip extra that brings each provider's SDK
+EXTRAS = {"route53": "route53", "google": "google", "azure": "azure"}
+
 _BUILDERS: dict[str, Callable[[str, ProviderRef, Path], Provider]] = {
     "local": _local,
     "memory": _memory,
 }
+for _type, _module_name in (("rfc2136", "rfc2136"), ("route53", "route53"), ("google", "google"),
+                            ("azure", "azure")):
+    if importlib.util.find_spec(f"gitdns.providers.{_module_name}") is not None:
+        _BUILDERS[_type] = _by_module(_module_name)
 
 
 # Types the desired state may name (validation accepts them) whose providers are not built yet.

@@ -1,0 +1,154 @@
+"""Provider credentials from the environment, a file or a Kubernetes Secret.
+
+A Zone names where its secret lives (``spec.provider.credentials``), never the secret:
+
+- ``env: NAME`` — the variable ``NAME`` (a JSON object, or one value kept under ``NAME``),
+  or, when no such variable exists, every variable starting with ``NAME_`` (kept under its
+  full name, so ``env: AWS`` gives ``AWS_ACCESS_KEY_ID`` …);
+- ``file: PATH`` — a JSON object, a YAML mapping, ``KEY=VALUE`` lines, or a Kubernetes Secret
+  manifest (``data`` base64-decoded, ``stringData`` as is);
+- ``secret: NAME`` (+ ``namespace``) — a Kubernetes Secret read through the API.
+
+Kuadrant's secret types and keys are accepted as they are (``kuadrant.io/aws``:
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``kuadrant.io/gcp``:
+``GOOGLE``, ``PROJECT_ID``; ``kuadrant.io/azure``: ``azure.json``; ``kuadrant.io/coredns``:
+``NAMESERVERS``, ``ZONES``), so one Secret serves both.  Values are returned to the provider
+only: they never appear in an error message, a log line or the status branch.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gitdns.core.model import CredentialsRef
+from gitdns.errors import AuthError, ConfigError
+
+KUADRANT_TYPES = {
+    "route53": "kuadrant.io/aws",
+    "google": "kuadrant.io/gcp",
+    "azure": "kuadrant.io/azure",
+    "coredns": "kuadrant.io/coredns",
+}
+
+
+class Credentials(dict[str, str]):
+    """A mapping whose repr never shows a value."""
+
+    def __repr__(self) -> str:
+        return f"Credentials(keys={sorted(self)})"
+
+    __str__ = __repr__
+
+
+def load_credentials(ref: CredentialsRef | None, *, provider: str,
+                     env: Mapping[str, str] | None = None) -> Credentials:
+    """The key/value pairs the reference points at; empty when there is no reference
+    (the provider then uses its SDK's default credential chain)."""
+    if ref is None:
+        return Credentials()
+    env = os.environ if env is None else env
+    if ref.secret:
+        return _from_secret(ref.secret, ref.namespace, provider)
+    if ref.file:
+        return _from_file(Path(ref.file))
+    if ref.env:
+        return _from_env(ref.env, env)
+    return Credentials()
+
+
+def _from_env(name: str, env: Mapping[str, str]) -> Credentials:
+    if name in env:
+        value = env[name]
+        parsed = _json_object(value)
+        return Credentials(parsed) if parsed is not None else Credentials({name: value})
+    found = {key: value for key, value in env.items() if key.startswith(name + "_")}
+    if not found:
+        raise ConfigError(f"spec.provider.credentials.env: no variable {name} and none starting with "
+                          f"{name}_ in the agent's environment")
+    return Credentials(found)
+
+
+def _json_object(text: str) -> dict[str, str] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+
+
+def _from_file(path: Path) -> Credentials:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"spec.provider.credentials.file: cannot read {path}: {exc.strerror}") from None
+    parsed = _json_object(text)
+    if parsed is not None:
+        return Credentials(parsed)
+    if "=" in text and ":" not in text.split("=", 1)[0]:
+        return Credentials(_dotenv(text))
+    return Credentials(_yaml_mapping(path, text))
+
+
+def _dotenv(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        out[key.removeprefix("export ").strip()] = value.strip().strip('"').strip("'")
+    return out
+
+
+def _yaml_mapping(path: Path, text: str) -> dict[str, str]:
+    from ruamel.yaml import YAML
+
+    try:
+        doc: Any = YAML(typ="safe").load(text)
+    except Exception:  # the parser's errors would quote the secret's text: say only where
+        raise ConfigError(f"spec.provider.credentials.file: {path} is neither JSON, YAML nor KEY=VALUE") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"spec.provider.credentials.file: {path} does not hold a mapping")
+    if doc.get("kind") == "Secret":
+        return secret_data(doc.get("data") or {}, doc.get("stringData") or {})
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def secret_data(data: Mapping[str, Any], string_data: Mapping[str, Any]) -> dict[str, str]:
+    out = {str(k): base64.b64decode(str(v)).decode("utf-8") for k, v in data.items()}
+    out.update({str(k): str(v) for k, v in string_data.items()})
+    return out
+
+
+def _from_secret(name: str, namespace: str | None, provider: str) -> Credentials:
+    try:
+        from kubernetes import client
+        from kubernetes import config as kube_config
+        from kubernetes.client.exceptions import ApiException
+    except ImportError:
+        raise ConfigError("spec.provider.credentials.secret needs the kubernetes client: "
+                          "pip install 'gitdns[kubernetes]'") from None
+    loader: Any = kube_config
+    try:
+        loader.load_incluster_config()
+    except kube_config.ConfigException:
+        loader.load_kube_config()
+    ns = namespace or os.environ.get("GITDNS_POD_NAMESPACE") or "gitdns-system"
+    try:
+        secret = client.CoreV1Api().read_namespaced_secret(name, ns)
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            raise AuthError(f"spec.provider.credentials.secret: not allowed to read Secret {ns}/{name}") from None
+        raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name}: HTTP {exc.status}") from None
+    expected = KUADRANT_TYPES.get(provider)
+    if expected and secret.type not in (expected, "Opaque", None):
+        raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name} has type {secret.type}; "
+                          f"a {provider} zone takes {expected} or Opaque")
+    return Credentials(secret_data(secret.data or {}, secret.string_data or {}))

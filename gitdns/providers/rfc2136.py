@@ -1,0 +1,475 @@
+"""The `rfc2136` provider: RFC 2136 dynamic update signed with TSIG, read by AXFR (dnspython).
+
+- ``read`` transfers the whole zone (one TSIG-signed AXFR: a consistent point-in-time copy,
+  ``version`` = the SOA serial) and converts it; with ``names`` it filters that copy.  The SOA
+  is never part of a snapshot; the apex NS and every other record are (they carry no
+  ownership TXT, so the planner treats them as foreign and never touches them).
+- ``apply`` sends **one UPDATE message per change group** (a data record and its ownership
+  TXT), which the server applies atomically.  The message's prerequisites make it a
+  compare-and-swap (ARCHITECTURE.md §5): the exact old rrset (RFC 2136 §2.4.2, "RRset exists
+  (value dependent)") for an update or delete, "RRset does not exist" for a create, and the
+  group's guards (join/leave race) as "RRset does (not) exist" on the co-owners' TXT names.
+  A failed prerequisite (NXRRSET, YXRRSET, YXDOMAIN, NXDOMAIN) refuses that group only.
+  DNS prerequisites do not compare TTLs: a TTL-only change by someone else goes unnoticed.
+
+Conversion (`to_native`, `from_native`) and message building (`batches`, `build_update`) are
+pure functions; the network goes through `DnsClient`, a two-call protocol (`transfer`,
+`update`) that `DnsPythonClient` implements and tests replace with a fake.  dnspython is
+imported inside the functions that use it, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from gitdns.core.model import ProviderRef
+from gitdns.core.records import (
+    Action,
+    Change,
+    Guard,
+    RecordKey,
+    RecordSet,
+    ZoneSnapshot,
+    in_zone,
+    normalize_name,
+)
+from gitdns.core.store import group_changes
+from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
+from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.credentials import Credentials, load_credentials
+from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
+
+if TYPE_CHECKING:
+    import dns.name
+    import dns.rrset
+    import dns.update
+
+log = logging.getLogger(__name__)
+
+RECORD_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA", "NS"})
+CAPABILITIES = Capabilities(
+    record_types=RECORD_TYPES,
+    routing=Routing.NONE,
+    cas=CasGranularity.RECORD,
+    guards=True,
+)
+TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1", "hmac-md5")
+DEFAULT_PORT = 53
+DEFAULT_TIMEOUT = 10.0
+TXT_CHUNK = 255
+
+# rcodes (RFC 2136 §2.2 / RFC 1035), by number so this table needs no import of dnspython
+NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 2, 3, 4, 5
+YXDOMAIN, YXRRSET, NXRRSET, NOTAUTH, NOTZONE = 6, 7, 8, 9, 10
+RCODE_TEXT = {NOERROR: "NOERROR", FORMERR: "FORMERR", SERVFAIL: "SERVFAIL", NXDOMAIN: "NXDOMAIN",
+              NOTIMP: "NOTIMP", REFUSED: "REFUSED", YXDOMAIN: "YXDOMAIN", YXRRSET: "YXRRSET",
+              NXRRSET: "NXRRSET", NOTAUTH: "NOTAUTH", NOTZONE: "NOTZONE"}
+# a failed prerequisite: the group was stale, re-read and re-plan
+STALE_RCODES = {
+    NXRRSET: "a record set differs from what was read, or is gone",
+    YXRRSET: "a record set that had to be absent exists (written meanwhile, or a co-owner joined)",
+    YXDOMAIN: "the name is already in use",
+    NXDOMAIN: "the name no longer exists",
+}
+
+
+def rcode_text(rcode: int) -> str:
+    return RCODE_TEXT.get(rcode, f"RCODE{rcode}")
+
+
+# --- the SDK boundary ---------------------------------------------------------------------------
+
+
+class DnsClient(Protocol):
+    """The only calls the provider makes.  Errors are raised as gitdns errors."""
+
+    def transfer(self, zone: str) -> list[dns.rrset.RRset]:
+        """Every rrset of ``zone`` (absolute names), by AXFR."""
+        ...
+
+    def update(self, message: dns.update.UpdateMessage) -> int:
+        """Send one UPDATE; the response's rcode."""
+        ...
+
+
+class DnsPythonClient:
+    """`DnsClient` over dnspython: TSIG-signed AXFR and UPDATE over TCP."""
+
+    def __init__(self, server: str, port: int, timeout: float, key_name: str | None = None,
+                 algorithm: str = "hmac-sha256", secret: str | None = None) -> None:
+        import dns.name
+        import dns.tsig
+
+        self.server, self.port, self.timeout = server, port, timeout
+        self._keyring: dict[dns.name.Name, dns.tsig.Key] | None = None
+        self._key_name: dns.name.Name | None = None
+        self._algorithm = dns.name.from_text(algorithm)
+        if key_name and secret:
+            self._key_name = dns.name.from_text(key_name)
+            self._keyring = {self._key_name: dns.tsig.Key(self._key_name, secret, self._algorithm)}
+
+    @property
+    def where(self) -> str:
+        return f"{self.server}:{self.port}"
+
+    def transfer(self, zone: str) -> list[dns.rrset.RRset]:
+        import dns.query
+        import dns.rrset
+        import dns.zone
+
+        try:
+            xfr = dns.query.xfr(self.server, _absolute(zone), port=self.port, timeout=self.timeout,
+                                lifetime=self.timeout, keyring=self._keyring, keyname=self._key_name,
+                                keyalgorithm=self._algorithm, relativize=False)
+            copy = dns.zone.from_xfr(xfr, relativize=False)
+        except Exception as exc:
+            raise self._error(exc, f"AXFR of {zone}") from None
+        return [dns.rrset.from_rdata_list(name, rds.ttl, list(rds)) for name, rds in copy.iterate_rdatasets()]
+
+    def update(self, message: dns.update.UpdateMessage) -> int:
+        import dns.query
+
+        if self._keyring is not None:
+            message.use_tsig(self._keyring, keyname=self._key_name, algorithm=self._algorithm)
+        try:
+            response = dns.query.tcp(message, self.server, port=self.port, timeout=self.timeout)
+        except Exception as exc:
+            raise self._error(exc, "UPDATE") from None
+        return int(response.rcode())
+
+    def _error(self, exc: Exception, what: str) -> Exception:
+        """A gitdns error for a dnspython/socket failure: no message ids, no key material."""
+        import dns.exception
+        import dns.message
+        import dns.tsig
+        import dns.xfr
+
+        where = self.where
+        if isinstance(exc, dns.exception.Timeout):
+            return UnreachableError(f"{what}: no answer from {where} within {self.timeout:g}s")
+        if isinstance(exc, dns.xfr.TransferError):
+            return rcode_error(int(exc.rcode), f"{what} from {where}")
+        if isinstance(exc, dns.tsig.PeerError | dns.tsig.BadSignature | dns.message.UnknownTSIGKey):
+            return AuthError(f"{what}: {where} rejected the TSIG signature ({type(exc).__name__}): "
+                             "check tsigKeyName, tsigAlgorithm and the secret")
+        if isinstance(exc, dns.exception.FormError) and "TSIG" in str(exc):
+            return AuthError(f"{what}: {where} answered without a TSIG signature, so it did not accept "
+                             "the key: check tsigKeyName, tsigAlgorithm and the secret")
+        if isinstance(exc, OSError):
+            return UnreachableError(f"{what}: cannot reach {where}: {exc.strerror or type(exc).__name__}")
+        if isinstance(exc, dns.exception.DNSException):
+            return RetryableError(f"{what}: bad answer from {where}: {type(exc).__name__}")
+        return exc
+
+
+def rcode_error(rcode: int, what: str) -> Exception:
+    """The error for an rcode that concerns the whole server rather than one group."""
+    text = rcode_text(rcode)
+    if rcode in (REFUSED, NOTAUTH):
+        return AuthError(f"{what}: {text}: the server does not allow it for this key (or is not "
+                         "authoritative for the zone): check allow-update/allow-transfer and the TSIG key")
+    return RetryableError(f"{what}: {text}")
+
+
+# --- conversion (pure) ---------------------------------------------------------------------------
+
+
+def _absolute(name: str) -> str:
+    return name if name.endswith(".") else name + "."
+
+
+def _txt_strings(value: str) -> list[bytes]:
+    raw = value.encode("utf-8")
+    return [raw[i:i + TXT_CHUNK] for i in range(0, len(raw), TXT_CHUNK)] or [b""]
+
+
+def to_native(rec: RecordSet) -> dns.rrset.RRset:
+    """A record set as a dnspython rrset (absolute name; CNAME/NS targets made absolute; a TXT
+    value as one string, split in 255-octet strings when longer).  Raises
+    ``dns.exception.DNSException`` for a value that is not valid rdata."""
+    import dns.name
+    import dns.rdata
+    import dns.rdataclass
+    import dns.rdatatype
+    import dns.rdtypes.ANY.TXT
+    import dns.rrset
+
+    rdtype = dns.rdatatype.from_text(rec.type)
+    rdatas: list[dns.rdata.Rdata] = []
+    for value in rec.values:
+        if rec.type == "TXT":
+            rdatas.append(dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, rdtype, _txt_strings(value)))
+        elif rec.type in ("CNAME", "NS"):
+            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, _absolute(value)))
+        else:
+            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, value, origin=dns.name.root))
+    return dns.rrset.from_rdata_list(dns.name.from_text(_absolute(rec.name)), rec.ttl, rdatas)
+
+
+def _value(rdata: object, rdtype: str) -> str:
+    if rdtype == "TXT":
+        return b"".join(rdata.strings).decode("utf-8", "replace")  # type: ignore[attr-defined]
+    if rdtype in ("CNAME", "NS"):
+        return normalize_name(rdata.target.to_text())  # type: ignore[attr-defined]
+    return str(rdata.to_text())  # type: ignore[attr-defined]
+
+
+def from_native(rrset: dns.rrset.RRset) -> RecordSet | None:
+    """A dnspython rrset as a record set; None for the SOA and for types gitdns does not manage
+    (DNSSEC records, PTR, ...)."""
+    import dns.rdatatype
+
+    rdtype = dns.rdatatype.to_text(rrset.rdtype)
+    if rdtype not in RECORD_TYPES:
+        return None
+    return RecordSet(normalize_name(rrset.name.to_text()), rdtype, int(rrset.ttl),
+                     tuple(_value(rd, rdtype) for rd in rrset))
+
+
+def snapshot(domain: str, rrsets: Sequence[dns.rrset.RRset], names: Collection[str] | None) -> ZoneSnapshot:
+    """The snapshot of an AXFR: records inside ``domain`` (the zone may be a parent of it),
+    version = the SOA serial."""
+    import dns.rdatatype
+
+    records: list[RecordSet] = []
+    version = ""
+    for rrset in rrsets:
+        if rrset.rdtype == dns.rdatatype.SOA:
+            version = str(rrset[0].serial)
+            continue
+        rec = from_native(rrset)
+        if rec is not None and in_zone(rec.name, domain):
+            records.append(rec)
+    return ZoneSnapshot(zone=domain, records=filter_names(records, names), complete=True, version=version,
+                        names=snapshot_names(names))
+
+
+# --- messages (pure) -----------------------------------------------------------------------------
+
+
+class StaleGroup(Exception):
+    """The changes of one group contradict each other (a later change's ``old`` is not what
+    the earlier one wrote): stale before it is even sent."""
+
+
+def unsupported(change: Change) -> str:
+    """Why a change cannot be expressed in plain DNS ("" when it can)."""
+    for rec in (change.old, change.new):
+        if rec is None:
+            continue
+        if rec.set_id or rec.weight is not None or rec.geo is not None:
+            return (f"{rec.key}: rfc2136 zones have no routing policies (set identifier, weight or geo); "
+                    "use strategy simple, or a flattened loadbalanced policy")
+        if rec.type not in RECORD_TYPES:
+            return f"{rec.key}: record type {rec.type} is not supported by rfc2136"
+    return ""
+
+
+def batches(changes: Sequence[Change], guards: Sequence[Guard] = ()) -> list[tuple[RecordKey, list[Change],
+                                                                                    list[Guard]]]:
+    """One batch per change group, in first-seen order, with the guards of that group: each
+    becomes one UPDATE message, so one stale name never sinks the others."""
+    by_group: dict[RecordKey, list[Guard]] = {}
+    for guard in guards:
+        by_group.setdefault(guard.group, []).append(guard)
+    return [(group, members, by_group.get(group, [])) for group, members in group_changes(changes).items()]
+
+
+def _expected_states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None],
+                                                         dict[RecordKey, RecordSet | None]]:
+    """For each key the group touches: the state it must find (the first change's view) and
+    the state it leaves (the last change's)."""
+    before: dict[RecordKey, RecordSet | None] = {}
+    after: dict[RecordKey, RecordSet | None] = {}
+    for change in changes:
+        key = change.key
+        if key in after:
+            expected = after[key]
+            if (expected is not None) if change.action is Action.CREATE else (expected != change.old):
+                raise StaleGroup(f"{key}: the group's changes contradict each other")
+        else:
+            before[key] = None if change.action is Action.CREATE else change.old
+        after[key] = None if change.action is Action.DELETE else change.new
+    return before, after
+
+
+def build_update(zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> dns.update.UpdateMessage:
+    """One unsigned UPDATE for one change group, as a compare-and-swap:
+
+    prerequisites — per key: the exact old rrset (value dependent, every rdata) or, for a
+    create, "rrset does not exist" (a CNAME create: "name not in use"; any other create:
+    "no CNAME at the name", since a server silently ignores data added beside a CNAME);
+    per guard: "rrset does not exist" (``present=False``) or "rrset exists" (``present=True``).
+    updates — per key: delete the old rrset, add the new one (TTL included).
+    """
+    import dns.update
+
+    before, after = _expected_states(changes)
+    message = dns.update.UpdateMessage(_absolute(zone))
+    for key, old in before.items():
+        name = _absolute(key.name)
+        if old is not None:
+            for rdata in to_native(old):
+                message.present(name, rdata)
+        elif key.type == "CNAME":
+            message.absent(name)
+        else:
+            message.absent(name, key.type)
+            message.absent(name, "CNAME")
+    for guard in guards:
+        if guard.present:
+            message.present(_absolute(guard.key.name), guard.key.type)
+        else:
+            message.absent(_absolute(guard.key.name), guard.key.type)
+    for key, new in after.items():
+        name = _absolute(key.name)
+        if before[key] is not None:
+            message.delete(name, key.type)
+        if new is not None:
+            rrset = to_native(new)
+            message.add(name, new.ttl, *rrset)
+    return message
+
+
+# --- the provider ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    applied: list[Change]
+    refused: list[tuple[RecordKey, str]]
+    failed: list[tuple[RecordKey, str]]
+
+
+class Rfc2136Provider:
+    """A zone on a DNS server that takes RFC 2136 updates.  ``domain`` is the gitdns zone;
+    ``dns_zone`` the server's zone holding it (the same unless the ``zone`` setting says)."""
+
+    name = "rfc2136"
+    capabilities = CAPABILITIES
+
+    def __init__(self, domain: str, client: DnsClient, dns_zone: str | None = None, account: str = "") -> None:
+        self.domain = normalize_name(domain)
+        self.dns_zone = normalize_name(dns_zone or domain)
+        self.account = account or "rfc2136"
+        self._client = client
+        if not in_zone(self.domain, self.dns_zone):
+            raise ConfigError(f"spec.provider.settings.zone: {self.dns_zone} does not contain {self.domain}")
+
+    def _server_zone(self, zone: str) -> str:
+        zone = normalize_name(zone)
+        return self.dns_zone if zone == self.domain else zone
+
+    def zones(self) -> list[ZoneInfo]:
+        return [ZoneInfo(id=self.dns_zone, domain=self.domain)]
+
+    def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
+        return snapshot(normalize_name(zone), self._client.transfer(self._server_zone(zone)), names)
+
+    def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
+        domain = normalize_name(zone)
+        server_zone = self._server_zone(zone)
+        bad = invalid_groups(domain, changes)
+        out = _Outcome([], [], [])
+        for group, members, group_guards in batches(changes, guards):
+            why = bad.get(group) or next((w for w in map(unsupported, members) if w), "")
+            if why:
+                out.failed.append((group, why))
+                continue
+            self._send(server_zone, group, members, group_guards, out)
+        if out.refused or out.failed:
+            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
+                     domain, len(out.applied), len(out.refused), len(out.failed))
+        return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed))
+
+    def _send(self, server_zone: str, group: RecordKey, members: list[Change], group_guards: list[Guard],
+              out: _Outcome) -> None:
+        import dns.exception
+
+        try:
+            message = build_update(server_zone, members, group_guards)
+        except StaleGroup as exc:
+            out.refused.append((group, str(exc)))
+            return
+        except (dns.exception.DNSException, ValueError) as exc:
+            out.failed.append((group, f"{group}: a value is not valid rdata ({type(exc).__name__}: {exc})"))
+            return
+        rcode = self._client.update(message)
+        if rcode == NOERROR:
+            out.applied.extend(members)
+        elif rcode in STALE_RCODES:
+            out.refused.append((group, f"{group}: prerequisite failed ({rcode_text(rcode)}): "
+                                       f"{STALE_RCODES[rcode]}"))
+        elif rcode in (REFUSED, NOTAUTH, SERVFAIL):
+            raise rcode_error(rcode, f"UPDATE of {group}")
+        else:  # FORMERR, NOTZONE, NOTIMP, ...: this group's content, not the server
+            out.failed.append((group, f"{group}: the server rejected the update ({rcode_text(rcode)})"))
+
+
+# --- construction from a Zone's spec.provider --------------------------------------------------------
+
+
+def tsig_secret(creds: Mapping[str, str]) -> str | None:
+    """The base64 TSIG secret from the credentials: key ``TSIG_SECRET``, ``secret``, any key
+    ending in ``_TSIG_SECRET`` (an ``env:`` prefix), or the only value there is."""
+    for key in ("TSIG_SECRET", "secret"):
+        if creds.get(key):
+            return creds[key]
+    suffixed = [v for k, v in creds.items() if k.endswith("_TSIG_SECRET") and v]
+    if len(suffixed) == 1:
+        return suffixed[0]
+    if len(creds) == 1:
+        return next(iter(creds.values()))
+    return None
+
+
+def _number(ref: ProviderRef, key: str, default: float, zone: str) -> float:
+    raw = ref.setting(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"spec.provider.settings.{key}: {raw!r} is not a number (zone {zone})") from None
+    if value <= 0:
+        raise ConfigError(f"spec.provider.settings.{key}: must be positive, got {raw!r} (zone {zone})")
+    return value
+
+
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Rfc2136Provider:
+    """Settings: ``server`` (required), ``port`` (53), ``tsigKeyName``, ``tsigAlgorithm``
+    (hmac-sha256), ``timeout`` (seconds, 10), ``zone`` (the server's zone when it differs
+    from the domain).  Credentials: the base64 TSIG secret (see `tsig_secret`)."""
+    server = ref.setting("server")
+    if not server:
+        raise ConfigError(f"spec.provider.settings.server: required for an rfc2136 zone ({zone_domain})")
+    port = _number(ref, "port", DEFAULT_PORT, zone_domain)
+    if port != int(port) or port > 65535:
+        raise ConfigError(f"spec.provider.settings.port: {ref.setting('port')!r} is not a port (zone {zone_domain})")
+    timeout = _number(ref, "timeout", DEFAULT_TIMEOUT, zone_domain)
+    algorithm = (ref.setting("tsigAlgorithm") or "hmac-sha256").lower().rstrip(".")
+    if algorithm not in TSIG_ALGORITHMS:
+        raise ConfigError(f"spec.provider.settings.tsigAlgorithm: {algorithm!r} is not one of "
+                          f"{', '.join(TSIG_ALGORITHMS)} (zone {zone_domain})")
+    key_name = ref.setting("tsigKeyName") or None
+    secret: str | None = None
+    if key_name:
+        creds: Credentials = load_credentials(ref.credentials, provider="rfc2136")
+        secret = tsig_secret(creds)
+        if not secret:
+            raise ConfigError(f"spec.provider.credentials: no TSIG secret for key {key_name} (zone "
+                              f"{zone_domain}); give TSIG_SECRET (base64), keys found: {sorted(creds)}")
+        try:
+            base64.b64decode(secret, validate=True)
+        except (binascii.Error, ValueError):
+            raise ConfigError(f"spec.provider.credentials: the TSIG secret for key {key_name} is not "
+                              f"valid base64 (zone {zone_domain})") from None
+    client = DnsPythonClient(server, int(port), timeout, key_name, algorithm, secret)
+    dns_zone = ref.setting("zone") or zone_domain
+    return Rfc2136Provider(zone_domain, client, dns_zone, account=f"rfc2136:{server}:{int(port)}")

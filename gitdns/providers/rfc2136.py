@@ -208,7 +208,8 @@ def to_native(rec: RecordSet) -> dns.rrset.RRset:
         elif rec.type in ("CNAME", "NS"):
             rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, _absolute(value)))
         else:
-            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, value, origin=dns.name.root))
+            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, value, origin=dns.name.root,
+                                              relativize=False))
     return dns.rrset.from_rdata_list(dns.name.from_text(_absolute(rec.name)), rec.ttl, rdatas)
 
 

@@ -407,10 +407,23 @@ class Rfc2136Provider:
         elif rcode in STALE_RCODES:
             out.refused.append((group, f"{group}: prerequisite failed ({rcode_text(rcode)}): "
                                        f"{STALE_RCODES[rcode]}"))
+        elif rcode == REFUSED and self._key_allowed(server_zone):
+            # BIND also answers REFUSED for content it will not take (an MX or SRV target with
+            # no address, check-mx/check-srv-cname): the key may update, so it is this group's
+            out.failed.append((group, f"{group}: the server refused this content (REFUSED; a policy "
+                                      "such as check-mx or check-integrity, see the server's log)"))
         elif rcode in (REFUSED, NOTAUTH, SERVFAIL):
             raise rcode_error(rcode, f"UPDATE of {group}")
         else:  # FORMERR, NOTZONE, NOTIMP, ...: this group's content, not the server
             out.failed.append((group, f"{group}: the server rejected the update ({rcode_text(rcode)})"))
+
+
+    def _key_allowed(self, server_zone: str) -> bool:
+        """Whether an empty UPDATE (no prerequisites, no changes: a no-op) is accepted, which
+        tells a refused key from refused content."""
+        import dns.update
+
+        return self._client.update(dns.update.UpdateMessage(_absolute(server_zone))) == NOERROR
 
 
 # --- construction from a Zone's spec.provider --------------------------------------------------------

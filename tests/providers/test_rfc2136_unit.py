@@ -310,9 +310,20 @@ def test_other_rejections_fail_that_group_only(rcode: str) -> None:
                                               ("SERVFAIL", RetryableError)])
 def test_server_wide_rcodes_raise(rcode: str, error: type[Exception]) -> None:
     server = FakeServer()
-    server.scripted = [dns.rcode.from_text(rcode)]
+    server.scripted = [dns.rcode.from_text(rcode), dns.rcode.from_text(rcode)]  # the update, the probe
     with pytest.raises(error, match=rcode):
         provider(server).apply(ZONE, [create(a("x", "192.0.2.1"))])
+
+
+def test_refused_content_fails_its_group_when_the_key_may_update() -> None:
+    """REFUSED, then an empty probe UPDATE accepted: the server refused this content only."""
+    server = FakeServer()
+    server.scripted = [dns.rcode.REFUSED, dns.rcode.NOERROR]
+    x, y = a("x", "192.0.2.1"), a("y", "192.0.2.2")
+    result = provider(server).apply(ZONE, [create(x), create(y)])
+    assert [k for k, _ in result.failed] == [x.key] and [c.key for c in result.applied] == [y.key]
+    probe = server.messages[1]
+    assert not probe.prerequisite and not probe.update
 
 
 def test_routing_out_of_zone_and_bad_values_fail_their_group_without_a_message() -> None:

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Install what the test suite needs, idempotently (run as root, e.g. by .ci/run):
-#   - BIND 9 (named, named-checkzone), dig and dnsmasq from Debian, unless all are present;
+#   - BIND 9 (named, named-checkzone), dig, dnsmasq and PowerDNS Authoritative with its SQLite
+#     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests) from Debian, unless all are present;
 #   - this package in editable mode with its `test` extras.
 # A /usr/sbin/policy-rc.d that refuses service starts is written first (when absent), so
-# installing bind9 or dnsmasq does not start a daemon that holds port 53 during the tests.
+# installing bind9, dnsmasq or pdns-server does not start a daemon that holds port 53 during the tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
-TOOLS=(named named-checkzone dig dnsmasq)
-APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base)
+TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil)
+APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]

@@ -3,7 +3,8 @@
 #   bash scripts/peers.sh start|stop [bind dnsmasq pdns]      (default: all three)
 #
 #   bind     BIND 9 authoritative, zone example.test, RFC2136 + TSIG   udp/tcp 127.0.0.1:$BIND_PORT (15353)
-#   pdns     PowerDNS auth + sqlite3 + HTTP API (+RFC2136)             udp/tcp 127.0.0.1:$PDNS_PORT (15354),
+#   pdns     PowerDNS auth + sqlite3 + HTTP API, zone example.test     udp/tcp 127.0.0.1:$PDNS_PORT (15354),
+#            with RFC 2136 + AXFR for TSIG key ddns-key (pdnsutil)
 #                                                                      http 127.0.0.1:$PDNS_API_PORT (18081)
 #   dnsmasq  hosts-file server (addn-hosts, SIGHUP reload)             udp/tcp 127.0.0.1:$DNSMASQ_PORT (15355)
 #
@@ -24,6 +25,12 @@ wait_for() {  # wait_for <seconds> <command...>: poll until the command succeeds
   until "$@" >/dev/null 2>&1; do
     [ "$(date +%s)" -lt "$deadline" ] || { echo "timeout waiting for: $*" >&2; return 1; }
     sleep 0.05
+  done
+}
+need() {  # need <tool...> <install hint>: fail with the hint when a tool is missing
+  local hint=${*: -1} t
+  for t in "${@:1:$#-1}"; do
+    command -v "$t" >/dev/null 2>&1 || { echo "$t not found: $hint" >&2; return 1; }
   done
 }
 dns_up() { dig +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" SOA | grep -q 'status: NOERROR'; }
@@ -65,6 +72,7 @@ EOF
 }
 
 start_pdns() {
+  need pdns_server pdnsutil "apt-get install -y --no-install-recommends pdns-server pdns-backend-sqlite3"
   local d=$PEERS/pdns; rm -rf "$d"; mkdir -p "$d"
   cat > "$d/pdns.conf" <<EOF
 launch=gsqlite3
@@ -89,6 +97,14 @@ allow-dnsupdate-from=127.0.0.0/8
 EOF
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(open(sys.argv[2]).read()); c.commit()" \
     "$d/pdns.sqlite3" /usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql
+  # zone example.test with the TSIG key allowed to update and transfer it (RFC 2136 + AXFR), before the start
+  local u=(pdnsutil --config-dir="$d")
+  "${u[@]}" create-zone example.test ns1.example.test >/dev/null
+  "${u[@]}" add-record example.test ns1 A 300 127.0.0.1 >/dev/null
+  "${u[@]}" import-tsig-key ddns-key hmac-sha256 "$TSIG_SECRET" >/dev/null
+  "${u[@]}" set-meta example.test TSIG-ALLOW-DNSUPDATE ddns-key >/dev/null
+  "${u[@]}" set-meta example.test SOA-EDIT-DNSUPDATE INCREASE >/dev/null
+  "${u[@]}" set-meta example.test TSIG-ALLOW-AXFR ddns-key >/dev/null
   pdns_server --config-dir="$d" > "$d/pdns.log" 2>&1 &
   echo $! > "$d/pid"
   wait_for 10 curl -sf -H "X-API-Key: $PDNS_API_KEY" "http://127.0.0.1:$PDNS_API_PORT/api/v1/servers/localhost"

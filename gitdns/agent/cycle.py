@@ -35,6 +35,7 @@ from gitdns.core.model import Cluster, DesiredState, Revision, Zone
 from gitdns.core.owners import heartbeat_change, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
+from gitdns.core.records import RecordSet
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError, RetryableError
 from gitdns.providers.base import Provider
@@ -69,6 +70,8 @@ class ZoneTrack:
     next_validation: float | None = None
     interval: float = 0.0
     last: ZoneOutcome | None = None
+    intent: tuple[RecordSet, ...] | None = None  # what the last successful pass wanted
+    zone_size: int = 0  # records in the last whole-zone read
 
 
 @dataclass(slots=True)
@@ -414,7 +417,8 @@ class Agent:
             self.applied_state = desired.state
         return True
 
-    def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool) -> ZoneOutcome:
+    def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool,
+                        validation: bool = False) -> ZoneOutcome:
         outcome = ZoneOutcome(zone)
         cluster = self.cluster_of(newest)
         if cluster is None:
@@ -425,8 +429,16 @@ class Agent:
             if cluster is None:  # removed from git: remove our own records (a reviewed removal)
                 cluster = Cluster(name=known.name if known else self.config.cluster, id=ident)
         provider = self.factory(zone)
+        zpass: ZonePass | None = None
         try:
-            run_zone_steps(ZonePass(zone, zdesired, cluster, provider, can_write, outcome))
+            track = self.tracks.get(zone.name)
+            zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome,
+                             last_intent=track.intent if track else None, validation=validation,
+                             owners=tuple(c.id for c in newest.state.clusters),
+                             zone_size=track.zone_size if track else 0)
+            run_zone_steps(zpass)
+            if outcome.plan is None and track is not None and track.last is not None:
+                outcome.plan = track.last.plan  # nothing was read: the last verdict stands
             if can_write:
                 self._housekeeping(zone, provider, cluster, newest)
         except RetryableError as exc:
@@ -434,9 +446,24 @@ class Agent:
         except GitdnsError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         self._track(zone, zdesired, outcome)
+        self._remember(zone, zpass, outcome)
         if self.on_apply is not None:
             self.on_apply(zone.domain, outcome)
         return outcome
+
+    def _remember(self, zone: Zone, zpass: ZonePass | None, outcome: ZoneOutcome) -> None:
+        """Keep what this pass wanted, so the next revision reads only what changed."""
+        track = self.tracks.get(zone.name)
+        if track is None or zpass is None:
+            return
+        if zpass.zone_size:
+            track.zone_size = zpass.zone_size
+        ok = not outcome.errors and not outcome.pending_after_apply and not (
+            outcome.plan is not None and (outcome.plan.stalled or (outcome.plan.changes and not outcome.applied)))
+        if ok and zpass.intent is not None:
+            track.intent = zpass.intent.records
+        elif not ok:
+            track.intent = None  # next pass reads the whole zone
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
@@ -597,7 +624,7 @@ class Agent:
             zone = self._zone_in(track.desired, name)
             if can_write is None:
                 can_write = self._acquire()
-            outcome = self._reconcile_zone(zone, track.desired, desired, can_write)
+            outcome = self._reconcile_zone(zone, track.desired, desired, can_write, validation=True)
             reapplied += 1 if outcome.applied else 0
         if can_write is not None:
             self._report(Cycle("validate"))

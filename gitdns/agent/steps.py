@@ -22,6 +22,8 @@ from gitdns.agent.engine import (
 )
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.plan import Intent, PlanMode
+from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
+from gitdns.core.records import RecordSet
 from gitdns.providers.base import Provider
 
 
@@ -36,6 +38,11 @@ class ZonePass:
     mode: PlanMode = PlanMode.SYNC
     intent: Intent | None = None
     notes: list[str] = field(default_factory=list)
+    last_intent: tuple[RecordSet, ...] | None = None  # what the previous pass wanted
+    validation: bool = False  # a validation pass: check every owned name
+    owners: tuple[str, ...] = ()  # owner ids git knows (their TXT names are read too)
+    zone_size: int = 0  # records seen in the last whole-zone read (the read-cost estimate)
+    names: frozenset[str] | None = None  # what this pass reads; None: the whole zone
 
 
 def build(p: ZonePass) -> bool:
@@ -54,8 +61,29 @@ def health(p: ZonePass) -> bool:
 
 
 def plan(p: ZonePass) -> bool:
-    p.outcome.plan, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=p.intent)
+    """Read what the pass needs and plan.  After a new revision only the records whose
+    intent changed are read (with every known owner's TXT names for them), when that costs
+    fewer calls than a whole-zone read; an unchanged intent reads nothing at all."""
+    assert p.intent is not None
+    if p.last_intent is not None and not p.validation:
+        changed = changed_keys(p.last_intent, p.intent.records)
+        if not changed:
+            p.notes.append("intent unchanged: nothing read")
+            return False
+        p.names = _cheaper(p, names_to_read(changed, p.owners, p.zone.domain))
+    elif p.validation and p.intent.records:
+        own = {r.key for r in p.intent.records}
+        p.names = _cheaper(p, names_to_read(own, p.owners, p.zone.domain))
+    p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode,
+                                         intent=p.intent, names=p.names)
+    if p.names is None:
+        p.zone_size = len(snapshot.records)
     return True
+
+
+def _cheaper(p: ZonePass, names: frozenset[str]) -> frozenset[str] | None:
+    size = p.zone_size or 1_000_000  # unknown size: assume large until a whole read tells
+    return names if per_name_is_cheaper(len(names), size, p.provider.capabilities.page_size) else None
 
 
 def guard(p: ZonePass) -> bool:
@@ -70,7 +98,8 @@ def guard(p: ZonePass) -> bool:
 
 
 def apply(p: ZonePass) -> bool:
-    apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent)
+    apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent,
+                       names=p.names)
     return True
 
 
@@ -82,14 +111,16 @@ def verify_step(p: ZonePass) -> bool:
     again at once, a few rounds; what is left is reported as RecordsMissing and retried by
     the validation loop."""
     for _ in range(VERIFY_ROUNDS):
-        pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent)
+        pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent, p.names)
         p.outcome.pending_after_apply = pending
         if not pending or not p.can_write:
             break
-        p.outcome.plan, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=p.intent)
+        p.outcome.plan, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=p.intent,
+                                      names=p.names)
         if p.outcome.plan.stalled:
             break
-        apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent)
+        apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent,
+                           names=p.names)
     return True
 
 

@@ -91,6 +91,7 @@ class _Ctx:
     conflicts: list[Conflict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     frozen_hosts: set[str] = field(default_factory=set)
+    read_names: frozenset[str] | None = None  # a per-name read: only these names are known
     final: dict[RecordKey, RecordSet | None] = field(default_factory=dict)
     final_owners: dict[RecordKey, set[str]] = field(default_factory=dict)
 
@@ -387,6 +388,8 @@ def _dead_ends(ctx: _Ctx) -> list[RecordKey]:
         target = rec.values[0]
         if target in live_names or not in_zone(target, ctx.policy.zone):
             continue
+        if ctx.read_names is not None and target not in ctx.read_names:
+            continue  # not read: unknown, not dead
         if names.root_host_of(target) != names.root_host_of(key.name) or target == key.name:
             continue
         if names.KLB not in target.split("."):
@@ -444,7 +447,9 @@ def plan(intent: Intent, observed: ZoneSnapshot, policy: PlanPolicy) -> Plan:
     """Plan the writes that bring ``intent.owner``'s part of the zone to ``intent``."""
     obs = decode_zone(observed)
     desired = {r.key: r for r in intent.records}
-    ctx = _Ctx(intent, policy, obs, desired)
+    if observed.names is not None:  # a per-name read: plan only what was read
+        desired = {k: r for k, r in desired.items() if k.name in observed.names}
+    ctx = _Ctx(intent, policy, obs, desired, read_names=observed.names)
     _find_strategy_conflicts(ctx)
     for key in _keys_to_plan(ctx):
         _plan_key(ctx, key)

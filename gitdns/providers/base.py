@@ -43,6 +43,9 @@ class Capabilities:
     # budget (a token bucket per account); providers only report throttling.
     reads_per_minute: float = 0.0
     writes_per_minute: float = 0.0
+    # read cost: records per page of a whole-zone read (0: the whole zone in one call, as a
+    # local file or an AXFR); per-name reads cost one call per name
+    page_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

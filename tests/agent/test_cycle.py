@@ -223,3 +223,43 @@ def test_stale_owners_are_kept_without_the_opt_in(world, tmp_path: Path) -> None
         prov.apply("example.com", [Change(Action.CREATE, None, rec, rec.key)])
     make_agent(world, tmp_path).run()
     assert ghost.key in data(prov)
+
+
+def test_a_one_record_change_reads_only_that_name_and_its_owners_txt(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from gitdns.providers.base import Capabilities
+
+    class PagedProvider(CountingProvider):
+        def __init__(self) -> None:
+            super().__init__()
+            self.capabilities: Capabilities = dataclasses.replace(self.capabilities, page_size=5)
+            self.reads: list[object] = []
+            self.writes = 0
+
+        def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+            self.reads.append(None if names is None else frozenset(names))
+            return super().read(zone, names)
+
+        def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def,override]
+            self.writes += 1
+            return super().apply(zone, changes, guards)
+
+    source, providers, _clock = world
+    prov = providers.setdefault("example.com", PagedProvider())
+    agent = make_agent(world, tmp_path, lease="none")
+    agent.run()
+    assert prov.reads[0] is None  # first pass: the whole zone
+    files = example_files()
+    records = next(k for k, v in files.items() if "kind: RecordSet" in v)
+    files[records] = files[records].replace("values: [192.0.2.25]", "values: [192.0.2.26]")
+    source.commit(files, "renumber mail")
+    prov.reads.clear()
+    prov.writes = 0
+    agent.run()
+    assert prov.reads and all(r is not None for r in prov.reads), prov.reads  # never a whole-zone read
+    read = prov.reads[0]
+    assert isinstance(read, frozenset) and "mail.example.com" in read
+    assert all(n == "mail.example.com" or n.startswith("kuadrant-") for n in read)
+    assert prov.writes == 1
+    assert data(prov)[RecordKey("mail.example.com", "A")] == ("192.0.2.26",)

@@ -292,3 +292,19 @@ def test_targets_overflow_is_a_note_and_the_owner_claims_the_record() -> None:
     zone.sync("o2", [a("big", "192.0.2.1")])
     zone.sync("o2", [])
     assert zone.data()[("big.example.com", "A", "")] == tuple(sorted(many))
+
+
+def test_a_per_name_read_plans_only_the_names_read() -> None:
+    from gitdns.core.plan import Intent, PlanPolicy
+    from gitdns.core.planner import plan
+    from gitdns.core.records import ZoneSnapshot
+    from gitdns.core.registry import txt_name
+
+    zone = Zone()
+    zone.sync("o1", [a("foo", "1.1.1.1"), a("bar", "2.2.2.2"), cname("api", "klb.api.example.com")])
+    wanted = [a("foo", "1.1.1.9"), a("bar", "2.2.2.2"), cname("api", "klb.api.example.com")]
+    names = frozenset({"foo.example.com", txt_name("o1", "A", "foo.example.com")})
+    snap = ZoneSnapshot("example.com", tuple(r for r in zone.records.values() if r.name in names), names=names)
+    p = plan(Intent("o1", tuple(wanted), R1), snap, PlanPolicy(zone="example.com"))
+    assert {c.key.name for c in p.changes} == names  # bar and api were not read: untouched, not re-created
+    assert not p.conflicts  # api's klb target was not read: unknown, not a dead end

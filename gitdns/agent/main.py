@@ -180,10 +180,27 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
 
 
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
-    factory = default_factory(Path(config.state_dir))
+    from gitdns.agent.budget import Budgets
+
+    plain = default_factory(Path(config.state_dir))
+    holder: dict[str, Agent] = {}
+
+    def fleet() -> int:
+        agent = holder.get("agent")
+        return len(agent.current.state.clusters) if agent and agent.current else 1
+
+    budgets = Budgets(fleet)
+    wrapped: dict[str, Any] = {}
+
+    def factory(zone: Any) -> Any:  # every provider call is paid from the account's budget
+        if zone.name not in wrapped:
+            wrapped[zone.name] = budgets.wrap(plain(zone))
+        return wrapped[zone.name]
+
     source = make_source(config)
     status = StatusPublisher(config) if config.status else None
     agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
+    holder["agent"] = agent
     agent.lease_builder = make_lease(config, factory)
     if status is not None:
         agent.restore = status.applied_revision

@@ -1,0 +1,68 @@
+"""Request budgets: a token bucket per account shared by the fleet; throttling never fatal."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gitdns.agent.budget import Budgets, TokenBucket
+from gitdns.errors import ThrottledError
+from gitdns.providers.memory import MemoryProvider
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_bucket_spends_burst_then_waits_at_the_rate() -> None:
+    t = FakeTime()
+    bucket = TokenBucket(rate=2.0, burst=2.0, clock=t.clock, sleep=t.sleep)
+    for _ in range(4):
+        bucket.take()
+    assert t.slept == [0.5, 0.5]
+
+
+def test_fleet_shares_the_account_budget() -> None:
+    t = FakeTime()
+    prov = MemoryProvider()
+    prov.capabilities = dataclasses.replace(prov.capabilities, reads_per_minute=300.0)  # type: ignore[misc]
+    budgets = Budgets(lambda: 10, t.clock, t.sleep)
+    bucket = budgets.bucket(prov, "read")
+    assert bucket.rate == pytest.approx(0.5)  # 5/s shared by 10 agents
+    assert budgets.bucket(prov, "read") is bucket  # one bucket per account
+
+
+class Throttling(MemoryProvider):
+    def __init__(self, fail: int) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+        if self.fail:
+            self.fail -= 1
+            raise ThrottledError("Throttling: Rate exceeded", retry_after=3.0)
+        return super().read(zone, names)
+
+
+def test_throttling_waits_retry_after_and_succeeds() -> None:
+    t = FakeTime()
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(Throttling(fail=2))
+    assert wrapped.read("example.com").records == ()
+    assert t.slept == [3.0, 3.0]
+
+
+def test_throttling_gives_up_after_bounded_retries() -> None:
+    t = FakeTime()
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(Throttling(fail=100))
+    with pytest.raises(ThrottledError):
+        wrapped.read("example.com")

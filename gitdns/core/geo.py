@@ -15,7 +15,9 @@ from __future__ import annotations
 KNOWN_PROVIDERS = ("local", "memory", "rfc2136", "route53", "google", "azure", "coredns")
 
 # Providers without routing policies: the loadbalanced layout needs `flattened: true` there.
-PLAIN_PROVIDERS = frozenset({"rfc2136", "coredns"})
+# Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns does not
+# drive: its record sets hold no set identifiers, so it counts as plain.
+PLAIN_PROVIDERS = frozenset({"rfc2136", "coredns", "azure"})
 
 ROUTE53_CONTINENTS = frozenset({"GEO-AF", "GEO-AN", "GEO-AS", "GEO-EU", "GEO-NA", "GEO-OC", "GEO-SA"})
 AZURE_REGIONS = frozenset(

@@ -181,6 +181,10 @@ def zone_settings(ix: Index) -> Iterable[Problem]:
             yield _on(
                 ix, zone, ("spec", "provider", "type"), message, f"use one of: {known}", "UnknownProvider"
             )
+        if "." not in zone.domain:
+            message = f"domain {zone.domain!r} is a top-level domain"
+            hint = "a Zone is a delegated domain below a TLD, e.g. example.com (as Kuadrant requires)"
+            yield _on(ix, zone, ("spec", "domain"), message, hint, "TopLevelDomain")
         first = domains.setdefault(zone.domain, zone)
         if first is not zone:
             message = (

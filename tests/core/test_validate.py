@@ -496,3 +496,30 @@ def test_validate_works_on_a_state_built_in_code() -> None:
         Problem("z.yaml", ("spec", "provider", "type"), "unknown provider type 'dyn'",
                 hint=problems[0].hint, line=3, zones=("z",), code="UnknownProvider")
     ]  # fmt: skip
+
+
+def test_a_zone_at_a_top_level_domain_is_refused() -> None:
+    from gitdns.adapters.repo import load_schemas
+    from gitdns.core.validate import check
+
+    files = {"zones/tld.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata:\n  name: tld\n"
+                               "spec:\n  domain: com\n  provider: {type: memory}\n"}
+    problems = [p for p in check(files, load_schemas()).problems if p.code == "TopLevelDomain"]
+    assert len(problems) == 1 and problems[0].line == 6 and problems[0].zones == ("tld",)
+
+
+def test_loadbalanced_on_azure_needs_the_flattened_form() -> None:
+    from gitdns.adapters.repo import load_schemas
+    from gitdns.core.validate import check
+
+    files = {
+        "z.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata:\n  name: z\nspec:\n  domain: example.com\n"
+                  "  provider: {type: azure}\n",
+        "c.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  id: c-uid\n"
+                  "  gateways:\n    - {name: gw, namespace: ns, addresses: [192.0.2.1],"
+                  " listeners: [{hostname: api.example.com}]}\n",
+        "p.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata:\n  name: p\nspec:\n"
+                  "  targetRef: {gateway: gw}\n  strategy: loadbalanced\n",
+    }
+    problems = [p for p in check(files, load_schemas()).problems if p.code == "StrategyUnsupported"]
+    assert problems and "azure" in problems[0].message

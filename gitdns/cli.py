@@ -96,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--force", action="store_true", help="allow a mass change the safety guard refuses")
     p.add_argument("--dry-run", action="store_true", help="plan only; write nothing")
+    p.add_argument("--verify", action="store_true",
+                   help="re-read and re-plan after a clean apply too (always done after refusals)")
     _add_mode(p)
     _add_format(p, ["text", "json"])
 
@@ -458,7 +460,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     results: list[tuple[str, ZoneOutcome]] = []
     for cluster in clusters:
         for outcome in reconcile(desired, cluster, factory, dry_run=args.dry_run, force=args.force,
-                                 zones=args.zone, mode=PlanMode(args.mode)):
+                                 zones=args.zone, mode=PlanMode(args.mode), always_verify=args.verify):
             results.append((cluster.name, outcome))
     if args.format == "json":
         print(json.dumps([_outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))

@@ -435,7 +435,7 @@ class Agent:
             zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome,
                              last_intent=track.intent if track else None, validation=validation,
                              owners=tuple(c.id for c in newest.state.clusters),
-                             zone_size=track.zone_size if track else 0)
+                             zone_size=track.zone_size if track else 0, always_verify=self.config.once)
             run_zone_steps(zpass)
             if outcome.plan is None and track is not None and track.last is not None:
                 outcome.plan = track.last.plan  # nothing was read: the last verdict stands

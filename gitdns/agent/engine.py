@@ -221,9 +221,16 @@ def render_views(provider: Provider, zone: Zone) -> dict[str, str]:
     return write_views(views_dir(zone.domain), zone.domain, provider.read)
 
 
+def needs_verify(outcome: ZoneOutcome, always: bool = False) -> bool:
+    """A clean apply (every group landed under compare-and-swap on the first try) leaves the
+    records as written: re-reading would only cost calls.  Verify when something was refused
+    or failed, or when asked (one-shot runs have no validation loop after them)."""
+    return always or outcome.refused_retries > 0 or bool(outcome.errors)
+
+
 def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
               dry_run: bool = False, force: bool = False, mode: PlanMode = PlanMode.SYNC,
-              zones: Sequence[str] = ()) -> list[ZoneOutcome]:
+              zones: Sequence[str] = (), always_verify: bool = False) -> list[ZoneOutcome]:
     """Plan (and unless ``dry_run`` apply) every zone the cluster publishes."""
     outcomes: list[ZoneOutcome] = []
     for zone in builder.zones_for_cluster(desired.state, cluster):
@@ -240,7 +247,8 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
         first = outcome.plan
         apply_with_retries(desired, cluster, zone, provider, outcome, force, mode)
         outcome.plan = first if outcome.refused_retries == 0 else outcome.plan
-        outcome.pending_after_apply = verify(desired, cluster, zone, provider, force, mode)
+        if needs_verify(outcome, always_verify):
+            outcome.pending_after_apply = verify(desired, cluster, zone, provider, force, mode)
         outcome.views = render_views(provider, zone)
     return outcomes
 

@@ -16,6 +16,7 @@ from gitdns.agent.engine import (
     ZoneOutcome,
     apply_with_retries,
     intent_for,
+    needs_verify,
     plan_zone,
     render_views,
     verify,
@@ -43,6 +44,7 @@ class ZonePass:
     owners: tuple[str, ...] = ()  # owner ids git knows (their TXT names are read too)
     zone_size: int = 0  # records seen in the last whole-zone read (the read-cost estimate)
     names: frozenset[str] | None = None  # what this pass reads; None: the whole zone
+    always_verify: bool = False  # verify even a clean apply (one-shot runs)
 
 
 def build(p: ZonePass) -> bool:
@@ -110,6 +112,8 @@ def verify_step(p: ZonePass) -> bool:
     """Re-read and re-plan.  Changes still wanted (a co-owner wrote in between) are applied
     again at once, a few rounds; what is left is reported as RecordsMissing and retried by
     the validation loop."""
+    if not needs_verify(p.outcome, p.always_verify):
+        return True
     for _ in range(VERIFY_ROUNDS):
         pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent, p.names)
         p.outcome.pending_after_apply = pending

@@ -542,6 +542,18 @@ def _account_from_key(key_id: str) -> str:
     return text if len(text) == 12 else ""
 
 
+CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION")
+
+
+def credential(creds: Mapping[str, str], key: str) -> str:
+    """``key`` from the credentials, or the one key ending in ``_<key>`` (an ``env:`` prefix
+    such as ``R53`` keeps full variable names: ``R53_AWS_ACCESS_KEY_ID``)."""
+    if creds.get(key):
+        return creds[key]
+    suffixed = [v for k, v in creds.items() if k.endswith("_" + key) and v]
+    return suffixed[0] if len(suffixed) == 1 else ""
+
+
 def _flag(ref: ProviderRef, key: str, zone: str) -> bool:
     raw = (ref.setting(key) or "false").strip().lower()
     if raw not in ("true", "false"):
@@ -554,11 +566,12 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Route53Provi
     ``healthChecks``.  Credentials (Kuadrant ``kuadrant.io/aws`` keys): ``AWS_ACCESS_KEY_ID``,
     ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (optional ``AWS_SESSION_TOKEN``); without a
     credentials reference boto3's default chain."""
-    creds = load_credentials(ref.credentials, provider="route53")
-    if bool(creds.get("AWS_ACCESS_KEY_ID")) != bool(creds.get("AWS_SECRET_ACCESS_KEY")):
+    found = load_credentials(ref.credentials, provider="route53")
+    creds = {key: credential(found, key) for key in CREDENTIAL_KEYS}
+    if bool(creds["AWS_ACCESS_KEY_ID"]) != bool(creds["AWS_SECRET_ACCESS_KEY"]):
         raise ConfigError(f"spec.provider.credentials: give both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                          f"(zone {zone_domain}); keys found: {sorted(creds)}")
-    region = ref.setting("region") or creds.get("AWS_REGION") or "us-east-1"
+                          f"(zone {zone_domain}); keys found: {sorted(found)}")
+    region = ref.setting("region") or creds["AWS_REGION"] or "us-east-1"
     client = boto3_client(region, ref.setting("endpoint"), creds)
     return Route53Provider(
         zone_domain, client, hosted_zone_id=ref.setting("hostedZoneId") or None,

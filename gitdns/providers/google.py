@@ -503,10 +503,10 @@ class LibraryApi:
                 timeout=self._timeout)
         except gexc.GoogleAPICallError as exc:
             raise _api_error(exc) from None
-        except aexc.RefreshError:
-            raise AuthError("Cloud DNS: the credentials were refused (token refresh failed)") from None
         except (rexc.ConnectionError, rexc.Timeout, aexc.TransportError) as exc:
             raise UnreachableError(f"Cloud DNS: cannot reach the API ({type(exc).__name__})") from None
+        except aexc.GoogleAuthError as exc:  # a refused or unrefreshable token (401 and no refresh)
+            raise AuthError(f"Cloud DNS: the credentials were refused ({type(exc).__name__})") from None
         return dict(answer or {})
 
     def list_zones(self, page_token: str | None) -> dict[str, Any]:

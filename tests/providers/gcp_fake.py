@@ -143,8 +143,8 @@ class CloudDnsFake:
         dns_name = dns_name.rstrip(".").lower() + "."
         zone = Zone(name, dns_name, str(next(self._ids)))
         zone.rrsets[(dns_name, "SOA")] = {"kind": "dns#resourceRecordSet", "name": dns_name, "type": "SOA",
-                                          "ttl": 21600, "rrdatas": [f"ns-cloud-a1.googledomains.com. "
-                                                                    f"cloud-dns-hostmaster.google.com. 1 21600 "
+                                          "ttl": 21600, "rrdatas": ["ns-cloud-a1.googledomains.com. "
+                                                                    "cloud-dns-hostmaster.google.com. 1 21600 "
                                                                     "3600 259200 300"]}
         zone.rrsets[(dns_name, "NS")] = {"kind": "dns#resourceRecordSet", "name": dns_name, "type": "NS",
                                          "ttl": 21600, "rrdatas": ["ns-cloud-a1.googledomains.com."]}

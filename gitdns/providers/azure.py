@@ -440,6 +440,11 @@ class AzureProvider:
             if why:
                 out.failed.append((group, why))
                 continue
+            try:
+                self._preflight(zone, members)
+            except Stale as exc:
+                out.refused.append((group, str(exc)))
+                continue
             for change in members:
                 try:
                     self._write(zone, change)
@@ -454,6 +459,27 @@ class AzureProvider:
             log.info("apply: zone=%s applied=%d refused=%d failed=%d",
                      zone, len(out.applied), len(out.refused), len(out.failed))
         return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed))
+
+    def _preflight(self, zone: str, members: Sequence[Change]) -> None:
+        """Before the first write of a group, check the later members against the service
+        (a GET each: absent for a create, exactly ``Change.old`` otherwise), so a group that is
+        already stale is refused whole; the remaining window is between this GET and the
+        member's own conditional write."""
+        touched = {members[0].key} if members else set()
+        for change in members[1:]:
+            if change.key in touched:
+                continue
+            touched.add(change.key)
+            if change.action is Action.CREATE:
+                try:
+                    body = self._client.get(zone, relative_name(change.key.name, zone), change.key.type)
+                except ApiError as err:
+                    raise error_for(err, f"read {change.key}") from None
+                if body is not None:
+                    raise Stale(f"{change.key} already exists")
+            else:
+                assert change.old is not None
+                self._current(zone, change.old, fresh=True)
 
     def _write(self, zone: str, change: Change) -> None:
         key = change.key
@@ -497,14 +523,17 @@ class AzureProvider:
             else:
                 cache.pop(rec.key, None)
 
-    def _current(self, zone: str, old: RecordSet) -> Seen:
+    def _current(self, zone: str, old: RecordSet, fresh: bool = False) -> Seen:
         """The ETag that goes with exactly ``old``: the cached one when it was read with that
-        content, else a fresh GET whose content must equal ``old``."""
+        content (unless ``fresh``), else a GET whose content must equal ``old``."""
         with self._lock:
             cached = self._seen.get(zone, {}).get(old.key)
-        if cached is not None and cached.record == old and cached.etag:
+        if not fresh and cached is not None and cached.record == old and cached.etag:
             return cached
-        body = self._client.get(zone, relative_name(old.name, zone), old.type)
+        try:
+            body = self._client.get(zone, relative_name(old.name, zone), old.type)
+        except ApiError as err:
+            raise error_for(err, f"read {old.key}") from None
         rec = from_native(body, zone) if body is not None else None
         if body is None or rec is None:
             self._forget(zone, old.key)

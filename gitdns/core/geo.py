@@ -72,11 +72,11 @@ _ROUTE53_HINT = (
 
 # Inclusive weight ranges of weighted routing per provider.
 WEIGHT_RANGES: dict[str, tuple[int, int]] = {
-    "route53": (0, 256),
-    "local": (0, 256),
-    "memory": (0, 256),
-    "rfc2136": (0, 256),
-    "coredns": (0, 256),
+    "route53": (0, 255),
+    "local": (0, 255),
+    "memory": (0, 255),
+    "rfc2136": (0, 255),
+    "coredns": (0, 255),
     "google": (0, 1000),
     "azure": (1, 1000),
 }

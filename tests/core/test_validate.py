@@ -388,10 +388,10 @@ PASSING = [
     ("label-of-39-octets", {"p.yaml": policy("x", "  targetRef: {hosts: [" + "a" * 39 + ".example.com]}\n")}),
     ("apex-on-registry-none", {"p.yaml": policy("x", "  targetRef: {hosts: [cloud.io]}\n")}),
     (
-        "weight-256-local",
+        "weight-255-local",
         {
             "p.yaml": policy(
-                "w", "  targetRef: {hosts: [w.example.com]}\n  loadBalancing: {weighted: {defaultWeight: 256}}\n"
+                "w", "  targetRef: {hosts: [w.example.com]}\n  loadBalancing: {weighted: {defaultWeight: 255}}\n"
             )
         },
     ),

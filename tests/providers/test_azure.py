@@ -437,3 +437,25 @@ def test_registry_builds_the_azure_provider(tmp_path: Path) -> None:
 
     ref = ProviderRef("azure", (("resourceGroup", "rg"), ("subscriptionId", "sub")), azure_secret(tmp_path))
     assert isinstance(build(ZONE, ref, tmp_path), AzureProvider)
+
+
+def test_delete_window_the_data_goes_the_txt_is_refused_the_next_plan_removes_it(fake: FakeAzureDns) -> None:
+    provider = make_provider(fake)
+    sync(provider, ZONE, "owner-a", [a("www", "192.0.2.1")])
+    leave = plan(provider, ZONE, "owner-a", [])
+    assert [(c.action, c.key.type) for c in leave.applicable] == [(Action.DELETE, "A"), (Action.DELETE, "TXT")]
+    txt = leave.applicable[1].key
+
+    def touch_txt(req: Request) -> None:  # between our data delete and our TXT delete
+        if req.method == "DELETE" and req.path.endswith("/TXT/" + txt.name.removesuffix("." + ZONE)):
+            fake.hooks.clear()
+            current = fake.get_record(ZONE, txt.name.removesuffix("." + ZONE), "TXT")
+            assert current is not None
+            fake.set_record(ZONE, current["name"], "TXT", current["properties"])  # same content, new etag
+
+    fake.hooks.append(touch_txt)
+    result = provider.apply(ZONE, leave.applicable)
+    assert [c.key.type for c in result.applied] == ["A"] and [g for g, _ in result.refused] == [WWW]
+    assert txt in {r.key for r in provider.read(ZONE).records}
+    sync(provider, ZONE, "owner-a", [])
+    assert not any(r.name.startswith("kuadrant-") for r in provider.read(ZONE).records)

@@ -1,0 +1,117 @@
+"""The orchestrator's Prometheus metrics, in a registry of its own.
+
+Seed 004's names, kept so its dashboards and alerts work, plus what its alerts needed:
+
+=============================================== ======= =========================================
+metric                                          type    meaning
+=============================================== ======= =========================================
+health_orchestrator_healthy_nodes               gauge   nodes of the pool in state healthy
+health_orchestrator_total_nodes                 gauge   nodes of the pool (static + discovered)
+health_orchestrator_published_nodes             gauge   IPs in the hosts files now (fail open
+                                                        keeps the last set when none is healthy)
+health_orchestrator_fail_open                   gauge   1 while no node is healthy and the last
+                                                        published set is kept
+health_orchestrator_check_duration_seconds      hist.   one probe round of one node
+health_orchestrator_last_check_duration_seconds gauge   the slowest node's latest round (a plain
+                                                        series for seed 004's HealthCheckSlow)
+health_orchestrator_last_check_timestamp_seconds gauge  unix time of the latest probe of any node
+health_orchestrator_dns_updates_total           counter deliveries that changed a file or key
+health_orchestrator_delivery_errors_total       counter failed deliveries by reason
+  {reason}
+health_orchestrator_desired_errors_total        counter failed reads of the desired state by reason
+  {reason}
+health_orchestrator_node_status                 gauge   1 healthy, 0 unhealthy or not yet known
+  {node_name,node_ip}
+health_orchestrator_probe_consecutive_failures  gauge   the node's current failure run
+  {node_name}
+health_orchestrator_probe_last_duration_seconds gauge   the node's latest probe round
+  {node_name}
+health_orchestrator_tenants{state}              gauge   tenants served / skipped
+health_orchestrator_lease_held                  gauge   1 while this process holds the pool lease
+health_orchestrator_ready                       gauge   1 once the first delivery landed
+=============================================== ======= =========================================
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["CONTENT_TYPE", "NodeSample", "OrchestratorMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+NodeSample = tuple[str, bool, int, float | None]  # (ip, healthy, consecutive failures, last round)
+
+
+class OrchestratorMetrics:
+    content_type = CONTENT_TYPE
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self._lock = threading.Lock()
+        self._nodes: dict[str, str] = {}  # node name -> ip labelled
+        p = "health_orchestrator_"
+        self.healthy_nodes = Gauge(p + "healthy_nodes", "Number of currently healthy nodes.", registry=r)
+        self.total_nodes = Gauge(p + "total_nodes", "Number of nodes in the node pool.", registry=r)
+        self.published_nodes = Gauge(p + "published_nodes", "Node IPs in the published hosts files.", registry=r)
+        self.fail_open = Gauge(p + "fail_open", "1 while no node is healthy and the last published set is kept.",
+                               registry=r)
+        self.check_duration = Histogram(p + "check_duration_seconds", "Duration of one node's health check round.",
+                                        buckets=CHECK_BUCKETS, registry=r)
+        self.last_check_duration = Gauge(p + "last_check_duration_seconds",
+                                         "Duration of the slowest node's latest health check round.", registry=r)
+        self.last_check_time = Gauge(p + "last_check_timestamp_seconds", "Unix time of the latest health check.",
+                                     registry=r)
+        self.dns_updates = Counter(p + "dns_updates", "Deliveries that changed a hosts file or the Corefile snippet.",
+                                   registry=r)
+        self.delivery_errors = Counter(p + "delivery_errors", "Failed deliveries by reason.", ["reason"], registry=r)
+        self.desired_errors = Counter(p + "desired_errors", "Failed reads of the desired state by reason.",
+                                      ["reason"], registry=r)
+        self.node_status = Gauge(p + "node_status", "Node health status (1=healthy, 0=unhealthy or unknown).",
+                                 ["node_name", "node_ip"], registry=r)
+        self.probe_failures = Gauge(p + "probe_consecutive_failures", "Current run of failed probes of a node.",
+                                    ["node_name"], registry=r)
+        self.probe_duration = Gauge(p + "probe_last_duration_seconds", "Duration of a node's latest probe round.",
+                                    ["node_name"], registry=r)
+        self.tenants = Gauge(p + "tenants", "Tenants of the node pool by state (served, skipped).", ["state"],
+                             registry=r)
+        self.lease_held = Gauge(p + "lease_held", "1 while this process holds the node pool's lease.", registry=r)
+        self.ready = Gauge(p + "ready", "1 once the first delivery landed.", registry=r)
+
+    def set_nodes(self, samples: Mapping[str, NodeSample]) -> None:
+        """Replace the per-node series: ``{node name: (ip, healthy, failures, last round)}``;
+        nodes not given any more lose their series."""
+        with self._lock:
+            for name, ip in list(self._nodes.items()):
+                if name not in samples or samples[name][0] != ip:
+                    self.node_status.remove(name, ip)
+                    if name not in samples:
+                        self.probe_failures.remove(name)
+                        self.probe_duration.remove(name)
+                    del self._nodes[name]
+            for name, (ip, healthy, failures, duration) in samples.items():
+                self.node_status.labels(name, ip).set(1 if healthy else 0)
+                self.probe_failures.labels(name).set(failures)
+                self.probe_duration.labels(name).set(duration if duration is not None else 0.0)
+                self._nodes[name] = ip
+
+    def set_counts(self, *, healthy: int, total: int, published: int, fail_open: bool) -> None:
+        self.healthy_nodes.set(healthy)
+        self.total_nodes.set(total)
+        self.published_nodes.set(published)
+        self.fail_open.set(1 if fail_open else 0)
+
+    def set_tenants(self, served: int, skipped: int) -> None:
+        self.tenants.labels("served").set(served)
+        self.tenants.labels("skipped").set(skipped)
+
+    def render(self) -> bytes:
+        return bytes(generate_latest(self.registry))
+
+    def value(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        result = self.registry.get_sample_value(name, dict(labels or {}))
+        return None if result is None else float(result)

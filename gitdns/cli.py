@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(zs, ["text", "json"])
 
     _add_agent(sub)
+    _add_orchestrator(sub)
     _add_owner_commands(sub)
     _add_audit_commands(sub)
 
@@ -180,6 +181,39 @@ def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             p.add_argument(flag, action="store_const", const=True, default=None, help=text)
         else:
             p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)
+
+
+def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "orchestrator", help="health-check a node pool and publish its tenants' CoreDNS hosts files (seed 004)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="docs/health.md describes the delivery paths, the lease and the failover time budget.\n\n"
+               "examples:\n"
+               "  gitdns orchestrator --repo https://git.example.com/platform/dns.git --node-pool edge \\\n"
+               "      --out /etc/coredns/custom          # sidecar of the CoreDNS pod (recommended)\n"
+               "  gitdns orchestrator --repo ./example-repo --node-pool edge --configmap kube-system/coredns-custom")
+    p.add_argument("--repo", required=True, metavar="URL|PATH", help="desired repository: a directory or a git URL")
+    p.add_argument("--node-pool", required=True, metavar="NAME", help="the NodePool to serve (one orchestrator each)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="DIR", help="write the files into DIR (a volume shared with CoreDNS)")
+    where.add_argument("--configmap", metavar="NS/NAME", help="write the files into this ConfigMap's keys")
+    p.add_argument("--listen", default="0.0.0.0:8080", metavar="ADDR",
+                   help="HTTP /healthz /readyz /status /metrics (default: 0.0.0.0:8080; '' disables)")
+    p.add_argument("--state-dir", default="/var/lib/gitdns", metavar="DIR", help="git cache and the lock file")
+    p.add_argument("--poll-interval", default="30s", metavar="S", help="desired-state poll interval (default: 30s)")
+    p.add_argument("--lease", default="auto", choices=["auto", "kubernetes", "file", "none"],
+                   help="one orchestrator per pool: auto = Kubernetes Lease for --configmap in a cluster, "
+                        "else an flock in --state-dir")
+    p.add_argument("--lease-duration", default="30s", metavar="S", help="Kubernetes Lease duration (default: 30s)")
+    p.add_argument("--discover-nodes", action="store_true",
+                   help="add Kubernetes Nodes matching the pool's discovery.labelSelector (InternalIP)")
+    p.add_argument("--branch", default="main", help="desired branch of a git URL (default: main)")
+    p.add_argument("--path", default="", help="subdirectory holding the desired YAML")
+    p.add_argument("--signal-pid-file", metavar="FILE", help="SIGHUP this process after a change (dnsmasq)")
+    p.add_argument("--coredns-dir", default="/etc/coredns/custom", metavar="DIR",
+                   help="where CoreDNS sees the files, for the hosts paths in the snippet")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--once", action="store_true", help="probe once, deliver, exit (0 when delivered)")
 
 
 def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -331,6 +365,24 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if config.once:
         return run_once(agent)
     return serve(agent, config, metrics)
+
+
+def cmd_orchestrator(args: argparse.Namespace) -> int:
+    from gitdns.agent import orchestrator
+
+    orchestrator.setup_logging(args.log_level)
+    config = orchestrator.config_from_flags(vars(args))
+    orch = orchestrator.build(config)
+    if args.once:
+        delivered = orch.run_once()
+        print(f"node pool {config.node_pool}: " + ("delivered" if delivered else "not delivered") +
+              f" to {orch.delivery.target}; published {' '.join(orch.published.ips) or 'nothing'}")
+        for note in orch.status()["notes"]:
+            print(f"note: {note}")
+        for step, error in orch.errors.items():
+            print(f"error: {step}: {error}")
+        return EXIT_OK if delivered else EXIT_ERROR
+    return orchestrator.serve(orch, config.listen)
 
 
 def _err(message: str) -> None:
@@ -609,6 +661,7 @@ HANDLERS = {
     "render": cmd_render,
     "cluster-id": cmd_cluster_id,
     "agent": cmd_agent,
+    "orchestrator": cmd_orchestrator,
     "owners": cmd_owners,
     "prune-owner": cmd_prune_owner,
     "adopt": cmd_adopt,

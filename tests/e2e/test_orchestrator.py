@@ -169,7 +169,8 @@ def test_the_cli_serves_status_metrics_and_probes(tmp_path: Path) -> None:
                      'health_orchestrator_node_status{node_ip="127.0.0.31",node_name="node-1"}'):
             assert name in metrics, name
         assert "gitdns_" not in metrics  # a registry of its own
-        assert (out / "tenant-a.hosts").exists() and (state := tmp_path / "state").is_dir()
+        state = tmp_path / "state"
+        assert (out / "tenant-a.hosts").exists() and state.is_dir()
         assert (state / f"orchestrator-{POOL}.lock").exists()
         second = subprocess.run(
             [sys.executable, "-m", "gitdns.cli", "orchestrator", "--repo", str(desired), "--node-pool", POOL,

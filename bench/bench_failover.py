@@ -108,13 +108,17 @@ config = OrchestratorConfig(repo=str(root / "desired"), node_pool="big", out=roo
 orch = build(config)
 thread = threading.Thread(target=orch.run, daemon=True)
 thread.start()
-time.sleep(wait)
+time.sleep(max(0.0, wait - 5))
+t0, c0, done0 = time.monotonic(), time.process_time(), orch.monitor.stats().completed
+time.sleep(5)
+cpu = (time.process_time() - c0) / (time.monotonic() - t0)
+rate = (orch.monitor.stats().completed - done0) / (time.monotonic() - t0)
 status = {k: v for k, v in (l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines())}
 stats = orch.monitor.stats()
 print(json.dumps({"rss_kib": int(status["VmRSS"].split()[0]), "hwm_kib": int(status["VmHWM"].split()[0]),
                   "completed": stats.completed, "skipped": stats.skipped_slots, "lag": stats.max_start_lag,
                   "kubernetes": "kubernetes" in sys.modules, "published": len(orch.published.ips),
-                  "delivered": orch.ready, "targets": len(orch.nodes)}))
+                  "delivered": orch.ready, "targets": len(orch.nodes), "cpu": cpu, "rate": rate}))
 orch.stopped.set(); orch.wake.set(); thread.join(20)
 """
 
@@ -148,6 +152,8 @@ def bench_rss(targets: int, wait: float) -> None:
     print(f"  probes completed {result['completed']}, skipped slots {result['skipped']}, "
           f"max start lag {result['lag']:.2f} s, nodes {result['targets']}, published {result['published']}, "
           f"delivered {result['delivered']}")
+    print(f"  steady state (last 5 s): {result['rate']:.0f} probes/s (expected {targets / 5:.0f}), "
+          f"CPU {result['cpu'] * 100:.0f}% of one core")
     print(f"  kubernetes client loaded: {result['kubernetes']} ({'PASS' if not result['kubernetes'] else 'MISS'})")
 
 

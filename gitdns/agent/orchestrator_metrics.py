@@ -35,9 +35,10 @@ health_orchestrator_ready                       gauge   1 once the first deliver
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 __all__ = ["CONTENT_TYPE", "NodeSample", "OrchestratorMetrics"]
 
@@ -71,33 +72,23 @@ class OrchestratorMetrics:
         self.delivery_errors = Counter(p + "delivery_errors", "Failed deliveries by reason.", ["reason"], registry=r)
         self.desired_errors = Counter(p + "desired_errors", "Failed reads of the desired state by reason.",
                                       ["reason"], registry=r)
-        self.node_status = Gauge(p + "node_status", "Node health status (1=healthy, 0=unhealthy or unknown).",
-                                 ["node_name", "node_ip"], registry=r)
-        self.probe_failures = Gauge(p + "probe_consecutive_failures", "Current run of failed probes of a node.",
-                                    ["node_name"], registry=r)
-        self.probe_duration = Gauge(p + "probe_last_duration_seconds", "Duration of a node's latest probe round.",
-                                    ["node_name"], registry=r)
+        self._samples: Mapping[str, NodeSample] = {}
+        r.register(_NodeCollector(self))
         self.tenants = Gauge(p + "tenants", "Tenants of the node pool by state (served, skipped).", ["state"],
                              registry=r)
         self.lease_held = Gauge(p + "lease_held", "1 while this process holds the node pool's lease.", registry=r)
         self.ready = Gauge(p + "ready", "1 once the first delivery landed.", registry=r)
 
     def set_nodes(self, samples: Mapping[str, NodeSample]) -> None:
-        """Replace the per-node series: ``{node name: (ip, healthy, failures, last round)}``;
-        nodes not given any more lose their series."""
+        """Replace the per-node series: ``{node name: (ip, healthy, failures, last round)}``.
+        They are built at scrape time (no labelled children kept: 10,000 nodes would hold
+        ~20 MiB of them), so nodes not given any more simply disappear."""
         with self._lock:
-            for name, ip in list(self._nodes.items()):
-                if name not in samples or samples[name][0] != ip:
-                    self.node_status.remove(name, ip)
-                    if name not in samples:
-                        self.probe_failures.remove(name)
-                        self.probe_duration.remove(name)
-                    del self._nodes[name]
-            for name, (ip, healthy, failures, duration) in samples.items():
-                self.node_status.labels(name, ip).set(1 if healthy else 0)
-                self.probe_failures.labels(name).set(failures)
-                self.probe_duration.labels(name).set(duration if duration is not None else 0.0)
-                self._nodes[name] = ip
+            self._samples = samples
+
+    def node_samples(self) -> Mapping[str, NodeSample]:
+        with self._lock:
+            return self._samples
 
     def set_counts(self, *, healthy: int, total: int, published: int, fail_open: bool) -> None:
         self.healthy_nodes.set(healthy)
@@ -115,3 +106,30 @@ class OrchestratorMetrics:
     def value(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
         result = self.registry.get_sample_value(name, dict(labels or {}))
         return None if result is None else float(result)
+
+
+class _NodeCollector:
+    """The per-node families, generated from the latest samples on every scrape."""
+
+    def __init__(self, metrics: OrchestratorMetrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        p = "health_orchestrator_"
+        status = GaugeMetricFamily(p + "node_status", "Node health status (1=healthy, 0=unhealthy or unknown).",
+                                   labels=["node_name", "node_ip"])
+        failures = GaugeMetricFamily(p + "probe_consecutive_failures", "Current run of failed probes of a node.",
+                                     labels=["node_name"])
+        duration = GaugeMetricFamily(p + "probe_last_duration_seconds", "Duration of a node's latest probe round.",
+                                     labels=["node_name"])
+        for name, (ip, healthy, fails, last) in sorted(self.metrics.node_samples().items()):
+            status.add_metric([name, ip], 1 if healthy else 0)
+            failures.add_metric([name], fails)
+            if last is not None:
+                duration.add_metric([name], last)
+        yield status
+        yield failures
+        yield duration

@@ -31,6 +31,7 @@ from gitdns.agent.lease import Lease, LeaseState, NoLease
 from gitdns.agent.steps import ZonePass, run_zone_steps
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
+from gitdns.core.healthfilter import HealthResult, HealthTarget, fleet_frozen, health_targets
 from gitdns.core.model import Cluster, DesiredState, Revision, Zone
 from gitdns.core.owners import heartbeat_change, owners
 from gitdns.core.plan import Authority, Intent
@@ -56,6 +57,12 @@ class Source(Protocol):
     def fetch(self, sha: str | None = None) -> Any: ...
     def is_descendant(self, new: str, old: str) -> bool: ...
     def files_at(self, sha: str) -> dict[str, str]: ...
+
+
+class HealthSource(Protocol):
+    def set_targets(self, targets: list[HealthTarget]) -> None: ...
+    def unhealthy(self) -> frozenset[str]: ...
+    def states(self) -> Mapping[str, Mapping[str, Any]]: ...
 
 
 class StatusSink(Protocol):
@@ -117,6 +124,14 @@ class Agent:
         self.held_without_state: set[str] = set()  # held zones with no last good state known
         self.cluster_problem: Condition | None = None  # git names no usable Cluster for us
         self.history_desired: Desired | None = None  # the last revision that named our Cluster
+        # DNSPolicy health: probes (set by the wiring), the fleet's unhealthy share per host
+        # (from the status branches), and a flag the probes set when a target changes state
+        self.health_source: HealthSource | None = None
+        self.fleet_health: Callable[[], Mapping[str, tuple[int, int]]] | None = None
+        self.health_dirty = False
+        self.poke: Callable[[str], None] | None = None  # the scheduler's "run now" (set by the wiring)
+        self.health_results: dict[str, HealthResult] = {}  # zone name -> last health filtering
+        self.freeze_share = 0.5
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
         # called with every report (the Gateway PolicyAffected condition in a cluster)
@@ -160,6 +175,8 @@ class Agent:
             raise
         if not self.source_condition.status and self.source_condition.reason == "GitUnreachable":
             self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
+        force = force or self.health_dirty
+        self.health_dirty = False
         if cycle.head == self.fetched_sha and not force and not self.validation_due():
             return False
         if cycle.head == self.fetched_sha and self.current is not None:
@@ -405,6 +422,7 @@ class Agent:
             self.identity_check(self.cluster_of(desired))
             self.identity_check = None
         can_write = self._acquire()
+        self._update_health_targets(desired)
         for zone, zdesired, held in self._zones(desired):
             outcome = self._reconcile_zone(zone, zdesired, desired, can_write)
             if held:
@@ -432,11 +450,17 @@ class Agent:
         zpass: ZonePass | None = None
         try:
             track = self.tracks.get(zone.name)
+            unhealthy, frozen = self._health_inputs()
             zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome,
                              last_intent=track.intent if track else None, validation=validation,
                              owners=tuple(c.id for c in newest.state.clusters),
-                             zone_size=track.zone_size if track else 0, always_verify=self.config.once)
+                             zone_size=track.zone_size if track else 0, always_verify=self.config.once,
+                             unhealthy=unhealthy, frozen=frozen)
             run_zone_steps(zpass)
+            if zpass.health is not None:
+                self.health_results[zone.name] = zpass.health
+            else:
+                self.health_results.pop(zone.name, None)
             if outcome.plan is None and track is not None and track.last is not None:
                 outcome.plan = track.last.plan  # nothing was read: the last verdict stands
             if can_write:
@@ -450,6 +474,39 @@ class Agent:
         if self.on_apply is not None:
             self.on_apply(zone.domain, outcome)
         return outcome
+
+    def _update_health_targets(self, desired: Desired) -> None:
+        if self.health_source is None:
+            return
+        cluster = self.cluster_of(desired)
+        targets: list[HealthTarget] = []
+        if cluster is not None:
+            for zone in builder.zones_for_cluster(desired.state, cluster):
+                targets.extend(health_targets(builder.build_hosts(desired.state, cluster, zone)))
+        self.health_source.set_targets(targets)
+
+    def _health_inputs(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(unhealthy target ids, hosts whose withdrawals are frozen)."""
+        if self.health_source is None:
+            return frozenset(), frozenset()
+        unhealthy = self.health_source.unhealthy()
+        if not unhealthy:
+            return unhealthy, frozenset()
+        shares: dict[str, tuple[int, int]] = {}
+        if self.fleet_health is not None:
+            try:
+                shares = dict(self.fleet_health())
+            except GitdnsError as exc:
+                log.warning("fleet health unavailable: error=%s", exc)
+        own_total: dict[str, int] = {}
+        for target_id in self.health_source.states():
+            host = target_id.split("|", 1)[0]
+            own_total[host] = own_total.get(host, 0) + 1
+        for host, total in own_total.items():
+            bad = sum(1 for t in unhealthy if t.split("|", 1)[0] == host)
+            other_bad, other_total = shares.get(host, (0, 0))
+            shares[host] = (bad + other_bad, total + other_total)
+        return unhealthy, fleet_frozen(shares, self.freeze_share)
 
     def _remember(self, zone: Zone, zpass: ZonePass | None, outcome: ZoneOutcome) -> None:
         """Keep what this pass wanted, so the next revision reads only what changed."""
@@ -549,6 +606,7 @@ class Agent:
             attempted_revision=rev.sha if rev else None,
             conditions=tuple(conditions), zones=tuple(zones), policies=policies,
             heartbeat=self.clock(),
+            health=self.health_source.states() if self.health_source is not None else {},
         )
 
     def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
@@ -564,6 +622,9 @@ class Agent:
                 c.reason == "ConflictingStrategyDiscovered" for c in conflicts) else first.reason
             out.append(Condition("UnresolvedConflictDiscovered", True, reason,
                                  f"{len(conflicts)} conflict(s); first: {first.message}"))
+        healthy = self._healthy_condition()
+        if healthy is not None:
+            out.append(healthy)
         missing = [z for z in zones if z.missing and not z.held]
         if missing:
             out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",
@@ -571,6 +632,24 @@ class Agent:
                                  "re-applying with jitter"))
         out.append(self._ready(zones, out))
         return out
+
+    def _healthy_condition(self) -> Condition | None:
+        if self.health_source is None:
+            return None
+        down = sorted({f"{host} {addr}" for r in self.health_results.values()
+                       for host, addrs in r.unhealthy.items() for addr in addrs})
+        if not down:
+            return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
+        frozen = sorted({h for r in self.health_results.values() for h in r.frozen})
+        failopen = [n for r in self.health_results.values() for n in r.notes if "fail open" in n]
+        if frozen:
+            return Condition("Healthy", False, "WithdrawalsFrozen",
+                             f"unhealthy: {', '.join(down)}; withdrawals frozen for {', '.join(frozen)} "
+                             "(a large share of the fleet's targets failing at once)")
+        if failopen:
+            return Condition("Healthy", False, "AllTargetsUnhealthy", f"unhealthy: {', '.join(down)}; "
+                             "the last published set stays (fail open)")
+        return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
 
     def _ready(self, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
         if self.cluster_problem is not None:

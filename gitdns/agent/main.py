@@ -205,9 +205,53 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     if status is not None:
         agent.restore = status.applied_revision
     agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
+    agent.health_source = make_health(agent)
+    if status is not None:
+        agent.fleet_health = fleet_health_reader(config, agent)
     if in_cluster():
         agent.report_hooks.append(gateway_hook())
     return agent
+
+
+def make_health(agent: Agent) -> Any:
+    """DNSPolicy probes; a state change marks the agent dirty and pokes the scheduler."""
+    from gitdns.agent.health import MonitorHealth
+
+    def changed() -> None:
+        agent.health_dirty = True
+        if agent.poke is not None:
+            agent.poke("health")
+
+    return MonitorHealth(changed)
+
+
+def fleet_health_reader(config: AgentConfig, agent: Agent) -> Any:
+    """The fleet's (unhealthy, total) targets per host, from every other cluster's
+    ``health.yaml`` on the status branches; read at most once a minute, only when needed."""
+    cache: dict[str, Any] = {"at": 0.0, "value": {}}
+
+    def read() -> dict[str, tuple[int, int]]:
+        if time.monotonic() - cache["at"] < 60:
+            return dict(cache["value"])
+        from gitdns.adapters.statusbranch import read_all
+        from gitdns.core.statusdoc import load as load_yaml
+
+        own = agent.known_cluster.id if agent.known_cluster else ""
+        trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",
+                         timeout=config.git_timeout)
+        shares: dict[str, tuple[int, int]] = {}
+        for cluster_id, tree in trees.items():
+            if cluster_id == own or "health.yaml" not in tree.files:
+                continue
+            targets = load_yaml(tree.files["health.yaml"]).get("targets") or {}
+            for target_id, doc in targets.items():
+                host = str(target_id).split("|", 1)[0]
+                bad, total = shares.get(host, (0, 0))
+                shares[host] = (bad + (1 if doc.get("state") == "unhealthy" else 0), total + 1)
+        cache.update(at=time.monotonic(), value=shares)
+        return shares
+
+    return read
 
 
 def gateway_hook() -> Any:
@@ -239,6 +283,7 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     from gitdns.agent.runner import Runner
 
     runner = Runner(agent, config, metrics)
+    agent.poke = runner.poke
     runner.first()  # before the scheduler: a refused identity or configuration exits here
     http = None
     if config.listen:

@@ -9,7 +9,7 @@ A step takes the zone's `ZonePass` and returns whether the next step runs.  The 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gitdns.agent.engine import (
     Desired,
@@ -21,10 +21,12 @@ from gitdns.agent.engine import (
     render_views,
     verify,
 )
+from gitdns.core.builder import build_hosts
+from gitdns.core.healthfilter import HealthResult, apply_health
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.plan import Intent, PlanMode
 from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
-from gitdns.core.records import RecordSet
+from gitdns.core.records import Action, RecordKey, RecordSet
 from gitdns.providers.base import Provider
 
 
@@ -45,6 +47,10 @@ class ZonePass:
     zone_size: int = 0  # records seen in the last whole-zone read (the read-cost estimate)
     names: frozenset[str] | None = None  # what this pass reads; None: the whole zone
     always_verify: bool = False  # verify even a clean apply (one-shot runs)
+    unhealthy: frozenset[str] = frozenset()  # target ids (host|address) the probes find unhealthy
+    frozen: frozenset[str] = frozenset()  # hosts whose withdrawals are frozen
+    health: HealthResult | None = None
+    withdrawn: dict[RecordKey, RecordSet] = field(default_factory=dict)
 
 
 def build(p: ZonePass) -> bool:
@@ -57,8 +63,37 @@ def build(p: ZonePass) -> bool:
 
 
 def health(p: ZonePass) -> bool:
-    """Health filtering of this cluster's targets.  DNSPolicy health checks plug in here;
-    without them every built target is published."""
+    """Withdraw this cluster's unhealthy targets (gitdns/core/healthfilter.py); nothing to do
+    when no probe reports one."""
+    if not p.unhealthy or p.intent is None or p.desired.state.cluster(p.cluster.id) is None:
+        return True
+    hosts = build_hosts(p.desired.state, p.cluster, p.zone)
+    result = apply_health(p.intent.records, hosts, p.unhealthy, frozen=p.frozen,
+                          weight_zero=p.provider.capabilities.weight_zero_allowed)
+    p.health = result
+    p.withdrawn = result.withdrawn
+    p.intent = replace(p.intent, records=tuple(result.records))
+    p.notes.extend(result.notes)
+    return True
+
+
+def _fail_open(p: ZonePass) -> bool:
+    """A withdrawal that would delete a record outright (no other owner's value or row left)
+    is undone: the last published set stays.  Returns True when the intent changed."""
+    plan_ = p.outcome.plan
+    if plan_ is None or not p.withdrawn or p.intent is None:
+        return False
+    restore = {c.key for c in plan_.changes
+               if c.action is Action.DELETE and c.key == c.group and c.key in p.withdrawn}
+    if not restore:
+        return False
+    records = {r.key: r for r in p.intent.records}
+    for key in restore:
+        records[key] = p.withdrawn.pop(key)
+        if p.health is not None:
+            p.health.notes.append(f"{key.name}: every target is unhealthy; the last published set stays "
+                                  "(fail open)")
+    p.intent = replace(p.intent, records=tuple(records[k] for k in sorted(records)))
     return True
 
 
@@ -78,6 +113,9 @@ def plan(p: ZonePass) -> bool:
         p.names = _cheaper(p, names_to_read(own, p.owners, p.zone.domain))
     p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode,
                                          intent=p.intent, names=p.names)
+    if _fail_open(p):
+        p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode,
+                                             intent=p.intent, names=p.names)
     if p.names is None:
         p.zone_size = len(snapshot.records)
     return True

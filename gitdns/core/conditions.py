@@ -60,6 +60,11 @@ REASONS = frozenset({
     "LeaseAcquired",
     "LeaseHeldByAnother",
     "ClusterIdMismatch",
+    # DNSPolicy health
+    "TargetsHealthy",
+    "TargetsWithdrawn",
+    "AllTargetsUnhealthy",
+    "WithdrawalsFrozen",
     # seed 003: the Gateway's PolicyAffected condition
     "PolicyApplied",
     "PolicyInvalid",

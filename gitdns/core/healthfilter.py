@@ -129,6 +129,13 @@ def _withdraw_row(by_key: dict[RecordKey, RecordSet], built: BuiltHost, weight_z
                                 "is withdrawn")
 
 
-def fleet_frozen(hosts_unhealthy: dict[str, tuple[int, int]], share: float) -> frozenset[str]:
-    """Hosts where ``unhealthy / total`` across the fleet reaches ``share``."""
-    return frozenset(h for h, (bad, total) in hosts_unhealthy.items() if total and bad / total >= share)
+MIN_TARGETS_TO_FREEZE = 3
+
+
+def fleet_frozen(hosts_unhealthy: dict[str, tuple[int, int]], share: float,
+                 minimum: int = MIN_TARGETS_TO_FREEZE) -> frozenset[str]:
+    """Hosts where ``unhealthy / total`` across the fleet reaches ``share``, among hosts with
+    at least ``minimum`` targets (with fewer, one failing target is not a pattern; the
+    never-the-last-path rule still keeps the host answering)."""
+    return frozenset(h for h, (bad, total) in hosts_unhealthy.items()
+                     if total >= minimum and bad / total >= share)

@@ -46,6 +46,8 @@ class ClusterReport:
     zones: tuple[ZoneReport, ...]
     policies: Mapping[str, Sequence[str]] = field(default_factory=dict)  # policy -> hosts here
     heartbeat: float = 0.0
+    # target id (host|address) -> {state, since, checks, lastError}; empty without health checks
+    health: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -108,6 +110,8 @@ def documents(report: ClusterReport) -> dict[str, dict[str, Any]]:
     docs = {"summary.yaml": summary_document(report)}
     for zone in report.zones:
         docs[f"zones/{zone.zone}.yaml"] = zone_document(zone)
+    if report.health:
+        docs["health.yaml"] = {"targets": {k: dict(v) for k, v in sorted(report.health.items())}}
     return docs
 
 

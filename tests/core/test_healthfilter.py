@@ -70,4 +70,4 @@ def test_frozen_hosts_keep_everything() -> None:
 
 
 def test_fleet_share_freezes() -> None:
-    assert fleet_frozen({"a": (6, 10), "b": (1, 10)}, 0.5) == frozenset({"a"})
+    assert fleet_frozen({"a": (6, 10), "b": (1, 10), "c": (2, 2)}, 0.5) == frozenset({"a"})

@@ -1,0 +1,66 @@
+"""The agent's DNSPolicy probes: the HealthMonitor behind the cycle's HealthSource protocol.
+
+Targets come from the records this cluster publishes (every address of every host whose
+policy has a health check); each is probed on its own schedule, all concurrently.  A state
+change marks the agent dirty and pokes the scheduler, so a failed target leaves DNS in one
+cycle, not at the next poll.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gitdns.adapters.probes import HealthMonitor
+from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth, probe_spec, published
+from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.names import lb_host
+
+log = logging.getLogger(__name__)
+
+
+class MonitorHealth:
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self.on_change = on_change
+        self.monitor = HealthMonitor(on_change=self._changed)
+        self.settings: dict[str, HealthSettings] = {}
+        self.started = False
+        self.current: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
+
+    def _changed(self, target_id: str, before: TargetHealth, after: TargetHealth) -> None:
+        log.info("target %s: target=%s error=%s", after.state.value, target_id, after.last_error or "-")
+        self.on_change()
+
+    def set_targets(self, targets: list[HealthTarget]) -> None:
+        wanted: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
+        for target in targets:
+            spec = probe_spec(target.target_id, target.check, target.address, host=lb_host(target.host))
+            wanted[target.target_id] = (spec, HealthSettings.for_policy(target.check))
+        if wanted == self.current:
+            return
+        self.current = wanted
+        self.settings = {k: v[1] for k, v in wanted.items()}
+        if wanted and not self.started:
+            self.monitor.start()
+            self.started = True
+        self.monitor.set_targets(wanted)
+
+    def unhealthy(self) -> frozenset[str]:
+        snap = self.monitor.snapshot()
+        return frozenset(k for k, h in snap.items() if k in self.settings and not published(h, self.settings[k]))
+
+    def states(self) -> Mapping[str, Mapping[str, Any]]:
+        """Per target: the state, and the error while unhealthy (no counters or times: the
+        status branch would change every probe)."""
+        out: dict[str, dict[str, Any]] = {}
+        for key, health in self.monitor.snapshot().items():
+            doc: dict[str, Any] = {"state": health.state.value}
+            if health.state is State.UNHEALTHY and health.last_error:
+                doc["error"] = health.last_error[:120]
+            out[key] = doc
+        return out
+
+    def stop(self) -> None:
+        if self.started:
+            self.monitor.stop()

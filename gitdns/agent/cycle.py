@@ -132,6 +132,10 @@ class Agent:
         self.poke: Callable[[str], None] | None = None  # the scheduler's "run now" (set by the wiring)
         self.health_results: dict[str, HealthResult] = {}  # zone name -> last health filtering
         self.freeze_share = 0.5
+        # right after a new revision a failing probe may be a wrong health path just merged:
+        # within this window any host whose targets fail is frozen
+        self.revision_grace = 120.0
+        self.revision_loaded_at: float | None = None
         # chooses the lease once the cluster's zones are known (set by the wiring)
         self.lease_builder: Callable[[Desired, Cluster], Lease] | None = None
         # called with every report (the Gateway PolicyAffected condition in a cluster)
@@ -225,6 +229,8 @@ class Agent:
         applied = self.applied_sha
         cycle.desired = replace(desired, previous=(lambda: self._state_at(applied)) if applied else None)
         self.current = cycle.desired
+        if applied and applied != fetched.sha:
+            self.revision_loaded_at = self.clock()
         return True
 
     def _refuse_rollback(self, head: str) -> bool:
@@ -506,6 +512,9 @@ class Agent:
             bad = sum(1 for t in unhealthy if t.split("|", 1)[0] == host)
             other_bad, other_total = shares.get(host, (0, 0))
             shares[host] = (bad + other_bad, total + other_total)
+        fresh = self.revision_loaded_at is not None and self.clock() - self.revision_loaded_at < self.revision_grace
+        if fresh:  # a new revision: freeze even a lone failing target
+            return unhealthy, fleet_frozen(shares, self.freeze_share, minimum=1)
         return unhealthy, fleet_frozen(shares, self.freeze_share)
 
     def _remember(self, zone: Zone, zpass: ZonePass | None, outcome: ZoneOutcome) -> None:

@@ -104,3 +104,26 @@ def test_a_fleet_wide_failure_freezes_withdrawals(tmp_path: Path) -> None:
     assert values(providers) == ("192.0.2.20", "203.0.113.20")  # nothing withdrawn
     healthy = next(c for c in a.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
     assert healthy.reason == "WithdrawalsFrozen"
+
+
+def test_failures_right_after_a_revision_change_are_frozen(tmp_path: Path) -> None:
+    source = FakeSource()
+    files = with_health_check(example_files())
+    source.commit(files)
+    providers: dict[str, MemoryProvider] = {}
+    eu, us = FakeHealth(), FakeHealth()
+    a = make(tmp_path, "eu-west-1", providers, source, eu)
+    b = make(tmp_path, "us-east-1", providers, source, us)
+    a.run()
+    b.run()
+    source.commit({**files, "records/extra.yaml": files[next(k for k in files if "kind: RecordSet" in files[k])]
+                   .replace("name: ", "name: x-", 1)}, "a new revision")
+    eu.down = {"192.0.2.20"}  # e.g. the new revision changed the health path
+    a.run()
+    assert values(providers) == ("192.0.2.20", "203.0.113.20")
+    healthy = next(c for c in a.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
+    assert healthy.reason == "WithdrawalsFrozen"
+    a.clock.advance(a.revision_grace + 1)  # type: ignore[attr-defined]
+    a.health_dirty = True
+    a.run()
+    assert values(providers) == ("203.0.113.20",)

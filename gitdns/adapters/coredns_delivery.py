@@ -295,8 +295,8 @@ class ConfigMapDelivery:
     def _error(self, what: str, exc: Any) -> Exception:
         status = getattr(exc, "status", None)
         if status == 404:
-            return ConfigError(f"{self.target} does not exist: create it (deploy/orchestrator/ ships an empty "
-                               "one); the orchestrator only gets and updates it")
+            return ConfigError(f"{self.target} does not exist: create it (kubectl -n {self.namespace} create "
+                               f"configmap {self.name}); the orchestrator only gets and updates it")
         if status in (401, 403):
             return AuthError(f"{self.target}: {what} refused ({status}); the orchestrator's RBAC needs get and "
                              f"update on configmaps/{self.name} in {self.namespace}")

@@ -79,6 +79,7 @@ class ZoneTrack:
     last: ZoneOutcome | None = None
     intent: tuple[RecordSet, ...] | None = None  # what the last successful pass wanted
     zone_size: int = 0  # records in the last whole-zone read
+    pruned_serial: int | None = None  # groups serial inactive groups were last pruned for
 
 
 @dataclass(slots=True)
@@ -461,7 +462,8 @@ class Agent:
                              last_intent=track.intent if track else None, validation=validation,
                              owners=tuple(c.id for c in newest.state.clusters),
                              zone_size=track.zone_size if track else 0, always_verify=self.config.once,
-                             unhealthy=unhealthy, frozen=frozen)
+                             unhealthy=unhealthy, frozen=frozen,
+                             pruned_serial=track.pruned_serial if track else None)
             run_zone_steps(zpass)
             if zpass.health is not None:
                 self.health_results[zone.name] = zpass.health
@@ -524,12 +526,13 @@ class Agent:
             return
         if zpass.zone_size:
             track.zone_size = zpass.zone_size
+        track.pruned_serial = zpass.pruned_serial
         ok = not outcome.errors and not outcome.pending_after_apply and not (
             outcome.plan is not None and (outcome.plan.stalled or (outcome.plan.changes and not outcome.applied)))
-        if ok and zpass.intent is not None:
+        if ok and zpass.intent is not None and not zpass.inactive:
             track.intent = zpass.intent.records
-        elif not ok:
-            track.intent = None  # next pass reads the whole zone
+        else:
+            track.intent = None  # next pass plans in full (after a failure, or once active again)
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners

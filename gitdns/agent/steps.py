@@ -18,13 +18,16 @@ from gitdns.agent.engine import (
     intent_for,
     needs_verify,
     plan_zone,
+    policy_for_zone,
     render_views,
     verify,
 )
 from gitdns.core.builder import build_hosts
+from gitdns.core.groups import Decision, decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
 from gitdns.core.healthfilter import HealthResult, apply_health
 from gitdns.core.model import Cluster, Zone
-from gitdns.core.plan import Intent, PlanMode
+from gitdns.core.plan import Authority, Intent, Plan, PlanMode
+from gitdns.core.planner import plan as make_plan
 from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
 from gitdns.core.records import Action, RecordKey, RecordSet
 from gitdns.providers.base import Provider
@@ -51,6 +54,9 @@ class ZonePass:
     frozen: frozenset[str] = frozenset()  # hosts whose withdrawals are frozen
     health: HealthResult | None = None
     withdrawn: dict[RecordKey, RecordSet] = field(default_factory=dict)
+    groups: Decision | None = None  # active failover groups (seed 002), None: the zone has none
+    inactive: bool = False  # this cluster's group is not active: it publishes nothing
+    pruned_serial: int | None = None  # the groups serial inactive groups were last pruned for
 
 
 def build(p: ZonePass) -> bool:
@@ -59,6 +65,57 @@ def build(p: ZonePass) -> bool:
         p.intent = Intent(p.cluster.id, (), p.desired.state.revision, p.cluster.group)
     else:
         p.intent = intent_for(p.desired, p.cluster, p.zone)
+    return True
+
+
+def groups(p: ZonePass) -> bool:
+    """Seed 002: mirror the ActiveGroups of git into the zone (never over a higher serial);
+    an inactive cluster publishes nothing and only keeps its ownership labels' group right."""
+    git = p.desired.state.groups_for_zone(p.zone.name)
+    if git is None and not p.cluster.group:
+        return True
+    names = [kuadrant_name(p.zone.domain), gitdns_name(p.zone.domain)]
+    state = read_zone_groups(p.provider.read(p.zone.domain, names), p.zone.domain)
+    p.groups = decide(git, state, p.zone.domain)
+    p.inactive = not is_active(p.cluster.group, p.groups.active)
+    if p.inactive:
+        if p.can_write:
+            fixes = relabel(p.provider.read(p.zone.domain), p.cluster.id, p.cluster.group)
+            if fixes:
+                result = p.provider.apply(p.zone.domain, fixes)
+                p.outcome.applied += len(result.applied)
+        p.notes.append(f"group {p.cluster.group} is not active in {p.zone.domain}: nothing published")
+        p.outcome.plan = Plan(zone=p.zone.domain, owner=p.cluster.id, authority=Authority.OWN,
+                              notes=tuple(p.notes))
+        return False
+    if p.groups.write and p.can_write:
+        result = p.provider.apply(p.zone.domain, p.groups.write)
+        if result.refused:
+            p.notes.append("active groups: the zone changed while mirroring; the next pass re-reads it")
+    return True
+
+
+def prune_inactive(p: ZonePass) -> bool:
+    """An active grouped cluster removes the records, targets and ownership TXT of inactive
+    groups after its own publish — the planner's explicit authority, exempt from the
+    mass-change guard because a reviewed ActiveGroups change caused it."""
+    if p.groups is None or not p.cluster.group or not p.groups.active or not p.can_write or p.intent is None:
+        return True
+    if p.pruned_serial == p.groups.serial and not p.validation:
+        return True  # pruned for this serial already; validation passes look again
+    policy = replace(policy_for_zone(p.desired, p.zone), authority=Authority.INACTIVE_GROUPS,
+                     active_groups=p.groups.active, reviewed=True)
+    plan_ = make_plan(p.intent, p.provider.read(p.zone.domain), policy)
+    removals = [c for c in plan_.applicable if c.reason.startswith("authority") or (c.key == c.group
+                and c.action is Action.DELETE)]
+    if plan_.applicable:
+        result = p.provider.apply(p.zone.domain, plan_.applicable, plan_.guards)
+        p.outcome.applied += len(result.applied)
+        if removals:
+            p.notes.append(f"removed {len(removals)} change(s) of inactive groups")
+        if not result.ok:
+            return True
+    p.pruned_serial = p.groups.serial
     return True
 
 
@@ -106,6 +163,7 @@ def plan(p: ZonePass) -> bool:
         changed = changed_keys(p.last_intent, p.intent.records)
         if not changed:
             p.notes.append("intent unchanged: nothing read")
+            prune_inactive(p)
             return False
         p.names = _cheaper(p, names_to_read(changed, p.owners, p.zone.domain))
     elif p.validation and p.intent.records:
@@ -127,9 +185,12 @@ def _cheaper(p: ZonePass, names: frozenset[str]) -> frozenset[str] | None:
 
 
 def guard(p: ZonePass) -> bool:
-    """Write only with the lease held, only a plan that is not stalled, only when needed."""
+    """Write only with the lease held, only a plan that is not stalled, only when needed
+    (with nothing of its own to write, an active grouped cluster still prunes inactive groups)."""
     plan_ = p.outcome.plan
     if plan_ is None or not plan_.changes or plan_.stalled:
+        if plan_ is not None and not plan_.stalled:
+            prune_inactive(p)
         return False
     if not p.can_write:
         p.notes.append("not written: the owner lease is held by another agent")
@@ -140,6 +201,11 @@ def guard(p: ZonePass) -> bool:
 def apply(p: ZonePass) -> bool:
     apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent,
                        names=p.names)
+    plan_ = p.outcome.plan
+    if plan_ is not None and p.zone_size:  # keep the read-cost estimate in step with what was written
+        delta = sum(1 if c.action is Action.CREATE else -1 if c.action is Action.DELETE else 0
+                    for c in plan_.changes)
+        p.zone_size = max(0, p.zone_size + delta)
     return True
 
 
@@ -174,12 +240,14 @@ def render(p: ZonePass) -> bool:
 ZoneStep = Callable[[ZonePass], bool]
 ZONE_STEPS: tuple[tuple[str, ZoneStep], ...] = (
     ("build", build),
+    ("groups", groups),
     ("health", health),
     ("plan", plan),
     ("guard", guard),
     ("apply", apply),
     ("verify", verify_step),
     ("render", render),
+    ("prune-inactive", prune_inactive),
 )
 
 

@@ -233,7 +233,7 @@ def test_a_one_record_change_reads_only_that_name_and_its_owners_txt(world, tmp_
     class PagedProvider(CountingProvider):
         def __init__(self) -> None:
             super().__init__()
-            self.capabilities: Capabilities = dataclasses.replace(self.capabilities, page_size=5)
+            self.capabilities: Capabilities = dataclasses.replace(self.capabilities, page_size=1)
             self.reads: list[object] = []
             self.writes = 0
 
@@ -249,7 +249,7 @@ def test_a_one_record_change_reads_only_that_name_and_its_owners_txt(world, tmp_
     prov = providers.setdefault("example.com", PagedProvider())
     agent = make_agent(world, tmp_path, lease="none")
     agent.run()
-    assert prov.reads[0] is None  # first pass: the whole zone
+    assert None in prov.reads  # first pass: the whole zone
     files = example_files()
     records = next(k for k, v in files.items() if "kind: RecordSet" in v)
     files[records] = files[records].replace("values: [192.0.2.25]", "values: [192.0.2.26]")
@@ -258,8 +258,7 @@ def test_a_one_record_change_reads_only_that_name_and_its_owners_txt(world, tmp_
     prov.writes = 0
     agent.run()
     assert prov.reads and all(r is not None for r in prov.reads), prov.reads  # never a whole-zone read
-    read = prov.reads[0]
-    assert isinstance(read, frozenset) and "mail.example.com" in read
+    read = next(r for r in prov.reads if isinstance(r, frozenset) and "mail.example.com" in r)
     assert all(n == "mail.example.com" or n.startswith("kuadrant-") for n in read)
     assert prov.writes == 1
     assert data(prov)[RecordKey("mail.example.com", "A")] == ("192.0.2.26",)

@@ -1,0 +1,261 @@
+"""`gitdns failover simulate`: the zone as it will be after an active-groups switch (seed 002).
+
+    simulate_switch(desired, zone, now, groups) -> Switch
+    current_zone(desired, zone, provider) -> (snapshot, note)
+    endpoint_diff(before, after) -> EndpointDiff
+    to_text(switch) / to_markdown(switch)
+
+The switch is computed for every cluster in the repository, the way the agents will enact it:
+the zone's ActiveGroups is replaced by the target groups (serial + 1), then every cluster that
+is ungrouped or in an active group plans in turn onto a copy of what the zone holds now.
+Grouped active clusters plan with `Authority.INACTIVE_GROUPS`, so they remove the records,
+values and ownership TXT of inactive groups; clusters in inactive groups publish nothing (they
+do not even withdraw their own records: the active agents do).  The plans are marked as
+reviewed, as the agents' plans are after a merged switch (exempt from the mass-change guard).
+The passes repeat until nothing changes (agents converge over cycles); membership is an exact
+match (`gitdns.core.groups.is_active`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from gitdns.agent.engine import Desired, intent_for, policy_for_zone
+from gitdns.core import builder, groups
+from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
+from gitdns.core.owners import HEARTBEAT_PREFIX
+from gitdns.core.plan import Authority, Plan, PlanPolicy
+from gitdns.core.planner import decode_zone
+from gitdns.core.planner import plan as make_plan
+from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
+from gitdns.core.store import apply_changes
+from gitdns.errors import GitdnsError
+from gitdns.providers.base import Provider
+
+MAX_PASSES = 4
+_MARKER_PREFIXES = (groups.KUADRANT_PREFIX, groups.GITDNS_PREFIX, HEARTBEAT_PREFIX, "gitdns-lock-")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Endpoint:
+    """One published value: a record row (name, type, set identifier) and one of its values."""
+
+    name: str
+    type: str
+    set_id: str
+    value: str
+    ttl: int = 0
+    weight: int | None = None
+    geo: str | None = None
+
+    def line(self) -> str:
+        routing = " ".join(p for p in (f"set={self.set_id}" if self.set_id else "",
+                                       f"weight={self.weight}" if self.weight is not None else "",
+                                       f"geo={self.geo}" if self.geo is not None else "") if p)
+        return f"{self.name} {self.type} {self.value}" + (f" ({routing})" if routing else "")
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointDiff:
+    added: tuple[Endpoint, ...]
+    removed: tuple[Endpoint, ...]
+    changed: tuple[tuple[RecordSet, RecordSet], ...]  # same values, other TTL or routing
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    """A simulated switch of one zone's active groups."""
+
+    zone: Zone
+    groups_before: tuple[str, ...]  # active now (empty: every group)
+    groups_after: tuple[str, ...]
+    serial_after: int
+    publishing: tuple[str, ...]  # cluster names that publish after the switch
+    silent: tuple[str, ...]  # cluster names in inactive groups (publish nothing)
+    plans: tuple[tuple[str, Plan], ...]  # (cluster name, plan), in the order applied
+    before: ZoneSnapshot
+    after: ZoneSnapshot
+    diff: EndpointDiff
+    notes: tuple[str, ...] = ()
+
+
+def _is_marker(rec: RecordSet) -> bool:
+    return rec.type == "TXT" and rec.name.startswith(_MARKER_PREFIXES)
+
+
+def endpoints(snapshot: ZoneSnapshot) -> dict[RecordKey, RecordSet]:
+    """The zone's data records: ownership TXT and gitdns's marker TXT left out."""
+    return {k: r for k, r in decode_zone(snapshot).data.items() if not _is_marker(r)}
+
+
+def _points(rec: RecordSet, values: Iterable[str]) -> list[Endpoint]:
+    return [Endpoint(rec.name, rec.type, rec.set_id, v, rec.ttl, rec.weight, rec.geo) for v in sorted(values)]
+
+
+def endpoint_diff(before: ZoneSnapshot, after: ZoneSnapshot) -> EndpointDiff:
+    old, new = endpoints(before), endpoints(after)
+    added: list[Endpoint] = []
+    removed: list[Endpoint] = []
+    changed: list[tuple[RecordSet, RecordSet]] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a is None and b is not None:
+            added += _points(b, b.values)
+        elif b is None and a is not None:
+            removed += _points(a, a.values)
+        elif a is not None and b is not None:
+            removed += _points(a, set(a.values) - set(b.values))
+            added += _points(b, set(b.values) - set(a.values))
+            if set(a.values) & set(b.values) and not a.same_routing(b):
+                changed.append((a, b))
+    return EndpointDiff(tuple(sorted(added)), tuple(sorted(removed)), tuple(changed))
+
+
+def with_groups(state: DesiredState, zone: Zone, target: Sequence[str], serial: int) -> DesiredState:
+    """``state`` with the zone's ActiveGroups replaced (or added)."""
+    old = state.groups_for_zone(zone.name)
+    new = ActiveGroups(old.name if old else f"{zone.name}-groups", zone.name, serial,
+                       tuple(sorted(set(target))), old.origin if old else Origin(""))
+    rest = tuple(g for g in state.active_groups if g.zone != zone.name)
+    return replace(state, active_groups=(*rest, new))
+
+
+def serving(state: DesiredState, zone: Zone) -> list[Cluster]:
+    return [c for c in state.clusters if zone in builder.zones_for_cluster(state, c)]
+
+
+def effective_groups(desired: Desired, zone: Zone, now: ZoneSnapshot | None) -> tuple[tuple[str, ...], int, bool]:
+    """The groups active now, the serial in force and whether the zone is ahead of git:
+    git's ActiveGroups unless the zone holds a higher serial (a break-glass switch)."""
+    git = desired.state.groups_for_zone(zone.name)
+    state = groups.read_zone_groups(now, zone.domain) if now is not None else groups.ZoneGroups(None, None, None)
+    decision = groups.decide(git, state, zone.domain)
+    return tuple(sorted(decision.active)), decision.serial, decision.diverged
+
+
+def _policy(desired: Desired, zone: Zone, cluster: Cluster, active: frozenset[str]) -> PlanPolicy:
+    base = policy_for_zone(desired, zone, reviewed=True)
+    # An empty active set means every group is active: nothing is removed by authority
+    # (the planner's INACTIVE_GROUPS would otherwise treat every group as inactive).
+    if cluster.group is not None and active:
+        return replace(base, authority=Authority.INACTIVE_GROUPS, active_groups=active)
+    return base
+
+
+def simulate_switch(desired: Desired, zone: Zone, now: ZoneSnapshot, target: Sequence[str], *,
+                    serial: int | None = None, notes: Sequence[str] = ()) -> Switch:
+    """Every active or ungrouped cluster planned in turn onto a copy of ``now``, with the
+    zone's active groups set to ``target`` (empty: every group active)."""
+    before_groups, in_force, _ = effective_groups(desired, zone, now)
+    serial = serial if serial is not None else in_force + 1
+    active = frozenset(target)
+    state = with_groups(desired.state, zone, target, serial)
+    switched = replace(desired, state=state)
+    records = now.by_key()
+    mirror = groups.decide(state.groups_for_zone(zone.name), groups.read_zone_groups(now, zone.domain), zone.domain)
+    records = apply_changes(records, mirror.write).records
+    clusters = serving(state, zone)
+    publishing = [c for c in clusters if groups.is_active(c.group, active)]
+    silent = [c.name for c in clusters if not groups.is_active(c.group, active)]
+    plans: list[tuple[str, Plan]] = []
+    for attempt in range(MAX_PASSES):
+        moved = False
+        for cluster in publishing:
+            snap = ZoneSnapshot(zone.domain, tuple(records.values()))
+            plan = make_plan(intent_for(switched, cluster, zone), snap, _policy(switched, zone, cluster, active))
+            if attempt == 0 or plan.changes:
+                plans.append((cluster.name if attempt == 0 else f"{cluster.name} (pass {attempt + 1})", plan))
+            if plan.applicable:
+                moved = True
+                records = apply_changes(records, plan.applicable, plan.guards).records
+        if not moved:
+            break
+    after = ZoneSnapshot(zone.domain, tuple(records[k] for k in sorted(records)))
+    extra = list(notes)
+    if mirror.diverged:
+        extra.append(f"the zone holds serial {mirror.serial} (groups {_show(mirror.active)}), above the "
+                     f"simulated serial {serial}: agents keep the zone's groups until git's serial is higher")
+    return Switch(zone, before_groups, tuple(sorted(active)), serial, tuple(c.name for c in publishing),
+                  tuple(silent), tuple(plans), now, after, endpoint_diff(now, after), tuple(extra))
+
+
+def current_zone(desired: Desired, zone: Zone, provider: Provider | None) -> tuple[ZoneSnapshot, str]:
+    """What the zone holds now; when the provider cannot be read, the zone the current desired
+    state would produce from an empty one (and a note saying so)."""
+    if provider is not None:
+        try:
+            return provider.read(zone.domain), ""
+        except GitdnsError as exc:
+            why = f"{exc} ({exc.reason})"
+    else:
+        why = "no provider"
+    active, _, _ = effective_groups(desired, zone, None)
+    empty = ZoneSnapshot(zone.domain, ())
+    sim = simulate_switch(desired, zone, empty, active)
+    return sim.after, (f"the zone could not be read ({why}): compared with the zone the current "
+                       "desired state produces")
+
+
+def _show(groups_: Iterable[str]) -> str:
+    items = sorted(groups_)
+    return ", ".join(items) if items else "(all groups)"
+
+
+def summary_lines(switch: Switch) -> list[str]:
+    return [
+        f"zone {switch.zone.domain}: active groups {_show(switch.groups_before)} -> "
+        f"{_show(switch.groups_after)} (serial {switch.serial_after})",
+        f"publishing after the switch: {', '.join(switch.publishing) or 'no cluster'}",
+        f"publishing nothing (inactive groups): {', '.join(switch.silent) or 'none'}",
+    ]
+
+
+def endpoint_lines(diff: EndpointDiff) -> list[str]:
+    lines = [f"endpoints added: {len(diff.added)}, removed: {len(diff.removed)}"
+             + (f", changed: {len(diff.changed)}" if diff.changed else "")]
+    lines += [f"+ {e.line()}" for e in diff.added]
+    lines += [f"- {e.line()}" for e in diff.removed]
+    lines += [f"~ {a.describe()} -> {b.describe()}" for a, b in diff.changed]
+    return lines
+
+
+def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
+    from gitdns.core import inventory, planfmt
+
+    out = summary_lines(switch)
+    out += [f"note: {n}" for n in switch.notes]
+    out += endpoint_lines(switch.diff)
+    out.append("")
+    out.append(planfmt.to_text([p for _, p in switch.plans], show_txt=False).rstrip("\n"))
+    out.append("")
+    out.append("zone after the switch:")
+    out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
+def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] | None = None) -> str:
+    from gitdns.core import inventory, planfmt
+
+    title = title or f"Failover of {switch.zone.domain}: {_show(switch.groups_before)} -> {_show(switch.groups_after)}"
+    out = [f"## {title}", ""]
+    out += [f"- {line}" for line in summary_lines(switch)]
+    out += [f"> {n}" for n in switch.notes]
+    out += ["", f"### Endpoints: {len(switch.diff.added)} added, {len(switch.diff.removed)} removed", ""]
+    if switch.diff.empty:
+        out.append("_No endpoint changes._")
+    else:
+        out.append("```diff")
+        out += endpoint_lines(switch.diff)[1:]
+        out.append("```")
+    out.append("")
+    out.append(planfmt.to_markdown([p for _, p in switch.plans if p.changes or p.conflicts],
+                                   title="Plans, every publishing cluster in turn"))
+    out.append("<details><summary>Zone after the switch</summary>\n\n```")
+    out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
+    out.append("```\n</details>\n")
+    return "\n".join(out)

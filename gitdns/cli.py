@@ -123,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_orchestrator(sub)
     _add_owner_commands(sub)
     _add_audit_commands(sub)
+    _add_failover_commands(sub)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
@@ -654,6 +655,74 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("groups", help="active failover groups of a zone (seed 002): get, change through a PR",
+                       epilog="add/remove/set edit the ActiveGroups file, bump its serial and commit on a new\n"
+                              "branch (gitdns/groups-<zone>-<serial>) with the merged-zone plan for the pull\n"
+                              "request; --direct writes the zone's TXT instead (break-glass, git untouched);\n"
+                              "reconcile brings git level with the zone afterwards. docs/failover.md.\n"
+                              "example: gitdns groups set example.com site-b --repo example-repo --push",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    gsub = p.add_subparsers(dest="groups_command", metavar="SUBCOMMAND", required=True)
+    for name, text in (("get", "git's active groups, the zone's TXT, and whether they diverge"),
+                       ("add", "make groups active (the others stay as they are)"),
+                       ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
+                       ("reconcile", "after --direct: write git level with the zone (a new branch)")):
+        g = gsub.add_parser(name, help=text)
+        g.add_argument("zone", help="zone domain or Zone metadata.name")
+        if name in ("add", "remove", "set"):
+            g.add_argument("groups", nargs="*" if name == "set" else "+", metavar="GROUP",
+                           help="group names (set with none: every group active)")
+        _add_repo(g)
+        if name == "get":
+            continue
+        g.add_argument("--push", action="store_true", help="push the branch to the origin remote")
+        g.add_argument("--branch", metavar="NAME", help="branch name (default: gitdns/groups-<zone>-<serial>)")
+        g.add_argument("--message", metavar="TEXT", help="commit message")
+        if name == "reconcile":
+            continue
+        g.add_argument("--force", action="store_true", help="activate a group without a healthy endpoint")
+        g.add_argument("--direct", action="store_true",
+                       help="break-glass: write the zone's TXT directly (git unchanged)")
+        g.add_argument("--provider-type", metavar="TYPE", help="--direct: override the Zone's provider type")
+        g.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
+                       help="--direct: override a provider setting (repeatable)")
+        g.add_argument("--credentials-env", metavar="NAME", help="--direct: credentials from this variable")
+        g.add_argument("--credentials-file", metavar="PATH", help="--direct: credentials from this file")
+
+    p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (seed 002)")
+    fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)
+    f = fsub.add_parser("simulate", help="the zone after switching to GROUP(s): endpoints added and removed",
+                        epilog="example: gitdns failover simulate example.com --to site-b --repo example-repo")
+    f.add_argument("zone", help="zone domain or Zone metadata.name")
+    f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")
+    _add_repo(f)
+    _add_format(f, ["text", "markdown"])
+
+
+def cmd_groups(args: argparse.Namespace) -> int:
+    from gitdns.agent import groupscmd
+
+    opts = {k: v for k, v in vars(args).items() if k in groupscmd.Request.__dataclass_fields__}
+    req = groupscmd.Request(action=args.groups_command, zone=args.zone,
+                            groups=tuple(getattr(args, "groups", ())),
+                            provider_settings=tuple(getattr(args, "provider_setting", ())),
+                            **{k: v for k, v in opts.items() if k not in ("zone", "groups")})
+    result = groupscmd.run(req)
+    for line in result.err:
+        _err(line)
+    for line in result.out:
+        print(line)
+    return result.code
+
+
+def cmd_failover(args: argparse.Namespace) -> int:
+    from gitdns.agent import failover
+
+    print(failover.simulate_command(args.repo, args.zone, tuple(args.to), args.format), end="")
+    return EXIT_OK
+
+
 HANDLERS = {
     "validate": cmd_validate,
     "plan": cmd_plan,
@@ -667,6 +736,8 @@ HANDLERS = {
     "adopt": cmd_adopt,
     "status": cmd_status,
     "history": cmd_history,
+    "groups": cmd_groups,
+    "failover": cmd_failover,
 }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from gitdns.agent.engine import Desired, intent_for, policy_for_zone
 from gitdns.core import builder, groups
@@ -30,7 +31,7 @@ from gitdns.core.planner import decode_zone
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes
-from gitdns.errors import GitdnsError
+from gitdns.errors import ConfigError, GitdnsError
 from gitdns.providers.base import Provider
 
 MAX_PASSES = 4
@@ -259,3 +260,29 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
     out.append("```\n</details>\n")
     return "\n".join(out)
+
+
+def simulate_command(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -> str:
+    """`gitdns failover simulate ZONE --to GROUP...`: the output, text or markdown."""
+    from gitdns.agent.engine import default_factory, load
+    from gitdns.agent.groupscmd import check_group_names, find_zone
+
+    check_group_names(target)
+    desired = load(repo)
+    zone = find_zone(desired, ident)
+    if zone is None:
+        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
+        raise ConfigError(f"zone {ident}: not in {repo} (known: {known})")
+    notes: list[str] = []
+    if zone.name in desired.blocked:
+        notes.append(f"the desired state of {zone.domain} does not validate (`gitdns validate`): agents hold "
+                     "the zone as it is until it does")
+    try:
+        provider: Provider | None = default_factory(repo)(zone)
+    except GitdnsError as exc:
+        provider, why = None, f"{exc} ({exc.reason})"
+        notes.append(f"no provider: {why}")
+    now, note = current_zone(desired, zone, provider)
+    switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])])
+    names = {c.id: c.name for c in desired.state.clusters}
+    return to_markdown(switch, names=names) if fmt == "markdown" else to_text(switch, names)

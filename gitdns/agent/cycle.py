@@ -132,6 +132,7 @@ class Agent:
         self.health_dirty = False
         self.poke: Callable[[str], None] | None = None  # the scheduler's "run now" (set by the wiring)
         self.health_results: dict[str, HealthResult] = {}  # zone name -> last health filtering
+        self.group_results: dict[str, dict[str, Any]] = {}  # zone domain -> groups verdict
         self.freeze_share = 0.5
         # right after a new revision a failing probe may be a wrong health path just merged:
         # within this window any host whose targets fail is frozen
@@ -465,6 +466,16 @@ class Agent:
                              unhealthy=unhealthy, frozen=frozen,
                              pruned_serial=track.pruned_serial if track else None)
             run_zone_steps(zpass)
+            if zpass.groups is not None:
+                self.group_results[zone.domain] = {
+                    "group": cluster.group, "active": not zpass.inactive,
+                    "activeGroups": sorted(zpass.groups.active), "serial": zpass.groups.serial,
+                    "diverged": zpass.groups.diverged,
+                    "records": len(zpass.intent.records) if zpass.intent and not zpass.inactive else 0,
+                    "targets": sum(len(r.values) for r in (zpass.intent.records if zpass.intent else ())
+                                   if r.type in ("A", "AAAA", "CNAME")) if not zpass.inactive else 0}
+            else:
+                self.group_results.pop(zone.domain, None)
             if zpass.health is not None:
                 self.health_results[zone.name] = zpass.health
             else:
@@ -619,6 +630,8 @@ class Agent:
             conditions=tuple(conditions), zones=tuple(zones), policies=policies,
             heartbeat=self.clock(),
             health=self.health_source.states() if self.health_source is not None else {},
+            groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
+                    for z, g in self.group_results.items()},
         )
 
     def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
@@ -637,6 +650,13 @@ class Agent:
         healthy = self._healthy_condition()
         if healthy is not None:
             out.append(healthy)
+        diverged = sorted(z for z, g in self.group_results.items() if g["diverged"])
+        if self.group_results:
+            out.append(Condition("GroupsDivergedFromGit", bool(diverged),
+                                 "ZoneSerialAhead" if diverged else "GroupsLevelWithGit",
+                                 f"the zone holds a higher active-groups serial than git (break-glass) in "
+                                 f"{', '.join(diverged)}: agents follow the zone; run `gitdns groups reconcile`"
+                                 if diverged else "active groups as git says"))
         missing = [z for z in zones if z.missing and not z.held]
         if missing:
             out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",

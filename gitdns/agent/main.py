@@ -338,7 +338,8 @@ def run_once(agent: Agent) -> int:
     if report is None:
         return 1
     for condition in report.conditions:
-        bad = condition.status if condition.type == "UnresolvedConflictDiscovered" else not condition.status
+        abnormal_when_true = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")
+        bad = condition.status if condition.type in abnormal_when_true else not condition.status
         if bad:
             print(f"{condition.type}: {condition.reason}: {condition.message}")
     print("Ready" if report.ready else "NotReady")

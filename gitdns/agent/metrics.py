@@ -102,6 +102,12 @@ class Metrics:
             "gitdns_last_success_timestamp_seconds", "Unix time of the last fully successful cycle.", registry=r
         )
         self.ready = Gauge("gitdns_ready", "1 when the agent is ready, else 0.", registry=r)
+        self.group_active = Gauge("gitdns_group_active", "1 when the failover group is active in the zone.",
+                                  ["zone", "group"], registry=r)
+        self.group_records = Gauge("gitdns_group_records", "Records this agent publishes for its group.",
+                                   ["zone", "group"], registry=r)
+        self.group_targets = Gauge("gitdns_group_targets", "Target values this agent publishes for its group.",
+                                   ["zone", "group"], registry=r)
         self.ready.set(0)
 
     # --- seed 000's four events -------------------------------------------------------
@@ -171,6 +177,11 @@ class Metrics:
 
     def set_ready(self, ready: bool) -> None:
         self.ready.set(1 if ready else 0)
+
+    def set_group(self, zone: str, group: str, active: bool, records: int, targets: int) -> None:
+        self.group_active.labels(zone=zone, group=group).set(1 if active else 0)
+        self.group_records.labels(zone=zone, group=group).set(records)
+        self.group_targets.labels(zone=zone, group=group).set(targets)
 
     # --- webhook and provider calls ----------------------------------------------------
 

@@ -135,6 +135,10 @@ class Runner:
                 self.metrics.record_stale_retries(zone, outcome.refused_retries)
         if self.agent.applied_sha:
             self.metrics.set_revision(self.agent.applied_sha[:12])
+        for zone, verdict in self.agent.group_results.items():
+            if verdict.get("group"):
+                self.metrics.set_group(zone, str(verdict["group"]), bool(verdict["active"]),
+                                       int(verdict["records"]), int(verdict["targets"]))
         if self.agent.current is not None:
             problems: dict[str, int] = {}
             for problem in self.agent.current.problems:

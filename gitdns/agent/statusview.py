@@ -26,7 +26,9 @@ from gitdns.core.statusdoc import StatusDocError, StatusTree, load
 SUMMARY = "summary.yaml"
 ZONES = "zones/"
 # Conditions that are bad when True (Flux's abnormal-true polarity); all others are bad unless True.
-ABNORMAL_TRUE = frozenset({"Stalled", "Reconciling", "Degraded"})
+ABNORMAL_TRUE = frozenset(
+    {"Stalled", "Reconciling", "Degraded", "UnresolvedConflictDiscovered", "GroupsDivergedFromGit"}
+)
 
 
 def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None) -> dict[str, Any]:

@@ -60,6 +60,9 @@ REASONS = frozenset({
     "LeaseAcquired",
     "LeaseHeldByAnother",
     "ClusterIdMismatch",
+    # failover groups (seed 002)
+    "ZoneSerialAhead",
+    "GroupsLevelWithGit",
     # DNSPolicy health
     "TargetsHealthy",
     "TargetsWithdrawn",

@@ -48,6 +48,8 @@ class ClusterReport:
     heartbeat: float = 0.0
     # target id (host|address) -> {state, since, checks, lastError}; empty without health checks
     health: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # zone -> {group, active, activeGroups, serial, diverged}; empty when no zone has groups
+    groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -110,6 +112,8 @@ def documents(report: ClusterReport) -> dict[str, dict[str, Any]]:
     docs = {"summary.yaml": summary_document(report)}
     for zone in report.zones:
         docs[f"zones/{zone.zone}.yaml"] = zone_document(zone)
+    if report.groups:
+        docs["groups.yaml"] = {"zones": {k: dict(v) for k, v in sorted(report.groups.items())}}
     if report.health:
         docs["health.yaml"] = {"targets": {k: dict(v) for k, v in sorted(report.health.items())}}
     return docs

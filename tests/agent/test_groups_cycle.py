@@ -132,3 +132,29 @@ def test_group_matching_is_exact(tmp_path: Path) -> None:
     w.commit(["us-east"], 1)
     w.run_all()
     assert w.values() == ("192.0.2.32",)
+
+
+def test_break_glass_in_the_zone_is_followed_and_reported(tmp_path: Path) -> None:
+    from gitdns.core.groups import direct_changes, read_zone_groups
+
+    sites = {"a1": ("site-a", "192.0.2.11"), "b1": ("site-b", "198.51.100.11")}
+    w = World(tmp_path, sites)
+    w.commit(["site-a"], 1)
+    w.run_all()
+    state = read_zone_groups(w.provider.read("example.com"), "example.com")
+    serial, changes = direct_changes(state, "example.com", ["site-b"], git_serial=1)
+    assert w.provider.apply("example.com", changes).ok and serial == 2
+    for agent in w.agents.values():
+        agent.run(force=True)
+    assert w.values() == ("198.51.100.11",)  # agents keep the zone's state
+    report = w.agents["a1"].last_report
+    assert report is not None
+    cond = next(c for c in report.conditions if c.type == "GroupsDivergedFromGit")
+    assert cond.status and cond.reason == "ZoneSerialAhead"
+    assert report.groups["example.com"]["diverged"] is True
+    w.commit(["site-b"], 2)  # the reconciling pull request merged: git is level
+    for agent in w.agents.values():
+        agent.run()
+    cond = next(c for c in w.agents["a1"].last_report.conditions  # type: ignore[union-attr]
+                if c.type == "GroupsDivergedFromGit")
+    assert not cond.status

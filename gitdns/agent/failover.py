@@ -195,9 +195,9 @@ def current_zone(desired: Desired, zone: Zone, provider: Provider | None) -> tup
             why = f"{exc} ({exc.reason})"
     else:
         why = "no provider"
-    active, _, _ = effective_groups(desired, zone, None)
+    active, serial, _ = effective_groups(desired, zone, None)
     empty = ZoneSnapshot(zone.domain, ())
-    sim = simulate_switch(desired, zone, empty, active)
+    sim = simulate_switch(desired, zone, empty, active, serial=serial)
     return sim.after, (f"the zone could not be read ({why}): compared with the zone the current "
                        "desired state produces")
 

@@ -543,7 +543,7 @@ def _commit_groups(req: Request, wt: WorkTree, desired: Desired, zone: Zone, tar
     problems = _new_problems(desired, from_files(desired.root, new_files, desired.head), zone)
     if problems:
         raise GroupsRefused(f"the change does not validate; {rel} left as it is:\n  "
-                            + "\n  ".join(p.format() for p in problems))
+                            + "\n  ".join(f"{p.format()} [{p.code}]" for p in problems))
     branch = req.branch or f"gitdns/groups-{zone.name}-{serial}"
     message = req.message or (f"groups({zone.name}): active groups {_show(target)} (serial {serial})"
                               if req.action != "reconcile" else

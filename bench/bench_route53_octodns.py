@@ -1,0 +1,698 @@
+"""gitdns and octoDNS side by side on Route53 (loopback moto_server behind a counting proxy).
+
+    python bench/bench_route53_octodns.py                       # N = 10,000 (~3 min)
+    python bench/bench_route53_octodns.py --records 1000 --tools gitdns
+    python bench/bench_route53_octodns.py --profile             # gitdns steps under cProfile too
+
+For each tool (gitdns; octoDNS with its OwnershipProcessor; plain octoDNS) a FRESH
+`moto_server` (this machine's moto) is started with an empty hosted zone `example.com.`,
+behind `bench/route53_proxy.py`, which counts every request by operation and fixes moto's
+ListHealthChecks reply for octodns-route53.  The same N generated records (fixed seed; about
+80 % A with 1-3 values, 10 % CNAME, 10 % TXT) are given to every tool, and three steps run,
+each a separate process under `/usr/bin/time -v`:
+
+  initial     sync into the empty zone
+  noop        the same again (a forced full resync with nothing to change: the drift check)
+  change1pct  1 % of the records get new values
+
+gitdns also runs `change1rec` (one record changed, `gitdns apply`: the CLI reads the whole
+zone), and an in-process `gitdns.agent.cycle.Agent` in a child process: a first full pass,
+then a second commit changing one record; the proxy's requests of that second pass are the
+per-name read path (gitdns/agent/steps.py `plan`).
+
+octoDNS is installed into bench/.venv-octodns (git-ignored) on first run:
+`python3 -m venv bench/.venv-octodns && pip install octodns octodns-route53`.
+octodns-route53 has no endpoint option: it is pointed at the proxy with
+AWS_ENDPOINT_URL_ROUTE_53 (the spelling AWS_ENDPOINT_URL_ROUTE53 is silently ignored and
+would reach the real service; the script asserts the name and that the proxy saw requests).
+
+Nothing here asserts a time; it prints figures and PASS/MISS against the issue's targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+VENV = BENCH / ".venv-octodns"
+PROXY = BENCH / "route53_proxy.py"
+TIME = "/usr/bin/time"
+DOMAIN = "example.com"
+CLUSTER_ID = "0b7e4a52-5c1d-4f7e-9a5e-bench0000001"
+# the variable botocore >= 1.31 reads for a per-service endpoint: service id "Route 53" ->
+# ROUTE_53.  AWS_ENDPOINT_URL_ROUTE53 (no underscore) is silently ignored.
+ENDPOINT_VAR = "AWS_ENDPOINT_URL_ROUTE_53"
+RECORDS_PER_DOC = 100
+DOCS_PER_FILE = 25
+TTL = 300
+
+# the issue's octoDNS-with-ownership baseline at N = 10,000 (docs/benchmarks.md, recipe)
+BASELINE_CALLS = {"initial": 32, "noop": 68, "change1pct": 70}
+BASELINE_CPU = {"initial": 4.72, "noop": 4.92, "change1pct": 5.02}
+RSS_TARGET_MIB = 80.0
+
+
+# --------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Rec:
+    name: str  # relative to the zone
+    type: str
+    values: tuple[str, ...]
+    ttl: int = TTL
+
+
+def generate(n: int, seed: int) -> list[Rec]:
+    """About 80 % A (1-3 values), 10 % CNAME, 10 % TXT; names host-00000 ... (fixed seed)."""
+    rng = random.Random(seed)
+    out: list[Rec] = []
+    for i in range(n):
+        name = f"host-{i:05d}"
+        roll = rng.random()
+        if roll < 0.8:
+            k = rng.randint(1, 3)
+            ips = sorted({f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}" for _ in range(k)})
+            out.append(Rec(name, "A", tuple(ips)))
+        elif roll < 0.9:
+            out.append(Rec(name, "CNAME", (f"target-{rng.randrange(10**6):06d}.example.net.",)))
+        else:
+            out.append(Rec(name, "TXT", (f"bench-{rng.getrandbits(64):016x} id={i}",)))
+    return out
+
+
+def changed(rec: Rec, rng: random.Random, tag: str) -> Rec:
+    if rec.type == "A":
+        vals = sorted({f"172.{rng.randrange(16, 32)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+                       for _ in range(len(rec.values))})
+        return Rec(rec.name, "A", tuple(vals), rec.ttl)
+    if rec.type == "CNAME":
+        return Rec(rec.name, "CNAME", (f"moved-{tag}-{rng.randrange(10**6):06d}.example.net.",), rec.ttl)
+    return Rec(rec.name, "TXT", (f"changed-{tag}-{rng.getrandbits(64):016x}",), rec.ttl)
+
+
+def change_fraction(recs: list[Rec], fraction: float, seed: int, tag: str) -> tuple[list[Rec], list[int]]:
+    rng = random.Random(seed)
+    k = max(1, round(len(recs) * fraction))
+    picks = sorted(rng.sample(range(len(recs)), k))
+    out = list(recs)
+    for i in picks:
+        out[i] = changed(out[i], rng, tag)
+    return out, picks
+
+
+# --------------------------------------------------------------------------- inputs per tool
+def q(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid double-quoted YAML scalar
+
+
+def gitdns_files(recs: list[Rec], zone_id: str, endpoint: str) -> dict[str, str]:
+    files = {"zone.yaml": (
+        "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata: {name: example-com}\nspec:\n"
+        f"  domain: {DOMAIN}\n  provider:\n    type: route53\n    settings:\n"
+        f"      endpoint: {q(endpoint)}\n      region: us-east-1\n      hostedZoneId: {q(zone_id)}\n"
+        "    credentials: {env: AWS}\n"
+        "---\napiVersion: gitdns.io/v1alpha1\nkind: Cluster\nmetadata: {name: c1}\n"
+        f"spec:\n  id: {CLUSTER_ID}\n  geo: GEO-EU\n")}
+    docs: list[str] = []
+    for d, start in enumerate(range(0, len(recs), RECORDS_PER_DOC)):
+        lines = ["apiVersion: gitdns.io/v1alpha1", "kind: RecordSet", f"metadata: {{name: records-{d:04d}}}",
+                 "spec:", "  zone: example-com", "  records:"]
+        for r in recs[start:start + RECORDS_PER_DOC]:
+            vals = ", ".join(q(v) for v in r.values)
+            lines.append(f"    - {{name: {r.name}, type: {r.type}, ttl: {r.ttl}, values: [{vals}]}}")
+        docs.append("\n".join(lines) + "\n")
+    for f, start in enumerate(range(0, len(docs), DOCS_PER_FILE)):
+        files[f"records/records-{f:02d}.yaml"] = "---\n".join(docs[start:start + DOCS_PER_FILE])
+    return files
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def octodns_zone_yaml(recs: list[Rec]) -> str:
+    lines = ["---"]
+    for r in recs:
+        lines.append(f"{r.name}:")
+        lines.append(f"  type: {r.type}")
+        lines.append(f"  ttl: {r.ttl}")
+        if r.type == "A":
+            lines.append("  values:")
+            lines.extend(f"  - {v}" for v in r.values)
+        else:
+            lines.append(f"  value: {q(r.values[0])}")
+    return "\n".join(lines) + "\n"
+
+
+def octodns_config(config_dir: Path, ownership: bool) -> str:
+    processors = ("processors:\n  ownership:\n    class: octodns.processor.ownership.OwnershipProcessor\n"
+                  if ownership else "")
+    zone_procs = "    processors: [ownership]\n" if ownership else ""
+    return (
+        "---\nproviders:\n  config:\n    class: octodns.provider.yaml.YamlProvider\n"
+        f"    directory: {config_dir}\n    default_ttl: {TTL}\n    enforce_order: false\n"
+        "  route53:\n    class: octodns_route53.Route53Provider\n"
+        "    access_key_id: env/AWS_ACCESS_KEY_ID\n    secret_access_key: env/AWS_SECRET_ACCESS_KEY\n"
+        f"{processors}zones:\n  {DOMAIN}.:\n    sources: [config]\n{zone_procs}    targets: [route53]\n")
+
+
+# --------------------------------------------------------------------------- servers
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http(method: str, url: str, body: bytes | None = None, timeout: float = 30,
+         headers: dict[str, str] | None = None) -> bytes:
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        data: bytes = resp.read()
+        return data
+
+
+def cpu_of(pid: int) -> float:
+    """utime + stime of a live process, seconds (/proc/<pid>/stat fields 14 and 15)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Servers:
+    moto: subprocess.Popen[bytes]
+    proxy: subprocess.Popen[bytes]
+    moto_url: str
+    proxy_url: str
+    zone_id: str = ""
+
+    def counts(self) -> dict[str, int]:
+        return dict(json.loads(http("GET", self.proxy_url + "/__proxy/counts")))
+
+    def reset(self) -> None:
+        http("POST", self.proxy_url + "/__proxy/reset", b"")
+
+    def stop(self) -> None:
+        for proc in (self.proxy, self.moto):
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_servers(workdir: Path) -> Servers:
+    port = free_port()
+    log = (workdir / f"moto-{port}.log").open("w")
+    moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    moto_url = f"http://127.0.0.1:{port}"
+    for _ in range(400):
+        try:
+            http("GET", moto_url + "/moto-api/", timeout=1)
+            break
+        except OSError:
+            if moto.poll() is not None:
+                raise SystemExit(f"moto_server exited: see {log.name}") from None
+            time.sleep(0.05)
+    proxy = subprocess.Popen([sys.executable, str(PROXY), "--listen", "127.0.0.1:0", "--upstream", moto_url],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proxy.stdout is not None
+    line = proxy.stdout.readline().decode()
+    m = re.match(r"listening [\d.]+:(\d+)", line)
+    if not m:
+        raise SystemExit(f"proxy did not start: {line!r}")
+    servers = Servers(moto, proxy, moto_url, f"http://127.0.0.1:{m.group(1)}")
+    # the hosted zone, created directly on moto (not counted); moto routes by the credential
+    # scope of the Authorization header and does not check the signature
+    body = (f'<?xml version="1.0" encoding="UTF-8"?><CreateHostedZoneRequest '
+            f'xmlns="https://route53.amazonaws.com/doc/2013-04-01/"><Name>{DOMAIN}.</Name>'
+            f"<CallerReference>bench-{port}</CallerReference></CreateHostedZoneRequest>").encode()
+    auth = ("AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20240101/us-east-1/route53/aws4_request, "
+            "SignedHeaders=host, Signature=0")
+    reply = http("POST", moto_url + "/2013-04-01/hostedzone", body,
+                 headers={"Authorization": auth, "Content-Type": "text/xml"}).decode()
+    zid = re.search(r"<Id>/hostedzone/([^<]+)</Id>", reply)
+    if not zid:
+        raise SystemExit(f"CreateHostedZone: unexpected reply {reply[:300]}")
+    servers.zone_id = zid.group(1)
+    return servers
+
+
+# --------------------------------------------------------------------------- one step
+@dataclass
+class Row:
+    tool: str
+    step: str
+    wall: float
+    cpu: float  # the tool process: user + sys
+    moto_cpu: float
+    proxy_cpu: float
+    rss_mib: float
+    calls: dict[str, int]
+    plan: str
+    exit: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+
+SHORT = {"ListResourceRecordSets": "ListRRSets", "ChangeResourceRecordSets": "ChangeRRSets"}
+
+
+def by_op(calls: dict[str, int]) -> str:
+    return ", ".join(f"{SHORT.get(k, k)}={v}" for k, v in sorted(calls.items())) or "-"
+
+
+def parse_time_v(text: str) -> tuple[float, float, float, int]:
+    def num(label: str) -> float:
+        m = re.search(rf"{re.escape(label)}:\s*([\d.]+)", text)
+        return float(m.group(1)) if m else float("nan")
+
+    return (num("User time (seconds)"), num("System time (seconds)"),
+            num("Maximum resident set size (kbytes)") / 1024, int(num("Exit status")))
+
+
+def child_env(servers: Servers) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("AWS_") and k not in ("PYTHONPROFILEIMPORTTIME",)}
+    env.update({
+        "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "bench-dummy-secret",
+        "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_EC2_METADATA_DISABLED": "true",
+        ENDPOINT_VAR: servers.proxy_url,  # octoDNS's only route to moto; a safety net for gitdns
+    })
+    assert ENDPOINT_VAR == "AWS_ENDPOINT_URL_ROUTE_53" and "AWS_ENDPOINT_URL_ROUTE53" not in env
+    return env
+
+
+def run_step(tool: str, step: str, cmd: list[str], servers: Servers, workdir: Path,
+             parse_plan: object) -> Row:
+    servers.reset()
+    timefile = workdir / f"time-{tool}-{step}.txt"
+    out_path = workdir / f"out-{tool}-{step}.txt"
+    moto0, proxy0 = cpu_of(servers.moto.pid), cpu_of(servers.proxy.pid)
+    t0 = time.perf_counter()
+    with out_path.open("wb") as out:
+        proc = subprocess.run([TIME, "-v", "-o", str(timefile), *cmd], stdout=out, stderr=subprocess.STDOUT,
+                              env=child_env(servers), cwd=workdir)
+    wall = time.perf_counter() - t0
+    moto_cpu, proxy_cpu = cpu_of(servers.moto.pid) - moto0, cpu_of(servers.proxy.pid) - proxy0
+    user, sys_, rss, code = parse_time_v(timefile.read_text())
+    calls = servers.counts()
+    output = out_path.read_text(errors="replace")
+    assert callable(parse_plan)
+    row = Row(tool, step, wall, user + sys_, moto_cpu, proxy_cpu, rss, calls, parse_plan(output), code)
+    if proc.returncode != code:
+        row.notes.append(f"time exit {proc.returncode}")
+    if not calls:
+        raise SystemExit(f"{tool} {step}: the proxy counted no request: the tool did not talk to moto "
+                         f"(endpoint variable {ENDPOINT_VAR}?). Output:\n{output[-3000:]}")
+    if code != 0:
+        row.notes.append("output tail: " + " | ".join(output.strip().splitlines()[-4:])[:600])
+    return row
+
+
+def gitdns_plan(output: str) -> str:
+    try:
+        start = output.index("[")
+        doc = json.loads(output[start:])
+    except ValueError:
+        return "no JSON output"
+    parts = []
+    for o in doc:
+        plan = o.get("plan") or {}
+        s = plan.get("summary") or {}
+        parts.append(f"create={s.get('create', 0)}, update={s.get('update', 0)}, delete={s.get('delete', 0)}, "
+                     f"applied={o.get('applied')}" + (f", errors={len(o['errors'])}" if o.get("errors") else "")
+                     + (", STALLED" if plan.get("stalled") else ""))
+    return "; ".join(parts) or "no zone"
+
+
+def octodns_plan(output: str) -> str:
+    m = re.findall(r"Creates=(\d+), Updates=(\d+), Deletes=(\d+), Existing(?: Records)?=(\d+)", output)
+    if m:
+        c, u, d, e = m[-1]
+        return f"Creates={c}, Updates={u}, Deletes={d}, Existing={e}"
+    if re.search(r"No changes were planned", output):
+        return "No changes"
+    err = re.findall(r"^\w*(?:Error|Exception)\b.*$", output, re.M)
+    return err[-1][:200] if err else "?"
+
+
+# --------------------------------------------------------------------------- the tools
+def gitdns_cmd(repo: Path, profile: Path | None) -> list[str]:
+    base = ["-m", "gitdns.cli", "apply", "--repo", str(repo), "--cluster", "c1", "--format", "json"]
+    if profile is not None:
+        return [sys.executable, "-m", "cProfile", "-o", str(profile), *base]
+    return [sys.executable, *base]
+
+
+def run_gitdns(recs: list[Rec], steps: dict[str, list[Rec]], workdir: Path, profile: bool,
+               agent: bool) -> tuple[list[Row], dict[str, object]]:
+    servers = start_servers(workdir)
+    rows: list[Row] = []
+    extra: dict[str, object] = {}
+    try:
+        repo = workdir / "gitdns-repo"
+        for step, state in steps.items():
+            if repo.exists():
+                shutil.rmtree(repo)
+            write_files(repo, gitdns_files(state, servers.zone_id, servers.proxy_url))
+            prof = workdir / f"gitdns-{step}.prof" if profile else None
+            rows.append(run_step("gitdns", step, gitdns_cmd(repo, prof), servers, workdir, gitdns_plan))
+            if prof is not None:
+                rows[-1].notes.append(f"under cProfile: {prof}")
+        if agent:
+            state = list(gsteps_last(steps))
+            extra, state = run_agent_child(state, 1, servers, workdir, page_size=0)
+            # what-if: the same with Capabilities.page_size = 300 set on the provider instance
+            # (gitdns/providers/route53.py CAPABILITIES leaves it at 0, which tells the agent a
+            # whole-zone read is one call, so it never chooses per-name reads on Route53).  Its
+            # first commit is the state the run above left; its second changes another record.
+            extra["whatif_page_size_300"], _ = run_agent_child(state, 2, servers, workdir, page_size=300)
+    finally:
+        servers.stop()
+    return rows, extra
+
+
+def ensure_venv() -> Path:
+    exe = VENV / "bin" / "octodns-sync"
+    if exe.exists():
+        return exe
+    print(f"creating {VENV.relative_to(ROOT)} (octodns, octodns-route53) ...", flush=True)
+    subprocess.run(["python3", "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "octodns", "octodns-route53"], check=True)
+    return exe
+
+
+def run_octodns(tool: str, ownership: bool, steps: dict[str, list[Rec]], workdir: Path) -> list[Row]:
+    exe = ensure_venv()
+    servers = start_servers(workdir)
+    rows: list[Row] = []
+    try:
+        base = workdir / tool
+        cfg_dir = base / "config"
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        config = base / "octodns.yaml"
+        config.write_text(octodns_config(cfg_dir, ownership))
+        for step, state in steps.items():
+            (cfg_dir / f"{DOMAIN}.yaml").write_text(octodns_zone_yaml(state))
+            cmd = [str(exe), "--config-file", str(config), "--doit"]
+            rows.append(run_step(tool, step, cmd, servers, workdir, octodns_plan))
+    finally:
+        servers.stop()
+    return rows
+
+
+# --------------------------------------------------------------------------- the agent (child process)
+def gsteps_last(steps: dict[str, list[Rec]]) -> list[Rec]:
+    return list(steps.values())[-1]
+
+
+def run_agent_child(last: list[Rec], nth: int, servers: Servers, workdir: Path,
+                    page_size: int) -> tuple[dict[str, object], list[Rec]]:
+    """Commit 1 = ``last`` (the state in the zone), commit 2 = the ``nth`` A record from the
+    end changed.  Returns the child's figures and commit 2's records."""
+    idx = [i for i in range(len(last) - 1, -1, -1) if last[i].type == "A"][nth - 1]
+    second = list(last)
+    second[idx] = changed(last[idx], random.Random(99), "agent")
+    spec = {"files1": gitdns_files(last, servers.zone_id, servers.proxy_url),
+            "files2": gitdns_files(second, servers.zone_id, servers.proxy_url),
+            "proxy": servers.proxy_url, "state_dir": str(workdir / f"agent-state-{page_size}"),
+            "page_size": page_size,
+            "changed": f"{second[idx].name}.{DOMAIN} A"}
+    spec_path = workdir / f"agent-spec-{page_size}.json"
+    spec_path.write_text(json.dumps(spec))
+    moto0 = cpu_of(servers.moto.pid)
+    proc = subprocess.run([sys.executable, __file__, "--agent-child", str(spec_path)], capture_output=True,
+                          text=True, env=child_env(servers), cwd=workdir)
+    if proc.returncode != 0:
+        raise SystemExit(f"agent child failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["moto_cpu_total"] = cpu_of(servers.moto.pid) - moto0
+    return result, second
+
+
+def agent_child(spec_path: str) -> int:
+    import resource
+    from dataclasses import replace
+    from urllib.parse import unquote
+
+    from gitdns.agent.config import AgentConfig
+    from gitdns.agent.cycle import Agent
+    from gitdns.core.model import Revision, Zone
+    from gitdns.providers.base import Provider
+    from gitdns.providers.registry import make_provider
+
+    spec = json.loads(Path(spec_path).read_text())
+    proxy = spec["proxy"]
+
+    class Fetched:
+        def __init__(self, sha: str, files: dict[str, str], n: int) -> None:
+            self.sha, self.files = sha, files
+            self.revision = Revision(1_700_000_000 + n, sha)
+            self.message, self.author = f"commit {n}", "bench"
+
+    class Source:
+        def __init__(self) -> None:
+            self.commits: dict[str, dict[str, str]] = {}
+            self.order: list[str] = []
+            self.head = ""
+
+        def commit(self, files: dict[str, str]) -> None:
+            self.head = f"{len(self.order) + 1:07d}" + "b" * 33
+            self.commits[self.head] = files
+            self.order.append(self.head)
+
+        def remote_head(self) -> str:
+            return self.head
+
+        def fetch(self, sha: str | None = None) -> Fetched:
+            sha = sha or self.head
+            return Fetched(sha, dict(self.commits[sha]), self.order.index(sha) + 1)
+
+        def is_descendant(self, new: str, old: str) -> bool:
+            return self.order.index(new) >= self.order.index(old)
+
+        def files_at(self, sha: str) -> dict[str, str]:
+            return dict(self.commits[sha])
+
+    providers: dict[str, Provider] = {}
+
+    def factory(zone: Zone) -> Provider:
+        if zone.name not in providers:
+            prov = make_provider(zone.domain, zone.provider, Path(spec["state_dir"]))
+            if spec["page_size"]:  # the what-if run: an instance attribute shadows the class's
+                prov.capabilities = replace(prov.capabilities, page_size=spec["page_size"])  # type: ignore[misc]
+            providers[zone.name] = prov
+        return providers[zone.name]
+
+    def counts() -> dict[str, int]:
+        return dict(json.loads(http("GET", proxy + "/__proxy/counts")))
+
+    source = Source()
+    source.commit(spec["files1"])
+    cfg = AgentConfig(repo="mem://bench", cluster="c1", state_dir=spec["state_dir"], status=False, lease="none",
+                      listen="")
+    agent = Agent(cfg, source=source, factory=factory, clock=lambda: 10_000.0, rng=random.Random(1))
+    out: dict[str, object] = {"changed": spec["changed"]}
+    for label, files in (("first", None), ("second", spec["files2"])):
+        if files is not None:
+            source.commit(files)
+        http("POST", proxy + "/__proxy/reset", b"")
+        c0, t0 = time.process_time(), time.perf_counter()
+        cycle = agent.run()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        plans = [o.plan.summary() if o.plan else None for o in cycle.outcomes]
+        log = json.loads(http("GET", proxy + "/__proxy/log"))
+        # gitdns pages a whole-zone read with MaxItems=300 and a per-name read with MaxItems=100
+        lists = [path for op, path in log if op == "ListResourceRecordSets"]
+        whole = sum(1 for path in lists if "maxitems=100" not in path.lower())
+        names = sorted({unquote(path.split("name=", 1)[1].split("&", 1)[0]) for path in lists
+                        if "maxitems=100" in path.lower() and "name=" in path})
+        out[label] = {"calls": counts(), "whole_zone_pages": whole, "names_read": names,
+                      "wall": wall, "cpu": cpu, "plans": plans,
+                      "applied": [o.applied for o in cycle.outcomes], "errors": [o.errors for o in cycle.outcomes]}
+    out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+    return 0
+
+
+# --------------------------------------------------------------------------- report
+HEADER = ("| tool | step | wall s | tool CPU s | moto CPU s | proxy CPU s | peak RSS MiB | API calls "
+          "| calls by op | plan | exit |")
+
+
+def table(rows: list[Row]) -> str:
+    lines = [HEADER, "|" + "---|" * 11]
+    for r in rows:
+        lines.append(f"| {r.tool} | {r.step} | {r.wall:.2f} | {r.cpu:.2f} | {r.moto_cpu:.2f} | {r.proxy_cpu:.2f} "
+                     f"| {r.rss_mib:.1f} | {r.total} | {by_op(r.calls)} | {r.plan} | {r.exit} |")
+    return "\n".join(lines)
+
+
+def verdicts(rows: list[Row], agent: dict[str, object], n: int) -> list[tuple[str, str, str, str]]:
+    get = {(r.tool, r.step): r for r in rows}
+    out: list[tuple[str, str, str, str]] = []
+
+    def add(target: str, measured: str, limit: str, ok: bool) -> None:
+        out.append((target, measured, limit, "PASS" if ok else "MISS"))
+
+    for step in ("initial", "noop", "change1pct"):
+        g, o = get.get(("gitdns", step)), get.get(("octodns+ownership", step))
+        if g is None:
+            continue
+        if o is not None:
+            add(f"{step}: gitdns client CPU <= 1/2 octoDNS+ownership", f"{g.cpu:.2f} s vs {o.cpu:.2f} s",
+                f"<= {o.cpu / 2:.2f} s", g.cpu <= o.cpu / 2)
+            add(f"{step}: gitdns wall <= octoDNS+ownership", f"{g.wall:.2f} s vs {o.wall:.2f} s",
+                f"<= {o.wall:.2f} s", g.wall <= o.wall)
+            add(f"{step}: gitdns API calls <= octoDNS+ownership (this run)", f"{g.total} vs {o.total}",
+                f"<= {o.total}", g.total <= o.total)
+        if n == 10_000:  # the baseline was measured at N = 10,000 only
+            add(f"{step}: gitdns API calls <= baseline", f"{g.total}", f"<= {BASELINE_CALLS[step]}",
+                g.total <= BASELINE_CALLS[step])
+    rss = max((r.rss_mib for r in rows if r.tool == "gitdns"), default=0.0)
+    add("gitdns peak RSS (every step)", f"{rss:.1f} MiB", f"< {RSS_TARGET_MIB:.0f} MiB", rss < RSS_TARGET_MIB)
+    second = agent.get("second") if agent else None
+    if isinstance(second, dict):
+        calls: dict[str, int] = second["calls"]
+        writes = calls.get("ChangeResourceRecordSets", 0)
+        reads = calls.get("ListResourceRecordSets", 0)
+        whole = int(second.get("whole_zone_pages", 0))
+        add("agent, one record changed: 1 write + per-name reads, no whole-zone read",
+            f"{writes} write, {reads} reads, {whole} whole-zone pages ({by_op(calls)})",
+            "1 write, 0 whole-zone pages", writes == 1 and whole == 0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=10_000, help="N records (default 10000)")
+    ap.add_argument("--seed", type=int, default=20240611, help="generator seed (both tools get the same records)")
+    ap.add_argument("--tools", default="gitdns,octodns+ownership,octodns",
+                    help="comma list of gitdns, octodns+ownership, octodns")
+    ap.add_argument("--profile", action="store_true",
+                    help="run the gitdns steps under cProfile (CPU figures inflated) and print the hot spots")
+    ap.add_argument("--no-agent", action="store_true", help="skip the in-process agent step")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--agent-child", metavar="SPEC", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.agent_child:
+        return agent_child(args.agent_child)
+    if not Path(TIME).exists():
+        raise SystemExit(f"{TIME} is needed (apt-get install time)")
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+
+    recs = generate(args.records, args.seed)
+    pct, picks = change_fraction(recs, 0.01, args.seed + 1, "pct")
+    types = {t: sum(1 for r in recs if r.type == t) for t in ("A", "CNAME", "TXT")}
+    print(f"N={len(recs)} records, {sum(len(r.values) for r in recs)} values ({types}); "
+          f"1% step rewrites {len(picks)} records")
+    steps = {"initial": recs, "noop": recs, "change1pct": pct}
+    one_idx = next(i for i in range(len(pct)) if pct[i].type == "A" and i not in set(picks))
+    one = list(pct)
+    one[one_idx] = changed(pct[one_idx], random.Random(7), "one")
+    gsteps = {**steps, "change1rec": one}
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-r53-", dir=BENCH / "out" if (BENCH / "out").is_dir() else None))
+    rows: list[Row] = []
+    agent: dict[str, object] = {}
+    try:
+        for tool in tools:
+            t0 = time.perf_counter()
+            if tool == "gitdns":
+                got, agent = run_gitdns(recs, gsteps, workdir, args.profile, not args.no_agent)
+            elif tool in ("octodns+ownership", "octodns"):
+                got = run_octodns(tool, tool == "octodns+ownership", steps, workdir)
+            else:
+                raise SystemExit(f"unknown tool {tool}")
+            rows.extend(got)
+            print(f"{tool}: done in {time.perf_counter() - t0:.1f} s", flush=True)
+        print()
+        print(f"N = {len(recs)}; each step a separate process under /usr/bin/time -v; a fresh moto_server "
+              "per tool; CPU = user + sys")
+        print(table(rows))
+        for r in rows:
+            for note in r.notes:
+                print(f"  note {r.tool}/{r.step}: {note}")
+        whatif = agent.get("whatif_page_size_300") if agent else None
+        for title, res in (("agent", agent), ("agent WHAT-IF (route53 Capabilities.page_size=300 patched on the "
+                                              "provider instance; not gitdns as committed)", whatif)):
+            if not isinstance(res, dict) or not res:
+                continue
+            print()
+            print(f"{title}: in-process gitdns.agent.cycle.Agent, route53 provider via make_provider against the "
+                  f"proxy; changed record: {res['changed']}")
+            for label in ("first", "second"):
+                p = res[label]
+                assert isinstance(p, dict)
+                print(f"  {label} pass: {sum(p['calls'].values())} API calls ({by_op(p['calls'])}); "
+                      f"wall {p['wall']:.2f} s, CPU {p['cpu']:.2f} s; plans {p['plans']}, applied {p['applied']}"
+                      + (f", errors {p['errors']}" if any(p["errors"]) else ""))
+                print(f"    whole-zone ListRRSets pages: {p['whole_zone_pages']}; per-name reads of "
+                      f"{len(p['names_read'])} name(s): {', '.join(p['names_read']) or '-'}")
+            print(f"  agent child peak RSS {res['rss_mib']:.1f} MiB")
+        print()
+        print("| target | measured | limit | verdict |")
+        print("|---|---|---|---|")
+        for target, measured, limit, verdict in verdicts(rows, agent, len(recs)):
+            print(f"| {target} | {measured} | {limit} | {verdict} |")
+        if args.profile:
+            print_profiles(workdir)
+    finally:
+        if args.keep:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def print_profiles(workdir: Path) -> None:
+    import pstats
+
+    for prof in sorted(workdir.glob("gitdns-*.prof")):
+        stats = pstats.Stats(str(prof))
+        total = stats.total_tt  # type: ignore[attr-defined]
+        print(f"\n== {prof.stem}: {total:.2f} s profiled; top by cumulative, then by own time")
+        entries = stats.stats  # type: ignore[attr-defined]
+        rows = []
+        for (file, line, fn), (_cc, _nc, tt, ct, _callers) in entries.items():
+            rows.append((ct, tt, f"{short_path(file)}:{line}:{fn}"))
+        for ct, _tt, name in sorted(rows, reverse=True)[:25]:
+            print(f"  cum {ct:6.2f} s {100 * ct / total:5.1f} %  {name}")
+        print("  --")
+        for tt, _ct, name in sorted(((tt, ct, n) for ct, tt, n in rows), reverse=True)[:15]:
+            print(f"  own {tt:6.2f} s {100 * tt / total:5.1f} %  {name}")
+
+
+def short_path(file: str) -> str:
+    for marker in ("site-packages/", "/gitdns/", "lib/python3.11/"):
+        if marker in file:
+            return ("gitdns/" if marker == "/gitdns/" else "") + file.split(marker, 1)[1]
+    return file
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

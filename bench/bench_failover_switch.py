@@ -26,9 +26,11 @@ webhook  agents with ``--poll-interval 600`` and a GitHub webhook secret file.  
          (dnspython, TCP, every 50 ms) until ``shared.example.test A`` is exactly the new
          site's addresses.  Timed from the ``git push`` returning.  A random 0-1 s pause
          between switches.  Target: <= 5 s.
-poll     the agents restarted with ``--poll-interval P`` (default 10) and no webhook; the same
-         switches with a random 0-P s pause before each, so that pushes land at random points
-         of the interval.  Target: <= P + 5 s.
+poll     the agents restarted with ``--poll-interval P`` (default 10) and no webhook, each at a
+         random offset within 0-P s of the first (fixed seed) so that their poll phases are
+         independent, as in a real fleet (``--aligned``: all together, their polls then nearly
+         coincide); the same switches with a random 0-P s pause before each, so that pushes
+         land at random points of the interval.  Target: <= P + 5 s.
 
 Per switch it also prints when every new address was first present and when the last old one
 was gone.  Agent logs are kept (with the temp directory, path printed) when a target is missed
@@ -179,11 +181,16 @@ def delivery(agent: AgentProcess, sha: str) -> int:
         "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign_github(SECRET, body)})
 
 
-def start_agents(repo: SwitchRepo, root: Path, tag: str, *extra: str) -> dict[str, AgentProcess]:
+def start_agents(repo: SwitchRepo, root: Path, tag: str, *extra: str,
+                 offsets: dict[str, float] | None = None) -> dict[str, AgentProcess]:
+    """One agent per cluster; with ``offsets``, each started that many seconds after the first
+    (so that their poll phases are independent, as in a real fleet)."""
     agents: dict[str, AgentProcess] = {}
-    for members in SITES.values():
-        for name in members:
-            agents[name] = AgentProcess(repo, name, root / f"{tag}-{name}", *extra)  # type: ignore[arg-type]
+    names = [name for members in SITES.values() for name in members]
+    started = time.perf_counter()
+    for name in sorted(names, key=lambda n: (offsets or {}).get(n, 0.0)):
+        time.sleep(max(0.0, (offsets or {}).get(name, 0.0) - (time.perf_counter() - started)))
+        agents[name] = AgentProcess(repo, name, root / f"{tag}-{name}", *extra)  # type: ignore[arg-type]
     return agents
 
 
@@ -280,6 +287,9 @@ def main() -> None:
     ap.add_argument("--poll-interval", type=float, default=10.0)
     ap.add_argument("--only", default="webhook,poll", help="comma-separated: webhook, poll")
     ap.add_argument("--keep", action="store_true", help="keep the temp directory (agent and BIND logs)")
+    ap.add_argument("--aligned", action="store_true",
+                    help="poll run: start the agents together (their polls nearly coincide) instead of at "
+                         "random offsets within the interval")
     ap.add_argument("--agent-log-level", default="info", help="the agents' --log-level (debug shows each step)")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -315,15 +325,18 @@ def main() -> None:
             agents = {}
         if "poll" in only:
             poll = args.poll_interval
+            rng = random.Random(5)
+            offsets = {n: 0.0 if args.aligned else rng.uniform(0, poll) for m in SITES.values() for n in m}
             agents = start_agents(repo, root, "poll", "--log-level", args.agent_log_level,
-                                  "--poll-interval", f"{poll:g}")
-            ready = wait_ready(agents)
+                                  "--poll-interval", f"{poll:g}", offsets=offsets)
+            wait_ready(agents)
             want = site_ips(current)
             start = time.perf_counter()
             while addresses(server) != want and time.perf_counter() - start < 120:
                 time.sleep(QUERY_EVERY)
-            print(f"[poll] --poll-interval {poll:g} (+-5 % jitter), no webhook; agents (re)started, ready in "
-                  f"{ready:.2f} s; zone exactly {current}")
+            phases = ", ".join(f"{n} +{o:.1f} s" for n, o in sorted(offsets.items(), key=lambda x: x[1]))
+            print(f"[poll] --poll-interval {poll:g} (+-5 % jitter), no webhook; agents restarted at {phases} "
+                  f"(poll phases {'aligned' if args.aligned else 'independent'}); zone exactly {current}")
             runs, current = run_switches(repo, server, agents, args.switches, webhook=False, gap=poll,
                                          timeout=poll * 3 + 30, current=current)
             all_ok &= report(f"[poll] push returned -> BIND answers exactly the new site (poll interval {poll:g} s)",

@@ -33,7 +33,7 @@ from gitdns.core import builder
 from gitdns.core.conditions import Condition
 from gitdns.core.healthfilter import HealthResult, HealthTarget, fleet_frozen, health_targets
 from gitdns.core.model import Cluster, DesiredState, Revision, Zone
-from gitdns.core.owners import heartbeat_change, owners
+from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import RecordSet
@@ -552,11 +552,13 @@ class Agent:
         last = self.heartbeats.get(zone.name, 0.0)
         if now - last < self.config.heartbeat_interval:
             return
-        snapshot = provider.read(zone.domain)
+        after = self.config.prune_stale_owners_after
+        # the heartbeat alone reads one name; the opt-in pruning needs every owner's heartbeat
+        snapshot = (provider.read(zone.domain) if after > 0
+                    else provider.read(zone.domain, [heartbeat_name(cluster.id, zone.domain)]))
         result = provider.apply(zone.domain, [heartbeat_change(snapshot, cluster.id, zone.domain, now)])
         if result.ok:
             self.heartbeats[zone.name] = now
-        after = self.config.prune_stale_owners_after
         if after <= 0:
             return
         known = {c.id for c in desired.state.clusters}

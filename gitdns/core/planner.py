@@ -106,8 +106,8 @@ def _removed_by_authority(ctx: _Ctx, entry: OwnershipEntry) -> bool:
     if policy.authority is Authority.PRUNE_OWNER:
         return entry.owner == policy.prune_owner
     if policy.authority is Authority.INACTIVE_GROUPS:
-        group = entry.labels.group
-        return bool(group) and group not in policy.active_groups
+        group = entry.labels.group  # an empty active set means every group is active
+        return bool(group) and bool(policy.active_groups) and group not in policy.active_groups
     return False
 
 

@@ -64,6 +64,7 @@ CAPABILITIES = Capabilities(
     geo_codes="route53",
     reads_per_minute=300.0,  # 5 requests/s per account, shared by every call
     writes_per_minute=300.0,
+    page_size=300,  # ListResourceRecordSets pages: per-name reads win for small changes
 )
 NAME_PAGE = "100"
 ZONE_PAGE = "300"

@@ -76,6 +76,8 @@ def quote_txt(value: str) -> str:
 
 def unquote_txt(text: str) -> str:
     """The inverse of `quote_txt`: the character strings joined (unquoted text taken as is)."""
+    if "\\" not in text and text.count('"') == 2 and text[0] == '"' and text[-1] == '"':
+        return text[1:-1]  # one plain quoted string: the common case, without the loop
     out = bytearray()
     i, n = 0, len(text)
     quoted = False

@@ -20,9 +20,40 @@ from gitdns.core.names import lb_host
 log = logging.getLogger(__name__)
 
 
+HeaderSource = Callable[[str], tuple[tuple[str, str], ...]]
+
+
+def secret_headers(state_dir: str) -> HeaderSource:
+    """Probe headers from ``healthCheck.headersSecret``: the Kubernetes Secret of that name
+    in a cluster, else the file ``<state dir>/secrets/<name>`` (JSON, YAML or KEY=VALUE).
+    Values go to the prober only: never to a log, an error or the status branch."""
+    import os
+    from pathlib import Path
+
+    from gitdns.core.model import CredentialsRef
+    from gitdns.errors import GitdnsError
+    from gitdns.providers.credentials import load_credentials
+
+    cache: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def load(name: str) -> tuple[tuple[str, str], ...]:
+        if name not in cache:
+            ref = (CredentialsRef(secret=name) if os.environ.get("KUBERNETES_SERVICE_HOST")
+                   else CredentialsRef(file=str(Path(state_dir) / "secrets" / name)))
+            try:
+                cache[name] = tuple(sorted(load_credentials(ref, provider="probe").items()))
+            except GitdnsError as exc:
+                log.warning("probe headers unavailable: secret=%s reason=%s", name, exc.reason)
+                return ()
+        return cache[name]
+
+    return load
+
+
 class MonitorHealth:
-    def __init__(self, on_change: Callable[[], None]) -> None:
+    def __init__(self, on_change: Callable[[], None], headers: HeaderSource | None = None) -> None:
         self.on_change = on_change
+        self.headers = headers
         self.monitor = HealthMonitor(on_change=self._changed)
         self.settings: dict[str, HealthSettings] = {}
         self.started = False
@@ -35,7 +66,10 @@ class MonitorHealth:
     def set_targets(self, targets: list[HealthTarget]) -> None:
         wanted: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
         for target in targets:
-            spec = probe_spec(target.target_id, target.check, target.address, host=lb_host(target.host))
+            headers = (self.headers(target.check.headers_secret)
+                       if self.headers is not None and target.check.headers_secret else ())
+            spec = probe_spec(target.target_id, target.check, target.address, host=lb_host(target.host),
+                              headers=headers)
             wanted[target.target_id] = (spec, HealthSettings.for_policy(target.check))
         if wanted == self.current:
             return

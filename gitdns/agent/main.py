@@ -205,7 +205,7 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     if status is not None:
         agent.restore = status.applied_revision
     agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
-    agent.health_source = make_health(agent)
+    agent.health_source = make_health(agent, config)
     if status is not None:
         agent.fleet_health = fleet_health_reader(config, agent)
     if in_cluster():
@@ -213,16 +213,16 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     return agent
 
 
-def make_health(agent: Agent) -> Any:
+def make_health(agent: Agent, config: AgentConfig) -> Any:
     """DNSPolicy probes; a state change marks the agent dirty and pokes the scheduler."""
-    from gitdns.agent.health import MonitorHealth
+    from gitdns.agent.health import MonitorHealth, secret_headers
 
     def changed() -> None:
         agent.health_dirty = True
         if agent.poke is not None:
             agent.poke("health")
 
-    return MonitorHealth(changed)
+    return MonitorHealth(changed, secret_headers(config.state_dir))
 
 
 def fleet_health_reader(config: AgentConfig, agent: Agent) -> Any:

@@ -42,6 +42,7 @@ from gitdns.adapters.probes import HealthMonitor
 from gitdns.adapters.repo import read_tree
 from gitdns.adapters.templates import load_template_sources
 from gitdns.agent.engine import Desired, from_files
+from gitdns.agent.health import secret_headers
 from gitdns.agent.lease import KubeLease, Lease, LeaseState, NoLease
 from gitdns.agent.orchestrator_metrics import NodeSample, OrchestratorMetrics
 from gitdns.core.corefile import CorefileSettings, Layout, ZoneBlock, layout, render_hosts, render_server, sort_ips
@@ -148,8 +149,10 @@ def hold_good(desired: Desired, previous: DesiredState | None, pool: str) -> tup
     return state, notes
 
 
-def pool_targets(pool: NodePool, nodes: tuple[Node, ...]) -> tuple[Targets, list[str]]:
-    """One probe per node (target id: the node name; the first of a duplicated name wins)."""
+def pool_targets(pool: NodePool, nodes: tuple[Node, ...],
+                 headers: tuple[tuple[str, str], ...] = ()) -> tuple[Targets, list[str]]:
+    """One probe per node (target id: the node name; the first of a duplicated name wins);
+    ``headers`` come from the pool's ``healthCheck.headersSecret``."""
     settings = HealthSettings.for_node_pool(pool.health)
     targets: Targets = {}
     notes: list[str] = []
@@ -158,7 +161,7 @@ def pool_targets(pool: NodePool, nodes: tuple[Node, ...]) -> tuple[Targets, list
             notes.append(f"node {node.name}: listed twice; the first is probed")
             continue
         try:
-            targets[node.name] = (node_probe(node.name, node, pool.health), settings)
+            targets[node.name] = (node_probe(node.name, node, pool.health, headers=headers), settings)
         except ValueError as exc:
             notes.append(str(exc))
     return targets, notes
@@ -233,8 +236,10 @@ class Orchestrator:
                  settings: CorefileSettings = CorefileSettings(),  # noqa: B008 - frozen value
                  discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
                  poll_interval: float = 30.0, lease_duration: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 headers: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> None:
         self.pool_name = pool_name
+        self.headers = headers  # probe headers by headersSecret name (None: no headers)
         self.source = source
         self.delivery = delivery
         self.metrics = metrics or OrchestratorMetrics()
@@ -393,7 +398,9 @@ class Orchestrator:
 
     def _apply_targets(self) -> None:
         assert self.pool is not None
-        targets, self.target_notes = pool_targets(self.pool, self.nodes)
+        secret = self.pool.health.headers_secret
+        headers = self.headers(secret) if secret and self.headers is not None else ()
+        targets, self.target_notes = pool_targets(self.pool, self.nodes, headers)
         self._settings = HealthSettings.for_node_pool(self.pool.health)
         self.monitor.set_targets(targets)
 
@@ -561,6 +568,7 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
         api = load_core_api()
         discovery = lambda pool: discover_nodes(api, pool)  # noqa: E731
     return Orchestrator(config.node_pool, source, delivery, metrics=metrics, lease=make_lease(config),
+                        headers=secret_headers(str(config.state_dir)),
                         settings=CorefileSettings(custom_dir=config.coredns_dir), discovery=discovery,
                         poll_interval=config.poll_interval, lease_duration=config.lease_duration)
 

@@ -139,14 +139,14 @@ class HealthSettings:
             raise ValueError("health: thresholds must be at least 1")
 
     @staticmethod
-    def for_node_pool(check: HealthCheck, *, publish_unknown: bool = True) -> HealthSettings:
+    def for_node_pool(check: HealthCheck, *, publish_unknown: bool | None = None) -> HealthSettings:
         """A NodePool's settings.  Seed 004's orchestrator: every 5 s, 2 s timeout, unhealthy
         after 2 consecutive failures, healthy again after 1 success (the NodePool default
         `HealthCheck(protocol="HTTP", port=15021, path="/healthz/ready")` carries these)."""
         return _settings(check, publish_unknown)
 
     @staticmethod
-    def for_policy(check: HealthCheck, *, publish_unknown: bool = True) -> HealthSettings:
+    def for_policy(check: HealthCheck, *, publish_unknown: bool | None = None) -> HealthSettings:
         """A DNSPolicy's settings.  Where the policy is silent the model's defaults apply
         (HTTPS on port 443 and path ``/``, as Kuadrant's DNSRecord health check; interval,
         timeout and thresholds as seed 004 — Kuadrant's own are 5 min and 5 failures, see
@@ -154,7 +154,10 @@ class HealthSettings:
         return _settings(check, publish_unknown)
 
 
-def _settings(check: HealthCheck, publish_unknown: bool) -> HealthSettings:
+def _settings(check: HealthCheck, publish_unknown: bool | None) -> HealthSettings:
+    """``publish_unknown`` None: the check's ``publishUnchecked`` setting (default true)."""
+    if publish_unknown is None:
+        publish_unknown = check.publish_unchecked
     # A probe never outlives its interval: the next one would start before it ended.
     timeout = min(float(check.timeout), float(check.interval))
     return HealthSettings(

@@ -372,6 +372,7 @@ _HEALTH_FIELDS = {
     "successThreshold": "success_threshold",
     "headersSecret": "headers_secret",
     "insecure": "insecure",
+    "publishUnchecked": "publish_unchecked",
 }
 
 

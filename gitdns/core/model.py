@@ -141,6 +141,7 @@ class HealthCheck:
     headers_secret: str | None = None
     insecure: bool = False
     expected_codes: tuple[int, ...] = (200,)
+    publish_unchecked: bool = True  # publish a target before its first verdict (see docs/health.md)
 
 
 @dataclass(frozen=True, slots=True)

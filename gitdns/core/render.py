@@ -23,6 +23,7 @@ import jinja2
 from gitdns.core.model import Cluster, HealthCheck
 from gitdns.core.names import lb_host, short_hash
 from gitdns.core.records import RecordSet
+from gitdns.core.statusdoc import quoted_scalar
 from gitdns.errors import UnsupportedError
 
 DNSRECORD_TEMPLATE = "kuadrant/dnsrecord.yaml.j2"
@@ -53,36 +54,7 @@ def yaml_scalar(value: object) -> str:
     text = str(value)
     if _PLAIN.fullmatch(text) and not _NUMBER.fullmatch(text) and text.lower() not in _KEYWORDS:
         return text
-    return _double_quoted(text)
-
-
-def _double_quoted(text: str) -> str:
-    out = ['"']
-    for char in text:
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif not _printable(char):
-            out.append(f"\\u{ord(char):04x}")  # every non-printable is in the BMP
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-
-
-def _printable(char: str) -> bool:
-    """YAML's printable set, less the line breaks YAML 1.1 knows beyond \\n (NEL, LS, PS)
-    and the byte-order mark: everything else is written as an escape."""
-    code = ord(char)
-    return (
-        0x20 <= code <= 0x7E
-        or (0xA0 <= code <= 0xD7FF and code not in (0x2028, 0x2029))
-        or (0xE000 <= code <= 0xFFFD and code != 0xFEFF)
-        or code >= 0x10000
-    )
+    return quoted_scalar(text)
 
 
 def make_environment(sources: Mapping[str, str]) -> jinja2.Environment:

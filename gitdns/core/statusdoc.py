@@ -120,7 +120,7 @@ def _scalar(value: Any) -> str:
 
 
 def _string(text: str) -> str:
-    return text if _plain_ok(text) else _quoted(text)
+    return text if _plain_ok(text) else quoted_scalar(text)
 
 
 def _plain_ok(text: str) -> bool:
@@ -135,7 +135,7 @@ def _plain_ok(text: str) -> bool:
     return all(r.resolve(ScalarNode, text, _IMPLICIT) == _STR_TAG for r in _RESOLVERS)
 
 
-def _quoted(text: str) -> str:
+def quoted_scalar(text: str) -> str:
     """A double-quoted scalar with JSON-compatible escapes (valid YAML)."""
     out = ['"']
     for char in text:

@@ -29,20 +29,19 @@ The ``kubernetes`` client is imported only when this class is built.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
 import random
 import re
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from gitdns import fsutil
 from gitdns.errors import AuthError, ConfigError, PermanentError, StaleWriteError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -159,25 +158,9 @@ class DirectoryDelivery:
 
 
 def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
-    """Write ``data`` to ``path`` through a hidden temporary file in the same directory:
-    fsync, chmod, rename, fsync the directory."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    """Write ``data`` to ``path`` crash-safely, with file mode ``mode`` (CoreDNS and dnsmasq
+    read it as another user)."""
+    fsutil.write_atomic(path, data, mode=mode)
 
 
 # --- the CoreDNS ConfigMap --------------------------------------------------------------------

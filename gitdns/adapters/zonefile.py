@@ -20,7 +20,6 @@ import io
 import logging
 import os
 import re
-import secrets
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.zone
 
+from gitdns import fsutil
 from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.views import View, render_views
 
@@ -165,22 +165,7 @@ def view_file_stem(view_name: str) -> str:
 
 def _write_if_changed(path: Path, text: str) -> bool:
     """Atomically replace ``path`` with ``text`` unless it already holds exactly that."""
-    data = text.encode("utf-8")
-    with contextlib.suppress(FileNotFoundError):
-        if path.read_bytes() == data:
-            return False
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return True
+    return fsutil.write_if_changed(path, text.encode("utf-8"))
 
 
 @contextlib.contextmanager

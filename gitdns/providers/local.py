@@ -31,12 +31,12 @@ import json
 import logging
 import os
 import re
-import secrets
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gitdns import fsutil
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 FORMAT = "gitdns-store"
 FORMAT_VERSION = 1
 SUFFIX = ".json"
-_TEMP_MARK = ".tmp-"
+_TEMP_MARK = fsutil.TEMP_MARK
 _ZONE_RE = re.compile(r"^[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?$")
 
 
@@ -132,29 +132,9 @@ def decode_store(path: Path, data: bytes, zone: str) -> tuple[int, dict[RecordKe
 # --- file helpers ------------------------------------------------------------------
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file beside it, fsync, rename, fsync the dir.
-    A crash at any point leaves either the old or the new file, never a mix."""
-    tmp = path.with_name(f".{path.name}{_TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
+    """Replace ``path`` with ``data`` (temp file, fsync, rename, fsync of the directory)."""
+    fsutil.write_atomic(path, data)
 
 
 @contextlib.contextmanager
@@ -249,7 +229,7 @@ class LocalProvider:
 
     def _remove_stray_temps(self, path: Path) -> None:
         """Temp files left by a writer that crashed (only called under the zone's lock)."""
-        for stray in self.directory.glob(f".{path.name}{_TEMP_MARK}*"):
+        for stray in self.directory.glob(fsutil.temp_glob(path)):
             log.warning("remove: stray_temp=%s", stray)
             with contextlib.suppress(OSError):
                 stray.unlink()

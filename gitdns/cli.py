@@ -162,6 +162,16 @@ AGENT_HELP = {
     "log_format": "text | json (default: text)",
     "log_level": "debug | info | warning | error (default: info)",
     "once": "run one cycle, print the result and exit (0 when Ready)",
+    "mode": "default | primary | remote (seed 001); overrides the Cluster's spec.mode in git "
+            "(GITDNS_MODE, DNS_MODE, or the --mode-configmap); default: as git says",
+    "mode_configmap": "ConfigMap in the pod namespace whose DNS_MODE / GITDNS_MODE key sets the mode "
+                      "(default: gitdns-config; absent is fine)",
+    "stale_after": "primary: withdraw a remote whose status is older than this many of its poll intervals "
+                   "(default: 6)",
+    "kube_delegation": "primary: also merge Kuadrant DNSRecords of remote clusters reached through "
+                       "kubeconfig Secrets labelled --cluster-secret-label",
+    "cluster_secret_namespace": "where kubeconfig Secrets of remote clusters live (default: kuadrant-system)",
+    "cluster_secret_label": "label marking a kubeconfig Secret (default: kuadrant.io/multicluster-kubeconfig)",
 }
 
 
@@ -178,7 +188,7 @@ def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--config", metavar="FILE", help="YAML config file (GITDNS_CONFIG)")
     for name, text in AGENT_HELP.items():
         flag = "--" + name.replace("_", "-")
-        if name in ("once", "allow_rollback"):
+        if name in ("once", "allow_rollback", "kube_delegation"):
             p.add_argument(flag, action="store_const", const=True, default=None, help=text)
         else:
             p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)

@@ -49,6 +49,13 @@ class AgentConfig:
     log_format: str = "text"  # text | json
     log_level: str = "info"
     once: bool = False
+    # seed 001: default | primary | remote; "" follows the Cluster document in git
+    mode: str = ""
+    mode_configmap: str = "gitdns-config"  # optional ConfigMap in pod_namespace with DNS_MODE / GITDNS_MODE
+    stale_after: float = 6.0  # primary: a remote whose status is older than this many of its polls is withdrawn
+    kube_delegation: bool = False  # primary: also merge Kuadrant DNSRecords of remote clusters (seed 001)
+    cluster_secret_namespace: str = "kuadrant-system"
+    cluster_secret_label: str = "kuadrant.io/multicluster-kubeconfig"
 
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
@@ -147,6 +154,10 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
         raise ConfigError("--poll-interval must be positive")
     if config.lease not in ("auto", "kubernetes", "txt", "none"):
         raise ConfigError(f"--lease {config.lease!r}: use auto, kubernetes, txt or none")
+    if config.mode not in ("", "default", "primary", "remote"):
+        raise ConfigError(f"--mode {config.mode!r}: use default, primary or remote")
+    if config.stale_after < 2:
+        raise ConfigError("--stale-after must be at least 2 (poll intervals)")
     if config.log_format not in ("text", "json"):
         raise ConfigError(f"--log-format {config.log_format!r}: use text or json")
     return config

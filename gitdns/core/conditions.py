@@ -17,6 +17,8 @@ TYPES = (
     "LeaseHeld",
     "Healthy",
     "GroupsDivergedFromGit",
+    "ModeMatchesGit",
+    "Delegation",
 )
 
 REASONS = frozenset({
@@ -68,6 +70,14 @@ REASONS = frozenset({
     "TargetsWithdrawn",
     "AllTargetsUnhealthy",
     "WithdrawalsFrozen",
+    # seed 001: modes and delegation through git
+    "ModeAsGit",
+    "ModeOverridden",
+    "RemotesMerged",
+    "RemotesStale",
+    "RemoteRecordsRefused",
+    "DelegatedToPrimaries",
+    "DelegationUnreadable",
     # seed 003: the Gateway's PolicyAffected condition
     "PolicyApplied",
     "PolicyInvalid",

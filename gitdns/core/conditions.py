@@ -49,6 +49,8 @@ REASONS = frozenset({
     "StoreBusy",
     "StoreCorrupt",
     "InvalidConfiguration",
+    "DefaultProviderNotFound",
+    "MultipleDefaultProviders",
     # seed 000's vocabulary, and the planner's conflict reasons
     "RecordsMissing",
     "ConflictingStrategyDiscovered",

@@ -50,11 +50,24 @@ class CredentialsRef:
     namespace: str | None = None  # the Secret's namespace
 
 
+# The provider type of a Zone without ``spec.provider``: its provider is chosen at run time
+# from the one Secret labelled ``kuadrant.io/default-provider=true`` in its namespace.
+DEFAULT_PROVIDER = "default"
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderRef:
-    type: str  # local | memory | rfc2136 | route53 | google | azure | coredns
+    type: str  # local | memory | rfc2136 | route53 | google | azure | coredns | default
     settings: tuple[tuple[str, str], ...] = ()  # non-secret settings, sorted
     credentials: CredentialsRef | None = None
+    # the namespace searched for the default provider secret (type `default` only; None: the
+    # agent's own namespace)
+    default_namespace: str | None = None
+
+    @property
+    def is_default(self) -> bool:
+        """Whether the zone names no provider and relies on the default provider secret."""
+        return self.type == DEFAULT_PROVIDER
 
     def setting(self, name: str, default: str | None = None) -> str | None:
         for key, value in self.settings:

@@ -12,8 +12,10 @@ A Zone names where its secret lives (``spec.provider.credentials``), never the s
 Kuadrant's secret types and keys are accepted as they are (``kuadrant.io/aws``:
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``kuadrant.io/gcp``:
 ``GOOGLE``, ``PROJECT_ID``; ``kuadrant.io/azure``: ``azure.json``; ``kuadrant.io/coredns``:
-``NAMESERVERS``, ``ZONES``), so one Secret serves both.  Values are returned to the provider
-only: they never appear in an error message, a log line or the status branch.
+``NAMESERVERS``, ``ZONES``), so one Secret serves both.  gitdns's own Secret types are
+``gitdns.io/<provider type>`` (``gitdns.io/rfc2136``, ``gitdns.io/route53`` …), for providers
+Kuadrant has no type for.  Values are returned to the provider only: they never appear in an
+error message, a log line or the status branch.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,20 @@ KUADRANT_TYPES = {
     "google": "kuadrant.io/gcp",
     "azure": "kuadrant.io/azure",
     "coredns": "kuadrant.io/coredns",
+    "endpoint": "kuadrant.io/endpoint",
 }
+GITDNS_TYPE_PREFIX = "gitdns.io/"  # gitdns's own Secret types: gitdns.io/<provider type>
+
+
+def provider_of_secret_type(secret_type: str | None) -> str | None:
+    """The provider type a Secret's ``type`` names (``kuadrant.io/aws`` -> ``route53``,
+    ``gitdns.io/rfc2136`` -> ``rfc2136``); None for ``Opaque`` and other types."""
+    for provider, kuadrant in KUADRANT_TYPES.items():
+        if secret_type == kuadrant:
+            return provider
+    if secret_type and secret_type.startswith(GITDNS_TYPE_PREFIX):
+        return secret_type.removeprefix(GITDNS_TYPE_PREFIX) or None
+    return None
 
 
 class Credentials(dict[str, str]):
@@ -45,12 +62,31 @@ class Credentials(dict[str, str]):
     __str__ = __repr__
 
 
+# Secrets already read, handed to the provider being built (`preloaded`): never kept beyond
+# the ``with`` block, so a changed Secret is read again the next time a provider is built.
+_PRELOADED: ContextVar[Mapping[CredentialsRef, Credentials] | None] = ContextVar("gitdns_preloaded", default=None)
+
+
+@contextmanager
+def preloaded(ref: CredentialsRef, values: Credentials) -> Iterator[None]:
+    """Within the block, `load_credentials(ref)` answers ``values`` without reading the Secret
+    again (the default provider secret was just listed with its data)."""
+    token = _PRELOADED.set({**(_PRELOADED.get() or {}), ref: values})
+    try:
+        yield
+    finally:
+        _PRELOADED.reset(token)
+
+
 def load_credentials(ref: CredentialsRef | None, *, provider: str,
                      env: Mapping[str, str] | None = None) -> Credentials:
     """The key/value pairs the reference points at; empty when there is no reference
     (the provider then uses its SDK's default credential chain)."""
     if ref is None:
         return Credentials()
+    known = (_PRELOADED.get() or {}).get(ref)
+    if known is not None:
+        return Credentials(known)
     env = os.environ if env is None else env
     if ref.secret:
         return _from_secret(ref.secret, ref.namespace, provider)
@@ -148,7 +184,7 @@ def _from_secret(name: str, namespace: str | None, provider: str) -> Credentials
             raise AuthError(f"spec.provider.credentials.secret: not allowed to read Secret {ns}/{name}") from None
         raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name}: HTTP {exc.status}") from None
     expected = KUADRANT_TYPES.get(provider)
-    if expected and secret.type not in (expected, "Opaque", None):
+    if expected and secret.type not in (expected, GITDNS_TYPE_PREFIX + provider, "Opaque", None):
         raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name} has type {secret.type}; "
-                          f"a {provider} zone takes {expected} or Opaque")
+                          f"a {provider} zone takes {expected}, {GITDNS_TYPE_PREFIX}{provider} or Opaque")
     return Credentials(secret_data(secret.data or {}, secret.string_data or {}))

@@ -77,9 +77,17 @@ def known_types() -> tuple[str, ...]:
     return tuple(sorted(_BUILDERS))
 
 
-def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Provider:
+def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path, *,
+                  namespace: str | None = None) -> Provider:
     """The provider for a zone.  ``base_dir`` anchors relative paths in the settings
-    (the `local` store's ``path``, default ``store``)."""
+    (the `local` store's ``path``, default ``store``).  A zone without ``spec.provider``
+    gets the provider of its namespace's default provider secret (``namespace``: the
+    agent's, unless the zone names one), or a stand-in whose calls raise why there is none
+    (`gitdns.providers.defaultprovider`)."""
+    if ref.is_default:
+        from gitdns.providers.defaultprovider import provider_for_default_zone
+
+        return provider_for_default_zone(zone_domain, ref, base_dir, namespace=namespace)
     builder = _BUILDERS.get(ref.type)
     if builder is None and ref.type in PLANNED_TYPES:
         raise ConfigError(

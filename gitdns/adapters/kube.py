@@ -32,3 +32,25 @@ def kube_system_uid() -> str:
     if not uid:
         raise UnreachableError("cluster-id: namespace kube-system has no UID")
     return str(uid)
+
+
+def configmap_data(namespace: str, name: str) -> dict[str, str] | None:
+    """The data of a ConfigMap of this cluster (in-cluster credentials); None when it does not
+    exist.  Raises UnreachableError when the API cannot be asked."""
+    try:
+        from kubernetes import client
+        from kubernetes import config as kube_config
+        from kubernetes.client.exceptions import ApiException
+    except ImportError as exc:
+        raise ConfigError("reading a ConfigMap needs the kubernetes client") from exc
+    loader: Any = kube_config
+    loader.load_incluster_config()
+    try:
+        cm = client.CoreV1Api().read_namespaced_config_map(name, namespace, _request_timeout=10)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise UnreachableError(f"configmap {namespace}/{name}: HTTP {exc.status} {exc.reason}") from exc
+    except Exception as exc:  # urllib3 errors
+        raise UnreachableError(f"configmap {namespace}/{name}: {type(exc).__name__}") from exc
+    return {str(k): str(v) for k, v in (cm.data or {}).items()}

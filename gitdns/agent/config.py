@@ -156,8 +156,9 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
         raise ConfigError(f"--lease {config.lease!r}: use auto, kubernetes, txt or none")
     if config.mode not in ("", "default", "primary", "remote"):
         raise ConfigError(f"--mode {config.mode!r}: use default, primary or remote")
-    if config.stale_after < 2:
-        raise ConfigError("--stale-after must be at least 2 (poll intervals)")
+    if config.stale_after < 4:
+        raise ConfigError("--stale-after must be at least 4 (poll intervals): a remote's heartbeat moves "
+                          "every 2 of them")
     if config.log_format not in ("text", "json"):
         raise ConfigError(f"--log-format {config.log_format!r}: use text or json")
     return config

@@ -28,11 +28,12 @@ from gitdns.agent.engine import (
     policy_for_zone,
 )
 from gitdns.agent.lease import Lease, LeaseState, NoLease
+from gitdns.agent.roles import Role
 from gitdns.agent.steps import ZonePass, run_zone_steps
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
 from gitdns.core.healthfilter import HealthResult, HealthTarget, fleet_frozen, health_targets
-from gitdns.core.model import Cluster, DesiredState, Revision, Zone
+from gitdns.core.model import Cluster, DesiredState, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
@@ -146,6 +147,9 @@ class Agent:
         self.restore: Callable[[str], str | None] | None = None
         # refuses to run as a Cluster that is not this one (set by the wiring in a cluster)
         self.identity_check: Callable[[Cluster | None], None] | None = None
+        # seed 001: default, primary or remote, and what that changes (gitdns/agent/roles.py)
+        self.role = Role(configured=config.mode, poll_interval=config.poll_interval,
+                         stale_after=config.stale_after, clock=clock)
 
     # --- the poll ----------------------------------------------------------------
     def validation_due(self) -> bool:
@@ -183,7 +187,8 @@ class Agent:
             self.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
         force = force or self.health_dirty
         self.health_dirty = False
-        if cycle.head == self.fetched_sha and not force and not self.validation_due():
+        if (cycle.head == self.fetched_sha and not force and not self.validation_due()
+                and not self.role.due(self.current, self.known_cluster)):
             return False
         if cycle.head == self.fetched_sha and self.current is not None:
             cycle.desired = self.current
@@ -221,6 +226,8 @@ class Agent:
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
         desired = from_files(self.root, fetched.files, head, None)
         self._resolve_identity(desired)
+        self.role.resolve(self.cluster_of(desired) or self.known_cluster)
+        self.role.refresh_for_revision(desired, self.cluster_of(desired))
         self._restore_applied()
         self.fetched_sha = fetched.sha
         if self._refuse_rollback(fetched.sha):
@@ -348,7 +355,7 @@ class Agent:
             return self._hold_all()
         if cluster is None:
             self._track_removed_zones()
-        wanted = builder.zones_for_cluster(desired.state, cluster) if cluster else []
+        wanted = self.role.zones(desired, cluster) if cluster else []
         names = {z.name for z in wanted}
         for zone in wanted:
             if zone.name in desired.blocked:
@@ -454,6 +461,11 @@ class Agent:
                 cluster = zdesired.state.cluster(ident)
             if cluster is None:  # removed from git: remove our own records (a reviewed removal)
                 cluster = Cluster(name=known.name if known else self.config.cluster, id=ident)
+        if self.role.mode is Mode.REMOTE:  # no provider: build, health, report (seed 001)
+            self.role.remote_zone(zdesired, cluster, zone, *self._health_inputs(), outcome)
+            self._track(zone, zdesired, outcome)
+            self.tracks[zone.name].next_validation = None
+            return outcome
         provider = self.factory(zone)
         zpass: ZonePass | None = None
         try:
@@ -464,8 +476,11 @@ class Agent:
                              owners=tuple(c.id for c in newest.state.clusters),
                              zone_size=track.zone_size if track else 0, always_verify=self.config.once,
                              unhealthy=unhealthy, frozen=frozen,
-                             pruned_serial=track.pruned_serial if track else None)
+                             pruned_serial=track.pruned_serial if track else None,
+                             primary=self.role.primary_inputs(newest, cluster, zone))
             run_zone_steps(zpass)
+            if zpass.merged is not None:
+                self.role.record_merge(zone, zpass.merged.verdicts)
             if zpass.groups is not None:
                 self.group_results[zone.domain] = {
                     "group": cluster.group, "active": not zpass.inactive,
@@ -604,6 +619,7 @@ class Agent:
                 applied_revision=track.desired.state.revision.label if track.desired.state.revision else None,
                 error="; ".join(outcome.errors) if outcome else "",
                 missing=outcome.pending_after_apply if outcome else 0,
+                **self.role.zone_extras(zone),
             ))
         for name in sorted(self.held_without_state - set(self.tracks)):
             zone_obj = desired.state.zone(name) if desired else None
@@ -624,7 +640,7 @@ class Agent:
         return ClusterReport(
             cluster=me.name if me else self.config.cluster,
             cluster_id=me.id if me else self.config.cluster,
-            mode=me.mode.value if me else "default",
+            mode=self.role.mode.value,
             group=me.group if me else None,
             desired_revision=self.fetched_sha,
             applied_revision=self.applied_sha,
@@ -634,6 +650,8 @@ class Agent:
             health=self.health_source.states() if self.health_source is not None else {},
             groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
                     for z, g in self.group_results.items()},
+            poll_interval=self.config.poll_interval,
+            heartbeat_granularity=self.role.granularity,
         )
 
     def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
@@ -660,6 +678,7 @@ class Agent:
                                  f"{', '.join(diverged)}: agents follow the zone; run `gitdns groups reconcile`"
                                  if diverged else "active groups as git says"))
         missing = [z for z in zones if z.missing and not z.held]
+        out.extend(self.role.conditions())
         if missing:
             out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",
                                  f"own records missing after apply in {', '.join(z.zone for z in missing)}; "
@@ -712,6 +731,7 @@ class Agent:
         if self.status is not None and self.config.status:
             try:
                 self.status.publish(report)
+                self.role.reported(report.heartbeat)
             except GitdnsError as exc:
                 log.warning("status push failed: error=%s", exc)
         for hook in self.report_hooks:

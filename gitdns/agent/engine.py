@@ -154,13 +154,14 @@ def _skip_reason(desired: Desired, zone: Zone) -> str:
 def plan_zone(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
               *, force: bool = False, mode: PlanMode = PlanMode.SYNC,
               intent: Intent | None = None,
-              names: Collection[str] | None = None) -> tuple[Plan, ZoneSnapshot]:
+              names: Collection[str] | None = None, reviewed: bool = False) -> tuple[Plan, ZoneSnapshot]:
     """Read (the whole zone, or only ``names``) and plan; a stalled plan is re-judged when
-    git reviewed the removal (the previous revision is loaded only then)."""
+    git reviewed the removal (the previous revision is loaded only then), or when the caller
+    says the removal was judged elsewhere (``reviewed``: a primary's remotes withdrew it)."""
     snapshot = provider.read(zone.domain, names) if names is not None else provider.read(zone.domain)
     intent = intent if intent is not None else intent_for(desired, cluster, zone)
     plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode))
-    if plan.stalled and _reviewed(desired, zone):
+    if plan.stalled and (reviewed or _reviewed(desired, zone)):
         plan = make_plan(intent, snapshot, policy_for_zone(desired, zone, force=force, mode=mode,
                                                            reviewed=True))
     return plan, snapshot
@@ -174,7 +175,7 @@ def _reviewed(desired: Desired, zone: Zone) -> bool:
 def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
                         outcome: ZoneOutcome, force: bool, mode: PlanMode,
                         budget: float = STALE_RETRY_BUDGET, intent: Intent | None = None,
-                        names: Collection[str] | None = None) -> None:
+                        names: Collection[str] | None = None, reviewed: bool = False) -> None:
     """Apply; a change group refused as stale is re-read and re-planned at once, again and
     again with full-jitter backoff, until it lands or the time budget runs out."""
     plan = outcome.plan
@@ -197,15 +198,18 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
                                   "the validation loop retries")
             return
         time.sleep(wait)
-        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names)
+        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names,
+                            reviewed=reviewed)
         outcome.plan = plan
 
 
 def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
-           mode: PlanMode, intent: Intent | None = None, names: Collection[str] | None = None) -> int:
+           mode: PlanMode, intent: Intent | None = None, names: Collection[str] | None = None,
+           reviewed: bool = False) -> int:
     """Re-read and re-plan: the number of changes still wanted (0 when our records are all
     there).  Conflicts are not counted: they were left alone on purpose."""
-    plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names)
+    plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names,
+                        reviewed=reviewed)
     if plan.stalled:
         return 0
     return len(plan.changes)

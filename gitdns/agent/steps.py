@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gitdns.agent.delegate import PrimaryInputs
 from gitdns.agent.engine import (
     Desired,
     ZoneOutcome,
@@ -23,6 +24,8 @@ from gitdns.agent.engine import (
     verify,
 )
 from gitdns.core.builder import build_hosts
+from gitdns.core.delegation import Merged
+from gitdns.core.delegation import merge as merge_remotes
 from gitdns.core.groups import Decision, decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
 from gitdns.core.healthfilter import HealthResult, apply_health
 from gitdns.core.model import Cluster, Zone
@@ -57,6 +60,8 @@ class ZonePass:
     groups: Decision | None = None  # active failover groups (seed 002), None: the zone has none
     inactive: bool = False  # this cluster's group is not active: it publishes nothing
     pruned_serial: int | None = None  # the groups serial inactive groups were last pruned for
+    primary: PrimaryInputs | None = None  # primary mode (seed 001): the remotes to publish for
+    merged: Merged | None = None  # what the merge step made of them
 
 
 def build(p: ZonePass) -> bool:
@@ -65,6 +70,8 @@ def build(p: ZonePass) -> bool:
         p.intent = Intent(p.cluster.id, (), p.desired.state.revision, p.cluster.group)
     else:
         p.intent = intent_for(p.desired, p.cluster, p.zone)
+    if p.primary is not None:  # it publishes for every group: its ownership carries none
+        p.intent = replace(p.intent, group=None)
     return True
 
 
@@ -78,7 +85,11 @@ def groups(p: ZonePass) -> bool:
     state = read_zone_groups(p.provider.read(p.zone.domain, names), p.zone.domain)
     p.groups = decide(git, state, p.zone.domain)
     p.inactive = not is_active(p.cluster.group, p.groups.active)
-    if p.inactive:
+    if p.inactive and p.primary is not None:  # its own records go; the remotes are filtered by group
+        assert p.intent is not None
+        p.intent = replace(p.intent, records=())
+        p.inactive = False
+    elif p.inactive:
         if p.can_write:
             fixes = relabel(p.provider.read(p.zone.domain), p.cluster.id, p.cluster.group)
             if fixes:
@@ -134,6 +145,40 @@ def health(p: ZonePass) -> bool:
     return True
 
 
+def merge(p: ZonePass) -> bool:
+    """Primary mode: add every accepted remote's records to this cluster's own (seed 001)."""
+    if p.primary is None or p.intent is None:
+        return True
+    inputs = p.primary
+    own = p.desired.state.cluster(p.cluster.id)
+    active = p.groups.active if p.groups is not None and p.groups.active else None
+    previous = p.last_intent or ()
+    merged = merge_remotes(own=own, own_records=p.intent.records, state=p.desired.state, zone=p.zone,
+                           payloads=inputs.payloads, remotes=inputs.remotes, now=inputs.now,
+                           stale_after=inputs.stale_after, default_poll=inputs.default_poll,
+                           active=active, previous=previous,
+                           weight_zero=p.provider.capabilities.weight_zero_allowed)
+    p.merged = merged
+    p.intent = replace(p.intent, records=merged.records)
+    p.notes.extend(merged.conflicts)
+    return True
+
+
+def peers(p: ZonePass) -> bool:
+    """Primary mode: keep the other primaries' claims equal to this merge, so a primary that
+    died does not hold a withdrawn value in the zone (a live one plans the same anyway)."""
+    if p.primary is None or not p.primary.peers or not p.can_write or p.intent is None:
+        return True
+    for peer in p.primary.peers:
+        intent = replace(p.intent, owner=peer)
+        plan_, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=intent,
+                             names=p.names, reviewed=p.primary.reviewed)
+        if plan_.changes and not plan_.stalled:
+            result = p.provider.apply(p.zone.domain, plan_.applicable, plan_.guards)
+            p.outcome.applied += len(result.applied)
+    return True
+
+
 def _fail_open(p: ZonePass) -> bool:
     """A withdrawal that would delete a record outright (no other owner's value or row left)
     is undone: the last published set stays.  Returns True when the intent changed."""
@@ -170,13 +215,17 @@ def plan(p: ZonePass) -> bool:
         own = {r.key for r in p.intent.records}
         p.names = _cheaper(p, names_to_read(own, p.owners, p.zone.domain))
     p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode,
-                                         intent=p.intent, names=p.names)
+                                         intent=p.intent, names=p.names, reviewed=_reviewed(p))
     if _fail_open(p):
         p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode,
-                                             intent=p.intent, names=p.names)
+                                             intent=p.intent, names=p.names, reviewed=_reviewed(p))
     if p.names is None:
         p.zone_size = len(snapshot.records)
     return True
+
+
+def _reviewed(p: ZonePass) -> bool:
+    return p.primary is not None and p.primary.reviewed
 
 
 def _cheaper(p: ZonePass, names: frozenset[str]) -> frozenset[str] | None:
@@ -200,7 +249,7 @@ def guard(p: ZonePass) -> bool:
 
 def apply(p: ZonePass) -> bool:
     apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent,
-                       names=p.names)
+                       names=p.names, reviewed=_reviewed(p))
     plan_ = p.outcome.plan
     if plan_ is not None and p.zone_size:  # keep the read-cost estimate in step with what was written
         delta = sum(1 if c.action is Action.CREATE else -1 if c.action is Action.DELETE else 0
@@ -219,16 +268,16 @@ def verify_step(p: ZonePass) -> bool:
     if not needs_verify(p.outcome, p.always_verify):
         return True
     for _ in range(VERIFY_ROUNDS):
-        pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent, p.names)
+        pending = verify(p.desired, p.cluster, p.zone, p.provider, False, p.mode, p.intent, p.names, _reviewed(p))
         p.outcome.pending_after_apply = pending
         if not pending or not p.can_write:
             break
         p.outcome.plan, _ = plan_zone(p.desired, p.cluster, p.zone, p.provider, mode=p.mode, intent=p.intent,
-                                      names=p.names)
+                                      names=p.names, reviewed=_reviewed(p))
         if p.outcome.plan.stalled:
             break
         apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, False, p.mode, intent=p.intent,
-                           names=p.names)
+                           names=p.names, reviewed=_reviewed(p))
     return True
 
 
@@ -242,12 +291,14 @@ ZONE_STEPS: tuple[tuple[str, ZoneStep], ...] = (
     ("build", build),
     ("groups", groups),
     ("health", health),
+    ("merge", merge),
     ("plan", plan),
     ("guard", guard),
     ("apply", apply),
     ("verify", verify_step),
     ("render", render),
     ("prune-inactive", prune_inactive),
+    ("peers", peers),
 )
 
 

@@ -31,6 +31,10 @@ class ZoneReport:
     error: str = ""
     change_ids: tuple[str, ...] = ()
     missing: int = 0  # changes a fresh read still wanted after the last apply (RecordsMissing)
+    # remote mode (seed 001): the records this cluster asks primaries to publish, after health
+    endpoints: tuple[RecordSet, ...] | None = None
+    # primary mode: what was published for each remote (cluster id -> Verdict.as_dict())
+    delegation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,9 @@ class ClusterReport:
     health: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # zone -> {group, active, activeGroups, serial, diverged}; empty when no zone has groups
     groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    poll_interval: float = 0.0  # primaries judge a remote stale by it
+    # how coarse the heartbeat is: an hour, or for a remote a few poll intervals (liveness)
+    heartbeat_granularity: float = HEARTBEAT_GRANULARITY
 
     @property
     def ready(self) -> bool:
@@ -63,20 +70,29 @@ def _conflicts(plan: Plan | None) -> list[dict[str, Any]]:
             for c in plan.conflicts]
 
 
+def _sorted_records(records: Iterable[RecordSet]) -> list[dict[str, object] | None]:
+    return [record_dict(r) for r in sorted(records, key=lambda r: (r.name, r.type, r.set_id))]
+
+
 def zone_document(report: ZoneReport) -> dict[str, Any]:
-    return {
+    doc = {
         "zone": report.zone,
         "provider": report.provider,
         "held": report.held,
         "problems": list(report.problems),
         "appliedRevision": report.applied_revision,
-        "owned": [record_dict(r) for r in sorted(report.owned, key=lambda r: (r.name, r.type, r.set_id))],
+        "owned": _sorted_records(report.owned),
         "conflicts": _conflicts(report.plan),
         "stalled": report.plan.stalled if report.plan is not None else None,
         "error": report.error,
         "recordsMissing": report.missing,
         "lastChangeIds": list(report.change_ids),
     }
+    if report.endpoints is not None:
+        doc["endpoints"] = _sorted_records(report.endpoints)
+    if report.delegation:
+        doc["delegation"] = {k: dict(v) for k, v in sorted(report.delegation.items())}
+    return doc
 
 
 def _policy_status(report: ClusterReport) -> dict[str, Any]:
@@ -91,6 +107,11 @@ def _policy_status(report: ClusterReport) -> dict[str, Any]:
     return out
 
 
+def heartbeat_value(now: float, granularity: float) -> int:
+    step = max(granularity, 1.0)
+    return int(now // step * step)
+
+
 def summary_document(report: ClusterReport) -> dict[str, Any]:
     return {
         "cluster": report.cluster,
@@ -103,7 +124,8 @@ def summary_document(report: ClusterReport) -> dict[str, Any]:
         "ready": report.ready,
         "conditions": [c.as_dict() for c in sorted(report.conditions)],
         "policies": _policy_status(report),
-        "heartbeat": int(report.heartbeat // HEARTBEAT_GRANULARITY * HEARTBEAT_GRANULARITY),
+        "heartbeat": heartbeat_value(report.heartbeat, report.heartbeat_granularity),
+        "pollInterval": report.poll_interval,
     }
 
 

@@ -21,8 +21,8 @@ def _pass(tmp_path: Path, can_write: bool) -> tuple[ZonePass, MemoryProvider]:
 
 
 def test_steps_in_order() -> None:
-    assert [name for name, _ in ZONE_STEPS] == ["build", "groups", "health", "plan", "guard", "apply", "verify",
-                                                "render", "prune-inactive"]
+    assert [name for name, _ in ZONE_STEPS] == ["build", "groups", "health", "merge", "plan", "guard", "apply",
+                                                "verify", "render", "prune-inactive", "peers"]
 
 
 def test_all_steps_run_and_write_when_the_lease_is_held(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_all_steps_run_and_write_when_the_lease_is_held(tmp_path: Path) -> None:
 
 def test_guard_stops_writes_without_the_lease(tmp_path: Path) -> None:
     p, provider = _pass(tmp_path, False)
-    assert run_zone_steps(p) == ["build", "groups", "health", "plan", "guard"]
+    assert run_zone_steps(p) == ["build", "groups", "health", "merge", "plan", "guard"]
     assert p.outcome.plan is not None and p.outcome.plan.changes
     assert provider.read("example.com").records == ()
     assert "lease" in p.notes[0]
@@ -44,4 +44,4 @@ def test_nothing_to_do_stops_at_the_guard(tmp_path: Path) -> None:
     p, _ = _pass(tmp_path, True)
     run_zone_steps(p)
     again = ZonePass(p.zone, p.desired, p.cluster, p.provider, True, ZoneOutcome(p.zone))
-    assert run_zone_steps(again) == ["build", "groups", "health", "plan", "guard"]
+    assert run_zone_steps(again) == ["build", "groups", "health", "merge", "plan", "guard"]

@@ -1,0 +1,266 @@
+"""Delegation through git (seed 001, ARCHITECTURE.md §6): what a primary publishes for remotes.
+
+A remote agent holds no provider credentials: it builds and health-checks its own records and
+puts them on its status branch (``zones/<zone>.yaml`` → ``endpoints``).  A primary reads every
+status branch and, per zone, turns them into ONE record set it publishes under its own owner id:
+
+1. **Who is a remote**: a Cluster in git with ``mode: remote``, or whose status says it runs as
+   one (a ``--mode`` override).  A status branch of a cluster git does not name is ignored.
+2. **Fresh or stale**: a remote whose status heartbeat is older than ``stale_after`` of its poll
+   intervals is withdrawn — unless that would leave a name with nothing at all (fail open: its
+   last values stay for that name).
+3. **Checked against git**: a remote may publish only what git lets it build: every record's key
+   must be one its Cluster yields in git, and its values a subset of the values git gives it
+   (health may remove values or set a weighted row to weight 0, nothing more).  Routing fields
+   (TTL, weight, geo) come from git, so a remote cannot re-route a host; an unknown name or value
+   is refused alone, the remote's other records merge.
+4. **Groups**: a remote in a failover group that is not active contributes nothing (seed 002's
+   CoreDNS considerations: the primary applies the group filter).
+5. **Merge** (§4): values of one key are united; a name claimed as a CNAME by one cluster and
+   as address records by another is a conflict: the side already published (``previous``) keeps
+   it, else the primary's own records, else the cluster id sorting first; the loser is reported.
+
+Pure: status documents in, records and verdicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gitdns.core import builder
+from gitdns.core.model import Cluster, DesiredState, Mode, Zone
+from gitdns.core.records import RecordKey, RecordSet, normalize_name
+
+STATE_MERGED = "merged"  # fresh, every record accepted
+STATE_PARTIAL = "partial"  # fresh, some records refused
+STATE_STALE = "stale"  # heartbeat too old: withdrawn
+STATE_KEPT = "stale-kept"  # stale, but some of its values stay (fail open)
+STATE_INACTIVE = "inactive"  # its failover group is not active
+STATE_MISSING = "missing"  # no status for this zone (never pushed, or branch gone)
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """One remote's endpoints for one zone, as its status branch says."""
+
+    cluster_id: str
+    records: tuple[RecordSet, ...]
+    heartbeat: float  # seconds since the epoch, rounded by the remote
+    poll_interval: float  # the remote's poll interval, seconds
+    revision: str | None = None  # the desired revision the remote built them from
+    mode: str = "remote"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the primary did with one remote's payload."""
+
+    cluster_id: str
+    state: str
+    accepted: int = 0
+    refused: tuple[str, ...] = ()
+    heartbeat: float = 0.0
+    revision: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "accepted": self.accepted, "refused": list(self.refused),
+                "heartbeat": int(self.heartbeat), "revision": self.revision}
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    records: tuple[RecordSet, ...]
+    verdicts: tuple[Verdict, ...]
+    conflicts: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Side:
+    cluster_id: str
+    records: list[RecordSet] = field(default_factory=list)
+
+
+# --- reading payloads from status documents --------------------------------------------------
+
+
+def record_from_dict(doc: Mapping[str, Any]) -> RecordSet:
+    """The inverse of `gitdns.core.planfmt.record_dict`; raises ValueError on a bad document."""
+    try:
+        values = doc["values"]
+        if not isinstance(values, list):
+            raise ValueError("values is not a list")
+        weight = doc.get("weight")
+        geo = doc.get("geo")
+        return RecordSet(normalize_name(str(doc["name"])), str(doc["type"]).upper(), int(doc["ttl"]),
+                         tuple(str(v) for v in values), str(doc.get("setIdentifier") or ""),
+                         None if weight is None else int(weight), None if geo is None else str(geo))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"not a record: {exc}") from None
+
+
+def payload_from_status(cluster_id: str, summary: Mapping[str, Any], zone_doc: Mapping[str, Any] | None
+                        ) -> tuple[Payload | None, list[str]]:
+    """A remote's payload for one zone (None when its zone document carries no endpoints)."""
+    problems: list[str] = []
+    if zone_doc is None or not isinstance(zone_doc.get("endpoints"), list):
+        return None, problems
+    records: list[RecordSet] = []
+    for i, item in enumerate(zone_doc["endpoints"]):
+        try:
+            if not isinstance(item, Mapping):
+                raise ValueError("not a mapping")
+            records.append(record_from_dict(item))
+        except ValueError as exc:
+            problems.append(f"endpoints[{i}]: {exc}")
+    try:
+        heartbeat = float(summary.get("heartbeat") or 0)
+        poll = float(summary.get("pollInterval") or 0)
+    except (TypeError, ValueError):
+        heartbeat, poll = 0.0, 0.0
+    revision = zone_doc.get("appliedRevision")
+    return Payload(cluster_id, tuple(records), heartbeat, poll, str(revision) if revision else None,
+                   str(summary.get("mode") or "remote")), problems
+
+
+# --- who, fresh, allowed -----------------------------------------------------------------------
+
+
+def remotes_of(state: DesiredState, status_modes: Mapping[str, str], own_id: str) -> list[Cluster]:
+    """Clusters a primary publishes for: remote in git, or running as remote (their status)."""
+    return [c for c in state.clusters if c.id != own_id and (
+        c.mode is Mode.REMOTE or status_modes.get(c.id) == Mode.REMOTE.value)]
+
+
+def is_stale(payload: Payload, now: float, stale_after: float, default_poll: float) -> bool:
+    poll = payload.poll_interval if payload.poll_interval > 0 else default_poll
+    return now - payload.heartbeat > stale_after * poll
+
+
+def check(state: DesiredState, cluster: Cluster, zone: Zone, records: Iterable[RecordSet],
+          weight_zero: bool = True) -> tuple[list[RecordSet], list[str]]:
+    """The records git allows ``cluster`` in ``zone`` (routing from git), and what was refused.
+    A weighted row the remote set to weight 0 (all its targets unhealthy) keeps weight 0, or
+    is withdrawn where the provider cannot publish weight 0 (``weight_zero`` False)."""
+    allowed = {r.key: r for r in builder.desired_for_zone(state, cluster, zone)}
+    accepted: list[RecordSet] = []
+    refused: list[str] = []
+    for rec in records:
+        want = allowed.get(rec.key)
+        if want is None:
+            refused.append(f"{rec.key}: not a record Cluster {cluster.name} publishes in git")
+            continue
+        extra = sorted(set(rec.values) - set(want.values))
+        if extra:
+            refused.append(f"{rec.key}: value(s) {', '.join(extra)} not declared for Cluster {cluster.name}")
+            continue
+        if not rec.values:
+            continue
+        if rec.weight == 0 and want.weight is not None:  # health withdrew the row
+            if weight_zero:
+                accepted.append(replace(want, values=rec.values, weight=0))
+            continue
+        accepted.append(replace(want, values=rec.values))
+    return accepted, refused
+
+
+# --- the merge --------------------------------------------------------------------------------
+
+
+def _conflicting(a: Iterable[RecordSet], b: Iterable[RecordSet]) -> set[str]:
+    """Names where one side has a CNAME and the other any other type (§4)."""
+    def kinds(recs: Iterable[RecordSet]) -> dict[str, set[bool]]:
+        out: dict[str, set[bool]] = {}
+        for r in recs:
+            out.setdefault(r.name, set()).add(r.type == "CNAME")
+        return out
+    ka, kb = kinds(a), kinds(b)
+    return {n for n in ka.keys() & kb.keys() if ka[n] | kb[n] == {True, False}}
+
+
+def _order(sides: Sequence[_Side], own_id: str, previous: Mapping[RecordKey, RecordSet]) -> list[_Side]:
+    def rank(side: _Side) -> tuple[int, int, str]:
+        published = sum(1 for r in side.records if r.key in previous)
+        return (0 if side.cluster_id == own_id else 1, -published, side.cluster_id)
+    return sorted(sides, key=rank)
+
+
+def merge_sides(sides: Sequence[_Side], own_id: str, previous: Mapping[RecordKey, RecordSet]
+                ) -> tuple[tuple[RecordSet, ...], list[str]]:
+    kept: list[RecordSet] = []
+    conflicts: list[str] = []
+    for side in _order(sides, own_id, previous):
+        clash = _conflicting(kept, side.records)
+        for name in sorted(clash):
+            conflicts.append(f"{name}: {side.cluster_id} publishes a different record type than "
+                             "what is already merged; its records for the name are left out")
+        kept.extend(r for r in side.records if r.name not in clash)
+    return builder.merge_records(kept), conflicts
+
+
+def merge(*, own: Cluster | None, own_records: Sequence[RecordSet], state: DesiredState, zone: Zone,
+          payloads: Mapping[str, Payload], remotes: Sequence[Cluster], now: float, stale_after: float,
+          default_poll: float, active: frozenset[str] | None = None,
+          previous: Sequence[RecordSet] = (), weight_zero: bool = True) -> Merged:
+    """The record set a primary publishes for ``zone``: its own plus every accepted remote's."""
+    prev = {r.key: r for r in previous}
+    fresh: list[_Side] = []
+    stale: list[tuple[Cluster, Payload, list[RecordSet], list[str]]] = []
+    verdicts: dict[str, Verdict] = {}
+    for remote in remotes:
+        payload = payloads.get(remote.id)
+        if payload is None:
+            verdicts[remote.id] = Verdict(remote.id, STATE_MISSING)
+            continue
+        if active is not None and remote.group and remote.group not in active:
+            verdicts[remote.id] = Verdict(remote.id, STATE_INACTIVE, heartbeat=payload.heartbeat,
+                                          revision=payload.revision)
+            continue
+        accepted, refused = check(state, remote, zone, payload.records, weight_zero)
+        if is_stale(payload, now, stale_after, default_poll):
+            stale.append((remote, payload, accepted, refused))
+            continue
+        fresh.append(_Side(remote.id, accepted))
+        verdicts[remote.id] = Verdict(remote.id, STATE_PARTIAL if refused else STATE_MERGED, len(accepted),
+                                      tuple(refused), payload.heartbeat, payload.revision)
+    sides = ([_Side(own.id, list(own_records))] if own is not None else []) + fresh
+    records, conflicts = merge_sides(sides, own.id if own else "", prev)
+    for remote, payload, accepted, refused in stale:  # fail open: keep what alone answers a host
+        keep = _last_paths(state, remote, zone, accepted, records)
+        if keep:
+            records, more = merge_sides([_Side("", list(records)), _Side(remote.id, keep)], "", prev)
+            conflicts.extend(more)
+        verdicts[remote.id] = Verdict(remote.id, STATE_KEPT if keep else STATE_STALE, len(keep), tuple(refused),
+                                      payload.heartbeat, payload.revision)
+    return Merged(records, tuple(verdicts[k] for k in sorted(verdicts)), tuple(conflicts))
+
+
+def _last_paths(state: DesiredState, cluster: Cluster, zone: Zone, accepted: Sequence[RecordSet],
+                merged: Sequence[RecordSet]) -> list[RecordSet]:
+    """A stale remote's records that are the only answer for one of its hosts: the host names no
+    one else answers, and every name their CNAME chains reach within the remote's records."""
+    covered = {r.name for r in merged}
+    by_name: dict[str, list[RecordSet]] = {}
+    for rec in accepted:
+        by_name.setdefault(rec.name, []).append(rec)
+    todo = [h.host for h in builder.build_hosts(state, cluster, zone) if h.host not in covered]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name in covered:
+            continue
+        seen.add(name)
+        for rec in by_name.get(name, ()):
+            if rec.type == "CNAME":
+                todo.extend(rec.values)
+    return [r for n in sorted(seen) for r in by_name.get(n, ())]
+
+
+def zones_for_primary(state: DesiredState, own: Cluster | None, remotes: Sequence[Cluster]) -> list[Zone]:
+    """Zones a primary reconciles: its own and every remote's."""
+    names: dict[str, Zone] = {}
+    for cluster in ([own] if own is not None else []) + list(remotes):
+        for zone in builder.zones_for_cluster(state, cluster):
+            names.setdefault(zone.name, zone)
+    return [names[n] for n in sorted(names)]

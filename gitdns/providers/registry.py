@@ -67,6 +67,7 @@ for _type, _module_name in (("rfc2136", "rfc2136"), ("route53", "route53"), ("go
                             ("azure", "azure")):
     if importlib.util.find_spec(f"gitdns.providers.{_module_name}") is not None:
         _BUILDERS[_type] = _by_module(_module_name)
+_BUILDERS["endpoint"] = _by_module("endpoint")  # a Kubernetes resource's spec.endpoints as the zone (seed 001)
 
 
 # Types the desired state may name (validation accepts them) whose providers are not built yet.

@@ -22,7 +22,7 @@ from gitdns.agent.cycle import Agent
 from gitdns.agent.engine import Desired, ProviderFactory, default_factory
 from gitdns.agent.lease import KubeLease, Lease, NoLease, TxtLease
 from gitdns.agent.metrics import Metrics
-from gitdns.core.model import Cluster
+from gitdns.core.model import Cluster, Mode
 from gitdns.core.status import ClusterReport, summary_document, summary_line
 from gitdns.errors import ConfigError
 
@@ -144,13 +144,14 @@ def instance_identity(state_dir: Path) -> str:
         return ident
 
 
-def make_lease(config: AgentConfig, factory: ProviderFactory) -> Any:
-    """A callable choosing the lease once the cluster's zones are known."""
+def make_lease(config: AgentConfig, factory: ProviderFactory, remote: Any = lambda: False) -> Any:
+    """A callable choosing the lease once the cluster's zones are known (a remote writes no
+    zone: no lock TXT for it, only a Kubernetes Lease when in a cluster)."""
     def build(desired: Desired, cluster: Cluster) -> Lease:
         kind = config.lease
         if kind == "auto":
             kind = "kubernetes" if in_cluster() else "txt"
-        if kind == "none":
+        if kind == "none" or (kind == "txt" and remote()):
             return NoLease()
         identity = config.pod_name or instance_identity(Path(config.state_dir))
         if kind == "kubernetes":
@@ -201,7 +202,8 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     status = StatusPublisher(config) if config.status else None
     agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
     holder["agent"] = agent
-    agent.lease_builder = make_lease(config, factory)
+    agent.lease_builder = make_lease(config, factory, lambda: agent.role.mode is Mode.REMOTE)
+    wire_role(agent, config)
     if status is not None:
         agent.restore = status.applied_revision
     agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
@@ -211,6 +213,20 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     if in_cluster():
         agent.report_hooks.append(gateway_hook())
     return agent
+
+
+def wire_role(agent: Agent, config: AgentConfig) -> None:
+    """Seed 001: the mode ConfigMap, and for a primary the status branches of its remotes."""
+    from gitdns.agent.delegate import DelegationSource, status_reader
+    from gitdns.agent.modes import configmap_mode
+
+    namespace = config.pod_namespace or os.environ.get("POD_NAMESPACE", "")
+    agent.role.configmap = lambda: configmap_mode(namespace, config.mode_configmap)
+    if config.status:
+        read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation",
+                             config.git_timeout)
+        agent.role.delegation = DelegationSource(read, stale_after=config.stale_after,
+                                                 default_poll=config.poll_interval, clock=time.time)
 
 
 def make_health(agent: Agent, config: AgentConfig) -> Any:

@@ -52,7 +52,6 @@ class Role:
     endpoints: dict[str, tuple[RecordSet, ...]] = field(default_factory=dict)  # remote: zone name -> records
     verdicts: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)  # primary: zone domain -> verdicts
     sent_heartbeat: int | None = None
-    dirty: bool = False  # a remote pushed its status (webhook): re-read before the next poll
     last_inputs: dict[str, Any] = field(default_factory=dict)
 
     # --- the mode ----------------------------------------------------------------------
@@ -77,7 +76,6 @@ class Role:
         if desired is None:
             return False
         if self.mode is Mode.PRIMARY and self.delegation is not None:
-            self.dirty = False
             return self.delegation.refresh(desired, cluster)
         if self.mode is Mode.REMOTE:
             return heartbeat_value(self.clock(), self.granularity) != self.sent_heartbeat

@@ -77,7 +77,7 @@ class Merged:
 
 
 @dataclass(slots=True)
-class _Side:
+class Side:
     cluster_id: str
     records: list[RecordSet] = field(default_factory=list)
 
@@ -179,14 +179,14 @@ def _conflicting(a: Iterable[RecordSet], b: Iterable[RecordSet]) -> set[str]:
     return {n for n in ka.keys() & kb.keys() if ka[n] | kb[n] == {True, False}}
 
 
-def _order(sides: Sequence[_Side], own_id: str, previous: Mapping[RecordKey, RecordSet]) -> list[_Side]:
-    def rank(side: _Side) -> tuple[int, int, str]:
+def _order(sides: Sequence[Side], own_id: str, previous: Mapping[RecordKey, RecordSet]) -> list[Side]:
+    def rank(side: Side) -> tuple[int, int, str]:
         published = sum(1 for r in side.records if r.key in previous)
         return (0 if side.cluster_id == own_id else 1, -published, side.cluster_id)
     return sorted(sides, key=rank)
 
 
-def merge_sides(sides: Sequence[_Side], own_id: str, previous: Mapping[RecordKey, RecordSet]
+def merge_sides(sides: Sequence[Side], own_id: str, previous: Mapping[RecordKey, RecordSet]
                 ) -> tuple[tuple[RecordSet, ...], list[str]]:
     kept: list[RecordSet] = []
     conflicts: list[str] = []
@@ -205,7 +205,7 @@ def merge(*, own: Cluster | None, own_records: Sequence[RecordSet], state: Desir
           previous: Sequence[RecordSet] = (), weight_zero: bool = True) -> Merged:
     """The record set a primary publishes for ``zone``: its own plus every accepted remote's."""
     prev = {r.key: r for r in previous}
-    fresh: list[_Side] = []
+    fresh: list[Side] = []
     stale: list[tuple[Cluster, Payload, list[RecordSet], list[str]]] = []
     verdicts: dict[str, Verdict] = {}
     for remote in remotes:
@@ -221,15 +221,15 @@ def merge(*, own: Cluster | None, own_records: Sequence[RecordSet], state: Desir
         if is_stale(payload, now, stale_after, default_poll):
             stale.append((remote, payload, accepted, refused))
             continue
-        fresh.append(_Side(remote.id, accepted))
+        fresh.append(Side(remote.id, accepted))
         verdicts[remote.id] = Verdict(remote.id, STATE_PARTIAL if refused else STATE_MERGED, len(accepted),
                                       tuple(refused), payload.heartbeat, payload.revision)
-    sides = ([_Side(own.id, list(own_records))] if own is not None else []) + fresh
+    sides = ([Side(own.id, list(own_records))] if own is not None else []) + fresh
     records, conflicts = merge_sides(sides, own.id if own else "", prev)
     for remote, payload, accepted, refused in stale:  # fail open: keep what alone answers a host
         keep = _last_paths(state, remote, zone, accepted, records)
         if keep:
-            records, more = merge_sides([_Side("", list(records)), _Side(remote.id, keep)], "", prev)
+            records, more = merge_sides([Side("", list(records)), Side(remote.id, keep)], "", prev)
             conflicts.extend(more)
         verdicts[remote.id] = Verdict(remote.id, STATE_KEPT if keep else STATE_STALE, len(keep), tuple(refused),
                                       payload.heartbeat, payload.revision)

@@ -90,12 +90,15 @@ def load(root: Path) -> Desired:
     return Desired(root, state, tuple(result.problems), head)
 
 
-def default_factory(base_dir: Path) -> ProviderFactory:
+def default_factory(base_dir: Path, *, namespace: str | None = None) -> ProviderFactory:
+    """One provider per zone, made once.  A zone without ``spec.provider`` gets the provider of
+    the default provider secret in ``namespace`` (default: the agent's own), or a stand-in
+    whose calls raise why there is none, so only that zone is held."""
     cache: dict[str, Provider] = {}
 
     def factory(zone: Zone) -> Provider:
         if zone.name not in cache:
-            cache[zone.name] = make_provider(zone.domain, zone.provider, base_dir)
+            cache[zone.name] = make_provider(zone.domain, zone.provider, base_dir, namespace=namespace)
         return cache[zone.name]
 
     return factory

@@ -24,6 +24,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from gitdns.core.locate import describe, line_of, quick_check
 from gitdns.core.model import (
     API_VERSION,
+    DEFAULT_PROVIDER,
     KINDS,
     ActiveGroups,
     Cluster,
@@ -314,19 +315,29 @@ def _build(good: list[_Doc], bad: list[tuple[_Doc, list[Problem]]]) -> tuple[Des
     return state, lookup
 
 
-def _zone(name: str, spec: Json, origin: Origin) -> Zone:
-    provider = spec["provider"]
+def _provider(spec: Json) -> ProviderRef:
+    """``spec.provider``; without one, type `default`: the default provider secret of the
+    agent's namespace (or ``spec.defaultProviderNamespace``), chosen at run time."""
+    provider = spec.get("provider")
+    namespace = spec.get("defaultProviderNamespace")
+    if provider is None:
+        return ProviderRef(DEFAULT_PROVIDER, default_namespace=namespace)
     creds = provider.get("credentials")
+    return ProviderRef(
+        type=provider["type"],
+        settings=tuple(sorted((k, str(v)) for k, v in provider.get("settings", {}).items())),
+        credentials=CredentialsRef(**creds) if creds is not None else None,
+        default_namespace=namespace,  # meaningless here: validate says so
+    )
+
+
+def _zone(name: str, spec: Json, origin: Origin) -> Zone:
     ttl = spec.get("ttl", {})
     safety = spec.get("safety", {})
     return Zone(
         name=name,
         domain=host(spec["domain"]),
-        provider=ProviderRef(
-            type=provider["type"],
-            settings=tuple(sorted((k, str(v)) for k, v in provider.get("settings", {}).items())),
-            credentials=CredentialsRef(**creds) if creds is not None else None,
-        ),
+        provider=_provider(spec),
         ttl=ZoneTTLs(ttl.get("simple", 60), ttl.get("loadbalanced", 300), ttl.get("loadbalancedInner", 60)),
         registry=spec.get("registry", "txt"),
         publisher=Publisher(spec.get("publisher", "gitdns")),

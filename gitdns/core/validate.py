@@ -18,6 +18,7 @@ from gitdns.core.geo import KNOWN_PROVIDERS, PLAIN_PROVIDERS, geo_hint, valid_ge
 from gitdns.core.loader import LoadResult, ZoneLookup, load
 from gitdns.core.locate import refine_lines
 from gitdns.core.model import (
+    DEFAULT_PROVIDER,
     KINDS,
     ActiveGroups,
     Cluster,
@@ -176,7 +177,7 @@ def zone_settings(ix: Index) -> Iterable[Problem]:
     policies = {p.name for p in ix.state.policies}
     domains: dict[str, Zone] = {}
     for zone in ix.state.zones:
-        if zone.provider.type not in KNOWN_PROVIDERS:
+        if not zone.provider.is_default and zone.provider.type not in KNOWN_PROVIDERS:
             message = f"unknown provider type {zone.provider.type!r}"
             yield _on(
                 ix, zone, ("spec", "provider", "type"), message, f"use one of: {known}", "UnknownProvider"
@@ -205,6 +206,14 @@ def _some(names: Iterable[str], limit: int = 10) -> str:
         return "none"
     more = f" (and {len(ordered) - limit} more)" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more
+
+
+def default_provider_namespace(ix: Index) -> Iterable[Problem]:
+    for zone in ix.state.zones:
+        if zone.provider.default_namespace and not zone.provider.is_default:
+            message = "defaultProviderNamespace is set but the zone names spec.provider, so it would be ignored"
+            hint = "remove spec.defaultProviderNamespace, or remove spec.provider to use the default provider secret"
+            yield _on(ix, zone, ("spec", "defaultProviderNamespace"), message, hint, "UnusedDefaultProviderNamespace")
 
 
 def policy_targets(ix: Index) -> Iterable[Problem]:
@@ -395,6 +404,14 @@ def _geo_problems(ix: Index, obj: Cluster | DNSPolicy, code: str, path: Path) ->
             yield _problem(obj.origin, path, message, hint, (zone_name,), "InvalidGeo")
 
 
+def _weight_range(provider: str) -> tuple[int, int]:
+    """A zone on the default provider secret may land on any provider: what some accepts."""
+    if provider != DEFAULT_PROVIDER:
+        return weight_range(provider)
+    ranges = [weight_range(p) for p in KNOWN_PROVIDERS]
+    return min(low for low, _ in ranges), max(high for _, high in ranges)
+
+
 def weights(ix: Index) -> Iterable[Problem]:
     for policy in ix.state.policies:
         base = ("spec", "loadBalancing", "weighted")
@@ -402,7 +419,7 @@ def weights(ix: Index) -> Iterable[Problem]:
         found += [(c.weight, (*base, "custom", i, "weight")) for i, c in enumerate(policy.custom_weights)]
         for zone_name in ix.zones_of(policy):
             provider = ix.provider(zone_name)
-            low, high = weight_range(provider)
+            low, high = _weight_range(provider)
             for weight, path in found:
                 if not low <= weight <= high:
                     message = f"weight {weight} is out of range for zone {zone_name!r} (provider {provider})"
@@ -500,6 +517,7 @@ CHECKS: tuple[Check, ...] = (
     duplicate_names,
     duplicate_cluster_ids,
     zone_settings,
+    default_provider_namespace,
     policy_targets,
     zone_references,
     tenant_node_pools,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitdns.core.model import CredentialsRef, ProviderRef
+from gitdns.core.model import CredentialsRef, DesiredState, ProviderRef
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.errors import AuthError, ConfigError, GitdnsError, UnreachableError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
@@ -264,3 +264,19 @@ def provider_for_default_zone(zone_domain: str, ref: ProviderRef, base_dir: Path
     except GitdnsError as exc:
         log.info("default provider pending: zone=%s reason=%s", zone_domain, exc.reason)
         return PendingDefaultProvider(resolve, exc)
+
+
+def default_provider_notes(state: DesiredState) -> list[str]:
+    """One line per zone that names no provider, for `gitdns validate` (information, not a
+    problem): its provider is the default provider secret, chosen at run time in a cluster."""
+    notes = []
+    for zone in state.zones:
+        if zone.provider.is_default:
+            origin = zone.origin
+            where = f"{origin.file}:{origin.line}" if origin.line else origin.file
+            namespace = f"namespace {zone.provider.default_namespace}" if zone.provider.default_namespace \
+                else "the agent's namespace"
+            notes.append(f"{where}: zone {zone.domain} names no spec.provider: it uses the default provider "
+                         f"secret, the one Secret labelled {SELECTOR} in {namespace} (looked up when the "
+                         f"agent runs in a Kubernetes cluster)")
+    return notes

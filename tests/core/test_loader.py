@@ -88,7 +88,7 @@ def test_unknown_kind_blocks_everything_but_wrong_api_version_only_its_zone() ->
             "unknown field 'setings'",
             "did you mean 'settings'?",
         ),
-        ("{domain: a.test}", "spec", "missing required field 'provider'", "add provider"),
+        ("{provider: {type: local}}", "spec", "missing required field 'domain'", "add domain"),
         ("{domain: [a.test], provider: {type: local}}", "spec.domain", "expected a string, got a list", "zone apex"),
         (
             "{domain: 'not a domain', provider: {type: local}}",
@@ -220,7 +220,7 @@ def test_every_kind_has_a_packaged_schema() -> None:
         {"domain": "a.test", "provider": {"type": "local"}, "ttl": {"simple": True}},
         {"domain": "a.test", "provider": {"type": "local", "settings": {"a": 1}}},
         {"domain": "a.test", "provider": {"type": "local", "settings": {1: "a"}}},
-        {"domain": "a.test"},
+        {"domain": "a.test", "provider": {"type": "default"}},
         {"domain": "bad domain", "provider": {"type": "local"}},
         {"domain": "a.test", "provider": {"type": "local"}, "safety": {"maxChangeFraction": 1.5}},
     ],

@@ -151,15 +151,15 @@ class Role:
             return Condition("Delegation", False, "DelegationUnreadable", self.delegation.inputs.error)
         verdicts = [v for vs in self.verdicts.values() for v in vs]
         stale = sorted({v.cluster_id for v in verdicts if v.state.startswith(STATE_STALE)})
-        refused = sorted({v.cluster_id for v in verdicts if v.refused})
+        refused = sorted({v.cluster_id for v in verdicts if v.refused and not v.state.startswith(STATE_STALE)})
         merged = sorted({v.cluster_id for v in verdicts if v.state not in (STATE_STALE, STATE_MISSING,
                                                                             STATE_INACTIVE)})
+        stale_text = f"withdrawn (status older than {self.stale_after:g} polls): {', '.join(stale)}"
         if refused:
             return Condition("Delegation", False, "RemoteRecordsRefused",
                              f"records refused (not in their Cluster in git) from {', '.join(refused)}; "
-                             "the rest merged")
+                             "the rest merged" + (f"; {stale_text}" if stale else ""))
         if stale:
-            return Condition("Delegation", False, "RemotesStale",
-                             f"withdrawn (status older than {self.stale_after:g} polls): {', '.join(stale)}")
+            return Condition("Delegation", False, "RemotesStale", stale_text)
         return Condition("Delegation", True, "RemotesMerged",
                          f"published for {len(merged)} remote(s): {', '.join(merged) or 'none'}")

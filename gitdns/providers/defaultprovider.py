@@ -102,7 +102,7 @@ def core_api() -> Any:
         loader.load_incluster_config()
     except ConfigException:
         try:
-            loader.load_kube_config()
+            loader.load_kube_config(config_file=os.environ.get("KUBECONFIG"))  # read now, not at import
         except (ConfigException, FileNotFoundError) as exc:
             raise ConfigError(f"default provider secret: no in-cluster credentials and no usable "
                               f"kubeconfig ({type(exc).__name__})") from None

@@ -37,6 +37,7 @@ def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None) -> di
     if cluster is not None:
         clusters = {cid: c for cid, c in clusters.items() if cluster in (cid, c["cluster"])}
     policies = _policies(clusters)
+    _carried_by(clusters)
     return {
         "clusters": clusters,
         "policies": policies,
@@ -59,6 +60,7 @@ def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
     conditions = [c for c in _list(summary.get("conditions")) if isinstance(c, Mapping)]
     applied, desired = summary.get("appliedRevision"), summary.get("desiredRevision")
     zones = {}
+    delegation: dict[str, dict[str, str]] = {}  # remote id -> zone -> state (a primary's merge)
     for path in sorted(p for p in tree.files if p.startswith(ZONES) and p.endswith(".yaml")):
         doc = _doc(tree, path, errors)
         name = str(doc.get("zone") or path[len(ZONES):-len(".yaml")])
@@ -69,6 +71,10 @@ def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
             "owned": len(_list(doc.get("owned"))),
             "conflicts": len(_list(doc.get("conflicts"))),
         }
+        merged = doc.get("delegation")
+        for remote, verdict in (merged.items() if isinstance(merged, Mapping) else ()):
+            state = verdict.get("state") if isinstance(verdict, Mapping) else None
+            delegation.setdefault(str(remote), {})[name] = str(state or "unknown")
     ready = summary.get("ready") is True and not errors
     return {
         "cluster": str(summary.get("cluster") or cid),
@@ -88,7 +94,27 @@ def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
         "committed": tree.time,
         "errors": errors,
         "_policies": _cluster_policies(summary.get("policies")),
+        "_delegation": delegation,
     }
+
+
+CARRYING = ("merged", "partial", "stale-kept")
+
+
+def _carried_by(clusters: dict[str, dict[str, Any]]) -> None:
+    """Seed 001: for every remote, the primaries publishing its records (and those that do not,
+    with why), from the primaries' ``delegation`` maps."""
+    seen: dict[str, dict[str, dict[str, str]]] = {}
+    for cid, c in clusters.items():
+        for remote, zones in c.pop("_delegation").items():
+            seen.setdefault(remote, {})[cid] = zones
+    for cid, c in clusters.items():
+        if c.get("mode") != "remote" and cid not in seen:
+            continue
+        by = seen.get(cid, {})
+        c["carriedBy"] = sorted(p for p, zones in by.items() if any(s in CARRYING for s in zones.values()))
+        c["notCarriedBy"] = {p: sorted(set(zones.values())) for p, zones in sorted(by.items())
+                             if not any(s in CARRYING for s in zones.values())}
 
 
 def _doc(tree: StatusTree, path: str, errors: list[str]) -> dict[str, Any]:
@@ -174,6 +200,15 @@ def to_text(agg: Mapping[str, Any]) -> str:
                    for cid in p["lagging"]]
             prow.append((name, _yes(p["ready"]), str(len(p["clusters"])), ", ".join(lag) or "-"))
         lines += ["", *_table(prow)]
+    remotes = {cid: c for cid, c in agg["clusters"].items() if "carriedBy" in c}
+    if remotes:
+        names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
+        drow = [("REMOTE", "CARRIED BY", "NOT CARRIED BY")]
+        for cid, c in remotes.items():
+            carried = ", ".join(names.get(p, p) for p in c["carriedBy"]) or "-"
+            missing = ", ".join(f"{names.get(p, p)} ({'/'.join(s)})" for p, s in c["notCarriedBy"].items())
+            drow.append((c["cluster"], carried, missing or "-"))
+        lines += ["", *_table(drow)]
     counts = agg["counts"]
     lines += ["", f"{counts['clustersReady']}/{counts['clusters']} clusters ready, "
                   f"{counts['policiesReady']}/{counts['policies']} policies ready"

@@ -177,3 +177,19 @@ def test_remote_heartbeat_moves_every_two_polls(fleet: Fleet) -> None:
     agent.run()
     second = fleet.hub.trees["id-r1"].files["summary.yaml"]
     assert load_yaml(second)["heartbeat"] > load_yaml(first)["heartbeat"]
+
+
+def test_status_shows_which_primaries_carry_each_remote(fleet: Fleet) -> None:
+    from gitdns.agent.statusview import aggregate, to_text
+
+    start(fleet)
+    agg = aggregate(fleet.hub.trees)
+    assert agg["clusters"]["id-r1"]["carriedBy"] == ["id-p1", "id-p2"]
+    for _ in range(8):  # r2 goes silent: both primaries withdraw it
+        fleet.clock.advance(POLL)
+        run(fleet, "r1", "p1", "p2")
+    agg = aggregate(fleet.hub.trees)
+    assert agg["clusters"]["id-r2"]["carriedBy"] == []
+    assert agg["clusters"]["id-r2"]["notCarriedBy"] == {"id-p1": ["stale"], "id-p2": ["stale"]}
+    text = to_text(agg)
+    assert "CARRIED BY" in text and "p1 (stale)" in text

@@ -204,7 +204,7 @@ def to_text(agg: Mapping[str, Any]) -> str:
     if remotes:
         names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
         drow = [("REMOTE", "CARRIED BY", "NOT CARRIED BY")]
-        for cid, c in remotes.items():
+        for c in remotes.values():
             carried = ", ".join(names.get(p, p) for p in c["carriedBy"]) or "-"
             missing = ", ".join(f"{names.get(p, p)} ({'/'.join(s)})" for p, s in c["notCarriedBy"].items())
             drow.append((c["cluster"], carried, missing or "-"))

@@ -150,6 +150,8 @@ class Agent:
         # seed 001: default, primary or remote, and what that changes (gitdns/agent/roles.py)
         self.role = Role(configured=config.mode, poll_interval=config.poll_interval,
                          stale_after=config.stale_after, clock=clock)
+        # work done on every poll, after the cycle (a primary's Kubernetes delegation pass)
+        self.poll_hooks: list[Callable[[], None]] = []
 
     # --- the poll ----------------------------------------------------------------
     def validation_due(self) -> bool:
@@ -171,6 +173,11 @@ class Agent:
         finally:
             if not reported and self.source_condition != source_before and self.current is not None:
                 self.refresh_report()  # the source went away or came back: say so now
+            for hook in self.poll_hooks:
+                try:
+                    hook()
+                except Exception as exc:
+                    log.warning("poll hook failed: error=%s: %s", type(exc).__name__, exc)
         return cycle
 
     def refresh_report(self) -> None:

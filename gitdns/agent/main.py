@@ -212,7 +212,28 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
         agent.fleet_health = fleet_health_reader(config, agent)
     if in_cluster():
         agent.report_hooks.append(gateway_hook())
+    if config.kube_delegation:
+        agent.poll_hooks.append(kube_delegation_hook(agent, config))
     return agent
+
+
+def kube_delegation_hook(agent: Agent, config: AgentConfig) -> Any:
+    """Seed 001's Kubernetes path: while this agent is a primary, merge the Kuadrant DNSRecords
+    of the remote clusters behind the kubeconfig Secrets (gitdns/agent/kubedelegation.py)."""
+    built: dict[str, Any] = {}
+
+    def run() -> None:
+        cluster = agent.known_cluster
+        if agent.role.mode is not Mode.PRIMARY or cluster is None:
+            return
+        if cluster.id not in built:
+            from gitdns.agent.kubedelegation import build_kube_delegation
+
+            built.clear()
+            built[cluster.id] = build_kube_delegation(config, cluster.id)
+        built[cluster.id].run_once()
+
+    return run
 
 
 def wire_role(agent: Agent, config: AgentConfig) -> None:

@@ -234,6 +234,7 @@ class Agent:
         desired = from_files(self.root, fetched.files, head, None)
         self._resolve_identity(desired)
         self.role.resolve(self.cluster_of(desired) or self.known_cluster)
+        self.role.note_primaries(desired)
         self.role.refresh_for_revision(desired, self.cluster_of(desired))
         self._restore_applied()
         self.fetched_sha = fetched.sha

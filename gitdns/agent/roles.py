@@ -52,6 +52,7 @@ class Role:
     endpoints: dict[str, tuple[RecordSet, ...]] = field(default_factory=dict)  # remote: zone name -> records
     verdicts: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)  # primary: zone domain -> verdicts
     sent_heartbeat: int | None = None
+    primaries: tuple[str, ...] = ()  # the Clusters git names as primaries (a remote's report)
     last_inputs: dict[str, Any] = field(default_factory=dict)
 
     # --- the mode ----------------------------------------------------------------------
@@ -70,6 +71,9 @@ class Role:
                      self.git_mode.value if self.git_mode else "none")
 
     # --- the poll ----------------------------------------------------------------------
+    def note_primaries(self, desired: Desired) -> None:
+        self.primaries = tuple(sorted(c.name for c in desired.state.clusters if c.mode is Mode.PRIMARY))
+
     def due(self, desired: Desired | None, cluster: Cluster | None) -> bool:
         """Work beyond a new revision: a primary's remotes changed (or went stale), or a
         remote's heartbeat is due."""
@@ -137,11 +141,14 @@ class Role:
 
     def conditions(self) -> list[Condition]:
         out = [self.choice.condition(self.git_mode)] if self.git_mode is not None else []
-        if self.mode is Mode.REMOTE:
+        if self.mode is Mode.REMOTE and not self.primaries:
+            out.append(Condition("Delegation", False, "NoPrimaryInGit",
+                                 "no Cluster in git has mode: primary: nothing publishes this cluster's records"))
+        elif self.mode is Mode.REMOTE:
             count = sum(len(r) for r in self.endpoints.values())
             out.append(Condition("Delegation", True, "DelegatedToPrimaries",
                                  f"{count} record set(s) in {len(self.endpoints)} zone(s) on the status branch "
-                                 "for the primaries"))
+                                 f"for the primaries ({', '.join(self.primaries)})"))
         elif self.mode is Mode.PRIMARY:
             out.append(self._primary_condition())
         return out

@@ -80,6 +80,7 @@ REASONS = frozenset({
     "RemoteRecordsRefused",
     "DelegatedToPrimaries",
     "DelegationUnreadable",
+    "NoPrimaryInGit",
     # seed 003: the Gateway's PolicyAffected condition
     "PolicyApplied",
     "PolicyInvalid",

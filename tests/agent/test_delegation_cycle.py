@@ -193,3 +193,12 @@ def test_status_shows_which_primaries_carry_each_remote(fleet: Fleet) -> None:
     assert agg["clusters"]["id-r2"]["notCarriedBy"] == {"id-p1": ["stale"], "id-p2": ["stale"]}
     text = to_text(agg)
     assert "CARRIED BY" in text and "p1 (stale)" in text
+
+
+def test_a_remote_without_any_primary_in_git_says_so(fleet: Fleet) -> None:
+    files = base_files()
+    del files["clusters/p1.yaml"], files["clusters/p2.yaml"]
+    fleet.source.commit(files, "no primaries")
+    fleet.agent("r1", remote=True).run()
+    status, reason, _ = condition(fleet, "r1", "Delegation")
+    assert not status and reason == "NoPrimaryInGit"

@@ -751,6 +751,29 @@ HANDLERS = {
 }
 
 
+# --- gitdns add-cluster-secret (seed 001): parser and handler live in gitdns/agent/clustersecret.py ---
+def cmd_add_cluster_secret(args: argparse.Namespace) -> int:
+    from gitdns.agent.clustersecret import run_command
+
+    return run_command(args)
+
+
+def _build_parser_with_add_cluster_secret() -> argparse.ArgumentParser:
+    from gitdns.agent.clustersecret import add_parser
+
+    parser = _build_parser_without_add_cluster_secret()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            add_parser(action)
+    return parser
+
+
+_build_parser_without_add_cluster_secret = build_parser
+build_parser = _build_parser_with_add_cluster_secret
+HANDLERS["add-cluster-secret"] = cmd_add_cluster_secret
+# --- end of gitdns add-cluster-secret ---
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

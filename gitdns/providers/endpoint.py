@@ -80,7 +80,7 @@ class EndpointProvider:
         self.gvr = gvr or endpoint_gvr({})
         self.selector = tuple(selector) if selector is not None else zone_selector({})
         self.account = account
-        self._api = client.CustomObjectsApi(api_client)
+        self._api: Any = client.CustomObjectsApi(api_client)
 
     # --- the protocol ---------------------------------------------------------------------
 

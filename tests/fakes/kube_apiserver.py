@@ -14,8 +14,10 @@ or as a process: ``python -m tests.fakes.kube_apiserver PORT [--crd group/versio
 
 What it serves (the paths the official ``kubernetes`` Python client uses):
 
-* core v1 ``namespaces`` and ``nodes`` (cluster-scoped), ``configmaps`` and ``secrets``;
-  ``coordination.k8s.io/v1`` ``leases``; any custom resource registered with
+* core v1 ``namespaces`` and ``nodes`` (cluster-scoped), ``configmaps``, ``secrets`` and
+  ``serviceaccounts``; ``coordination.k8s.io/v1`` ``leases``; ``rbac.authorization.k8s.io/v1``
+  ``clusterroles`` and ``clusterrolebindings`` (cluster-scoped), ``roles`` and ``rolebindings``
+  (stored, never enforced); any custom resource registered with
   ``register(group, version, plural, namespaced=True, kind=..., status_subresource=True)``.
   ``default``, ``kube-system`` (its uid is ``fake.kube_system_uid``), ``kube-public`` and
   ``kube-node-lease`` exist from the start.
@@ -55,15 +57,25 @@ What it enforces, as Kubernetes does:
 * Lease ``spec.acquireTime``/``spec.renewTime`` are MicroTime: exactly six fractional digits
   (``2006-01-02T15:04:05.000000Z07:00``), anything else is a 400 as Kubernetes answers; they
   are stored normalised to UTC ``Z``.
+* the token controller, for Secrets of type ``kubernetes.io/service-account-token`` whose
+  annotation ``kubernetes.io/service-account.name`` names an existing ServiceAccount of their
+  namespace: ``data.token`` (a fresh token), ``data["ca.crt"]`` (``fake.ca_pem``) and
+  ``data.namespace`` are filled and the annotation ``kubernetes.io/service-account.uid`` set —
+  at once, or after ``fake.token_fill_delay`` GETs of the Secret (the real controller is
+  asynchronous). ``fake.issued_tokens`` holds every token issued.
+* bearer tokens, only when ``fake.require_auth`` is set: a request must carry
+  ``Authorization: Bearer <t>`` with ``t`` an issued token or one of ``fake.admin_tokens``,
+  else 401 ``Unauthorized``. Authorisation (RBAC) is still never checked.
 * errors are ``Status`` objects (``kind: Status, status: Failure, reason, code, message,
   details``) with Kubernetes' messages; unknown paths are 404 NotFound.
 
 What it does not cover: watch (405), ``fieldSelector`` and ``dryRun`` (400), pagination
 (``limit`` is ignored: every item is returned, no ``continue``), LIST ``resourceVersion``
-semantics (always the latest), authentication and authorisation (every request is
-allowed), admission other than the namespace check, schema validation and defaulting of any
-kind, finalizers and graceful deletion, owner references and garbage collection, server-side
-apply, managedFields, protobuf/CBOR and YAML bodies (JSON only), table output.
+semantics (always the latest), authorisation (RBAC objects are stored, never enforced),
+authentication beyond the opt-in bearer tokens above, the TokenRequest API, admission other
+than the namespace check, schema validation and defaulting of any kind, finalizers and
+graceful deletion, owner references and garbage collection, server-side apply, managedFields,
+protobuf/CBOR and YAML bodies (JSON only), table output.
 
 Test hooks: ``fake.requests`` (every request: method, path, query, content type),
 ``fake.count(method, suffix)``, ``fake.add_hook(fn)``/``clear_hooks()`` (``fn(request)`` runs before a
@@ -74,6 +86,7 @@ in-process store API ``create``, ``get``, ``mutate``.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import copy
 import json
@@ -128,12 +141,21 @@ BUILTINS = (
     ResourceType("", "v1", "configmaps", "ConfigMap", True, False, False),
     ResourceType("", "v1", "secrets", "Secret", True, False, False),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False, False),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, False),
 )
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
+FAKE_CA_PEM = "-----BEGIN CERTIFICATE-----\nZmFrZSBjbHVzdGVyIENB\n-----END CERTIFICATE-----\n"
 VERSION = {"major": "1", "minor": "30", "emulationMajor": "1", "emulationMinor": "30",
            "minCompatibilityMajor": "1", "minCompatibilityMinor": "29", "gitVersion": "v1.30.0-fake",
            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
            "buildDate": "2024-04-17T00:00:00Z", "goVersion": "go1.22.2", "compiler": "gc", "platform": "linux/amd64"}
-SHORT_NAMES = {"namespaces": ["ns"], "nodes": ["no"], "configmaps": ["cm"]}
+SHORT_NAMES = {"namespaces": ["ns"], "nodes": ["no"], "configmaps": ["cm"], "serviceaccounts": ["sa"]}
 
 
 class ApiError(Exception):
@@ -192,6 +214,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -232,6 +258,12 @@ class FakeKube:
         self._thread: threading.Thread | None = None
         self._connections: set[Any] = set()
         self.base_url = ""
+        self.ca_pem = FAKE_CA_PEM
+        self.token_fill_delay = 0  # GETs of a service-account-token Secret before it is filled
+        self.issued_tokens: set[str] = set()
+        self.require_auth = False
+        self.admin_tokens: set[str] = set()
+        self._pending_tokens: dict[tuple[str, str, str, str], int] = {}
         for rt in BUILTINS:
             self._types[(rt.group, rt.version, rt.plural)] = rt
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
@@ -388,7 +420,34 @@ class FakeKube:
             else:
                 meta.pop("generation", None)
             self._objects[key] = obj
+            if rt.plural == "secrets" and not rt.group and obj.get("type") == SA_TOKEN_TYPE:
+                self._pending_tokens[key] = self.token_fill_delay
+                self._token_controller(key)
             return self._present(rt, obj)
+
+    def _token_controller(self, key: tuple[str, str, str, str]) -> None:
+        """Fill a service-account-token Secret once its delay ran out (lock held)."""
+        left = self._pending_tokens.get(key)
+        if left is None:
+            return
+        if left > 0:
+            self._pending_tokens[key] = left - 1
+            return
+        obj = self._objects.get(key)
+        namespace = key[2]
+        sa_name = ((obj or {}).get("metadata", {}).get("annotations") or {}).get(SA_NAME_ANNOTATION)
+        sa = self._objects.get(("", "serviceaccounts", namespace, sa_name or ""))
+        if obj is None or sa is None:
+            return  # the real controller waits for the ServiceAccount too
+        del self._pending_tokens[key]
+        token = f"fake-token-{uuid.uuid4().hex}"
+        self.issued_tokens.add(token)
+        new = copy.deepcopy(obj)
+        new["metadata"].setdefault("annotations", {})[SA_UID_ANNOTATION] = sa["metadata"]["uid"]
+        new["data"] = {**(obj.get("data") or {}), "token": _b64(token), "ca.crt": _b64(self.ca_pem),
+                       "namespace": _b64(namespace)}
+        rt = self._types[("", "v1", "secrets")]
+        self._store_update(rt, obj, new)
 
     def _store_update(self, rt: ResourceType, old: JSON, new: JSON) -> JSON:
         meta = new.setdefault("metadata", {})
@@ -554,8 +613,13 @@ class FakeKube:
         return {"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
 
-    def handle(self, method: str, raw_path: str, content_type: str, raw_body: bytes) -> tuple[int, JSON]:
+    def handle(self, method: str, raw_path: str, content_type: str, raw_body: bytes,
+               authorization: str = "") -> tuple[int, JSON]:
         url = urlsplit(raw_path)
+        if self.require_auth:
+            token = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
+            if token not in self.issued_tokens | self.admin_tokens:
+                return 401, ApiError(401, "Unauthorized", "Unauthorized").status()
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         body: Any = None
         try:
@@ -597,6 +661,8 @@ class FakeKube:
             raise not_allowed
         if method == "GET":
             with self._lock:
+                if target.rt.plural == "secrets" and not target.rt.group:
+                    self._token_controller(self._key(target.rt, target.namespace, target.name))
                 return 200, self._present(target.rt, self._load(target.rt, target.namespace, target.name))
         if method == "PUT":
             return 200, self._update(target, body)
@@ -626,7 +692,8 @@ class FakeKube:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                code, payload = fake.handle(self.command, self.path, self.headers.get("Content-Type") or "", raw)
+                code, payload = fake.handle(self.command, self.path, self.headers.get("Content-Type") or "", raw,
+                                            self.headers.get("Authorization") or "")
                 data = json.dumps(payload).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")

@@ -1,0 +1,342 @@
+"""``gitdns add-cluster-secret``: let a primary read a remote cluster's DNSRecords (seed 001).
+
+On the REMOTE cluster (``--remote-context``) it ensures, idempotently:
+
+1. the namespace ``--remote-namespace`` (default kuadrant-system) and in it the
+   ServiceAccount ``--service-account`` (default gitdns-delegation);
+2. the ClusterRole ``gitdns-remote-cluster`` — seed 001's minimal remote-cluster role:
+   ``dnsrecords`` get/list/watch, ``dnsrecords/status`` get/patch/update in kuadrant.io —
+   and a ClusterRoleBinding of the ServiceAccount to it;
+3. a long-lived token: a Secret of type ``kubernetes.io/service-account-token`` annotated
+   with the ServiceAccount's name, which the cluster's token controller fills (the command
+   waits for it).  A token from the TokenRequest API would expire, and a kubeconfig stored
+   in a Secret must keep working; deleting this Secret revokes the primary's access.
+
+On the PRIMARY cluster (``--primary-context``) it creates or updates the Secret ``NAME`` in
+``--cluster-secret-namespace`` labelled ``<--cluster-secret-label>=true`` whose key
+``kubeconfig`` holds a kubeconfig for the remote: its API server (``--remote-server``, else
+the remote context's), the cluster CA (from the token Secret) and the token.
+
+``--dry-run`` prints every manifest instead, the token and CA redacted, and calls no API.
+The token never appears in output, logs or errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gitdns.errors import ConfigError, UnreachableError
+
+CLUSTER_ROLE = "gitdns-remote-cluster"
+DEFAULT_SERVICE_ACCOUNT = "gitdns-delegation"
+DEFAULT_REMOTE_NAMESPACE = "kuadrant-system"
+DEFAULT_SECRET_NAMESPACE = "kuadrant-system"
+DEFAULT_LABEL = "kuadrant.io/multicluster-kubeconfig"
+TOKEN_TYPE = "kubernetes.io/service-account-token"
+SA_ANNOTATION = "kubernetes.io/service-account.name"
+REDACTED = "<redacted>"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gitdns"}
+RULES = [
+    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords/status"], "verbs": ["get", "patch", "update"]},
+]
+
+HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster (seed 001)"
+EPILOG = """\
+On the remote: a ServiceAccount bound to the ClusterRole gitdns-remote-cluster (DNSRecords
+get/list/watch, their status get/patch/update) and a long-lived token Secret for it.
+On the primary: the Secret NAME labelled kuadrant.io/multicluster-kubeconfig=true holding a
+kubeconfig with that token.  Running it again changes nothing (or updates what differs).
+
+examples:
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary \\
+      --remote-server https://172.18.0.3:6443     # the address the primary reaches the remote at
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary --dry-run
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("add-cluster-secret", help=HELP, epilog=EPILOG, description=HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", help="the cluster Secret's name on the primary: how the primary names this remote")
+    p.add_argument("--remote-context", required=True, metavar="CONTEXT",
+                   help="kubeconfig context of the remote cluster (where the ServiceAccount is made)")
+    p.add_argument("--primary-context", metavar="CONTEXT",
+                   help="kubeconfig context of the primary cluster (where the Secret goes; default: current)")
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--remote-server", metavar="URL",
+                   help="API server URL the primary uses to reach the remote (default: the remote context's)")
+    p.add_argument("--remote-namespace", default=DEFAULT_REMOTE_NAMESPACE, metavar="NS",
+                   help=f"namespace of the ServiceAccount on the remote (default: {DEFAULT_REMOTE_NAMESPACE})")
+    p.add_argument("--service-account", default=DEFAULT_SERVICE_ACCOUNT, metavar="NAME",
+                   help=f"ServiceAccount on the remote (default: {DEFAULT_SERVICE_ACCOUNT})")
+    p.add_argument("--cluster-secret-namespace", default=DEFAULT_SECRET_NAMESPACE, metavar="NS",
+                   help=f"namespace of the cluster Secret on the primary (default: {DEFAULT_SECRET_NAMESPACE}; "
+                        "the agent's --cluster-secret-namespace)")
+    p.add_argument("--cluster-secret-label", default=DEFAULT_LABEL, metavar="KEY",
+                   help=f"label set to \"true\" on the Secret (default: {DEFAULT_LABEL}; the agent's "
+                        "--cluster-secret-label)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for the token controller to fill the token (default: 60)")
+    p.add_argument("--dry-run", action="store_true", help="print the manifests (token redacted); change nothing")
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPlan:
+    name: str
+    remote_namespace: str
+    service_account: str
+    secret_namespace: str
+    label: str
+    server: str
+
+    @property
+    def token_secret(self) -> str:
+        return f"{self.service_account}-token"
+
+    @property
+    def binding(self) -> str:
+        return f"{CLUSTER_ROLE}-{self.remote_namespace}-{self.service_account}"[:253]
+
+
+def remote_manifests(plan: SecretPlan) -> list[dict[str, Any]]:
+    ns = plan.remote_namespace
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": plan.service_account, "namespace": ns, "labels": dict(MANAGED_BY)}},
+        cluster_role(),
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": plan.binding, "labels": dict(MANAGED_BY)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_ROLE},
+         "subjects": [{"kind": "ServiceAccount", "name": plan.service_account, "namespace": ns}]},
+        {"apiVersion": "v1", "kind": "Secret", "type": TOKEN_TYPE,
+         "metadata": {"name": plan.token_secret, "namespace": ns, "labels": dict(MANAGED_BY),
+                      "annotations": {SA_ANNOTATION: plan.service_account}}},
+    ]
+
+
+def cluster_role() -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": CLUSTER_ROLE, "labels": dict(MANAGED_BY)}, "rules": [dict(r) for r in RULES]}
+
+
+def kubeconfig_text(plan: SecretPlan, ca_pem: str, token: str) -> str:
+    """A kubeconfig for the remote; ``ca_pem`` and ``token`` as given (redacted in a dry run)."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+
+    cluster: dict[str, Any] = {"server": plan.server}
+    if ca_pem:
+        cluster["certificate-authority-data"] = (ca_pem if ca_pem == REDACTED
+                                                 else base64.b64encode(ca_pem.encode()).decode())
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": plan.name,
+           "clusters": [{"name": plan.name, "cluster": cluster}],
+           "users": [{"name": f"{plan.name}-{plan.service_account}", "user": {"token": token}}],
+           "contexts": [{"name": plan.name, "context": {"cluster": plan.name,
+                                                        "user": f"{plan.name}-{plan.service_account}"}}]}
+    out = StringIO()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def cluster_secret(plan: SecretPlan, kubeconfig: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": plan.name, "namespace": plan.secret_namespace,
+                         "labels": {plan.label: "true", **MANAGED_BY}},
+            "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()}}
+
+
+def _b64decode(value: str | None) -> str:
+    return base64.b64decode(value or "").decode("utf-8") if value else ""
+
+
+class Cluster:
+    """The few calls made on one cluster, through a ``kubernetes.client.ApiClient``."""
+
+    def __init__(self, api_client: Any, label: str) -> None:
+        from kubernetes import client
+
+        self.label = label
+        self.core: Any = client.CoreV1Api(api_client)
+        self.rbac: Any = client.RbacAuthorizationV1Api(api_client)
+
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """None on 404; UnreachableError naming the call on any other failure."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn(*args, _request_timeout=(5.0, 30.0), **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise UnreachableError(f"{self.label}: {what}: HTTP {exc.status} {exc.reason}") from None
+        except (HTTPError, OSError) as exc:
+            raise UnreachableError(f"{self.label}: {what}: {type(exc).__name__}") from None
+
+    def ensure(self, kind: str, namespace: str | None, body: dict[str, Any]) -> str:
+        """Create ``body`` when missing: 'created' or 'unchanged'."""
+        name = body["metadata"]["name"]
+        read, create = {
+            "Namespace": (self.core.read_namespace, self.core.create_namespace),
+            "ServiceAccount": (self.core.read_namespaced_service_account, self.core.create_namespaced_service_account),
+            "Secret": (self.core.read_namespaced_secret, self.core.create_namespaced_secret),
+            "ClusterRole": (self.rbac.read_cluster_role, self.rbac.create_cluster_role),
+            "ClusterRoleBinding": (self.rbac.read_cluster_role_binding, self.rbac.create_cluster_role_binding),
+        }[kind]
+        where = (namespace,) if namespace is not None else ()
+        if self.call(f"read {kind} {name}", read, name, *where) is not None:
+            return "unchanged"
+        self.call(f"create {kind} {name}", create, *where, body)
+        return "created"
+
+
+def _ensure_role_and_binding(remote: Cluster, plan: SecretPlan, manifests: list[dict[str, Any]]) -> None:
+    role = remote.call("read ClusterRole", remote.rbac.read_cluster_role, CLUSTER_ROLE)
+    if role is None:
+        remote.ensure("ClusterRole", None, cluster_role())
+    else:
+        have = [{"apiGroups": r.api_groups, "resources": r.resources, "verbs": r.verbs} for r in role.rules or []]
+        if have != RULES:
+            body = cluster_role()
+            body["metadata"]["resourceVersion"] = role.metadata.resource_version
+            remote.call("replace ClusterRole", remote.rbac.replace_cluster_role, CLUSTER_ROLE, body)
+    binding = manifests[3]
+    found = remote.call("read ClusterRoleBinding", remote.rbac.read_cluster_role_binding, plan.binding)
+    if found is not None and (found.role_ref.name != CLUSTER_ROLE or not any(
+            s.name == plan.service_account and s.namespace == plan.remote_namespace for s in found.subjects or [])):
+        remote.call("delete ClusterRoleBinding", remote.rbac.delete_cluster_role_binding, plan.binding)
+        found = None  # roleRef cannot change: re-create
+    if found is None:
+        remote.ensure("ClusterRoleBinding", None, binding)
+
+
+def _wait_for_token(remote: Cluster, plan: SecretPlan, timeout: float,
+                    sleep: Callable[[float], None]) -> tuple[str, str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        secret = remote.call("read token Secret", remote.core.read_namespaced_secret, plan.token_secret,
+                             plan.remote_namespace)
+        data = (secret.data or {}) if secret is not None else {}
+        if data.get("token"):
+            return _b64decode(data.get("token")), _b64decode(data.get("ca.crt"))
+        if time.monotonic() >= deadline:
+            raise UnreachableError(f"remote: the token controller did not fill Secret {plan.remote_namespace}/"
+                                   f"{plan.token_secret} within {timeout:g}s (does ServiceAccount "
+                                   f"{plan.service_account} exist?)")
+        sleep(0.5)
+
+
+def provision(remote_client: Any, primary_client: Any, plan: SecretPlan, *, timeout: float = 60.0,
+              ca_fallback: str = "", sleep: Callable[[float], None] = time.sleep) -> str:
+    """Do it: 'created', 'updated' or 'unchanged' (the primary's Secret)."""
+    remote = Cluster(remote_client, "remote")
+    manifests = remote_manifests(plan)
+    remote.ensure("Namespace", None, manifests[0])
+    remote.ensure("ServiceAccount", plan.remote_namespace, manifests[1])
+    _ensure_role_and_binding(remote, plan, manifests)
+    remote.ensure("Secret", plan.remote_namespace, manifests[4])
+    token, ca_pem = _wait_for_token(remote, plan, timeout, sleep)
+    wanted = cluster_secret(plan, kubeconfig_text(plan, ca_pem or ca_fallback, token))
+    primary = Cluster(primary_client, "primary")
+    primary.ensure("Namespace", None, {"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": plan.secret_namespace}})
+    found = primary.call("read cluster Secret", primary.core.read_namespaced_secret, plan.name,
+                         plan.secret_namespace)
+    if found is None:
+        primary.call("create cluster Secret", primary.core.create_namespaced_secret, plan.secret_namespace, wanted)
+        return "created"
+    labels = found.metadata.labels or {}
+    if (found.data or {}).get("kubeconfig") == wanted["data"]["kubeconfig"] and labels.get(plan.label) == "true":
+        return "unchanged"
+    wanted["metadata"]["labels"] = {**labels, **wanted["metadata"]["labels"]}
+    wanted["metadata"]["annotations"] = dict(found.metadata.annotations or {})
+    wanted["metadata"]["resourceVersion"] = found.metadata.resource_version
+    wanted["data"] = {**(found.data or {}), **wanted["data"]}
+    primary.call("update cluster Secret", primary.core.replace_namespaced_secret, plan.name, plan.secret_namespace,
+                 wanted)
+    return "updated"
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def _config_file(args: argparse.Namespace) -> str | None:
+    return args.kubeconfig or os.environ.get("KUBECONFIG") or None
+
+
+def _client(args: argparse.Namespace, context: str | None) -> Any:
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    loader: Any = kube_config
+    try:
+        return loader.new_client_from_config(config_file=_config_file(args), context=context)
+    except (ConfigException, FileNotFoundError) as exc:
+        which = f"context {context}" if context else "the current context"
+        raise ConfigError(f"kubeconfig: {which} does not load ({type(exc).__name__}: {exc})") from None
+
+
+def _server_and_ca(api_client: Any) -> tuple[str, str]:
+    cfg = api_client.configuration
+    ca = ""
+    if cfg.ssl_ca_cert:
+        try:
+            with open(cfg.ssl_ca_cert, encoding="utf-8") as handle:
+                ca = handle.read()
+        except OSError:
+            ca = ""
+    return str(cfg.host), ca
+
+
+def _dump(doc: dict[str, Any], where: str) -> str:
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+
+    out = StringIO()
+    YAML().dump(doc, out)  # round-trip dumper: block style, literal kubeconfig
+    return f"---\n# {where}\n{out.getvalue()}"
+
+
+def _dry_run(plan: SecretPlan, args: argparse.Namespace, with_ca: bool) -> str:
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    secret = cluster_secret(plan, "")
+    del secret["data"]
+    text = kubeconfig_text(plan, REDACTED if with_ca else "", REDACTED)
+    secret["stringData"] = {"kubeconfig": LiteralScalarString(text)}
+    remote = f"on the remote cluster (context {args.remote_context})"
+    primary = f"on the primary cluster (context {args.primary_context or 'current'})"
+    return "".join([*(_dump(doc, remote) for doc in remote_manifests(plan)), _dump(secret, primary)])
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        raise ConfigError("add-cluster-secret needs the kubernetes client: pip install 'gitdns[kubernetes]'") from None
+    remote_client = _client(args, args.remote_context)
+    server, ca = _server_and_ca(remote_client)
+    plan = SecretPlan(args.name, args.remote_namespace, args.service_account, args.cluster_secret_namespace,
+                args.cluster_secret_label, args.remote_server or server)
+    if args.dry_run:
+        print(_dry_run(plan, args, bool(ca)), end="")
+        return 0
+    primary_client = _client(args, args.primary_context)
+    outcome = provision(remote_client, primary_client, plan, timeout=args.timeout, ca_fallback=ca)
+    print(f"cluster secret {plan.secret_namespace}/{plan.name} {outcome} on the primary "
+          f"({args.primary_context or 'current context'}): remote {plan.server} as ServiceAccount "
+          f"{plan.remote_namespace}/{plan.service_account} bound to ClusterRole {CLUSTER_ROLE}")
+    return 0

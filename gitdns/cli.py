@@ -418,6 +418,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         summary = (f"{len(state.zones)} zone(s), {len(state.clusters)} cluster(s), "
                    f"{len(state.policies)} policy(ies), {len(state.record_sets)} record set(s), "
                    f"{len(state.tenants)} tenant(s)")
+        from gitdns.providers.defaultprovider import default_provider_notes
+
+        for note in default_provider_notes(state):
+            print(f"note: {note}")
         if problems:
             held = ", ".join(sorted(desired.blocked)) or "none"
             print(f"{len(problems)} problem(s); zones held: {held}; {summary}")

@@ -461,7 +461,7 @@ def test_namespaced_role_is_exactly_what_the_agent_uses(rendered: list[dict[str,
     assert granted == {
         ("coordination.k8s.io", "leases"): ["create", "get", "patch", "update"],
         ("", "configmaps"): ["get", "list", "watch"],
-        ("", "secrets"): ["get"],
+        ("", "secrets"): ["get", "list"],  # list: the default provider secret (seed 001)
     }
 
 

@@ -183,7 +183,7 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     from gitdns.agent.budget import Budgets
 
-    plain = default_factory(Path(config.state_dir))
+    plain = default_factory(Path(config.state_dir), namespace=config.pod_namespace or None)
     holder: dict[str, Agent] = {}
 
     def fleet() -> int:

@@ -61,8 +61,8 @@ What it enforces, as Kubernetes does:
   annotation ``kubernetes.io/service-account.name`` names an existing ServiceAccount of their
   namespace: ``data.token`` (a fresh token), ``data["ca.crt"]`` (``fake.ca_pem``) and
   ``data.namespace`` are filled and the annotation ``kubernetes.io/service-account.uid`` set —
-  at once, or after ``fake.token_fill_delay`` GETs of the Secret (the real controller is
-  asynchronous). ``fake.issued_tokens`` holds every token issued.
+  at once, or on the GET that follows ``fake.token_fill_delay`` GETs of the Secret (the real
+  controller is asynchronous). ``fake.issued_tokens`` holds every token issued.
 * bearer tokens, only when ``fake.require_auth`` is set: a request must carry
   ``Authorization: Bearer <t>`` with ``t`` an issued token or one of ``fake.admin_tokens``,
   else 401 ``Unauthorized``. Authorisation (RBAC) is still never checked.
@@ -422,7 +422,8 @@ class FakeKube:
             self._objects[key] = obj
             if rt.plural == "secrets" and not rt.group and obj.get("type") == SA_TOKEN_TYPE:
                 self._pending_tokens[key] = self.token_fill_delay
-                self._token_controller(key)
+                if not self.token_fill_delay:
+                    self._token_controller(key)
             return self._present(rt, obj)
 
     def _token_controller(self, key: tuple[str, str, str, str]) -> None:

@@ -649,7 +649,8 @@ def provider_ref(zone: Zone | None, req: Request) -> ProviderRef:
     creds = base.credentials
     if req.credentials_env or req.credentials_file:
         creds = CredentialsRef(env=req.credentials_env, file=req.credentials_file)
-    return ProviderRef(req.provider_type or base.type, tuple(sorted(settings.items())), creds)
+    return ProviderRef(req.provider_type or base.type, tuple(sorted(settings.items())), creds,
+                       base.default_namespace if not req.provider_type else None)
 
 
 def direct(req: Request) -> Result:

@@ -507,6 +507,8 @@ class Agent:
                 outcome.plan = track.last.plan  # nothing was read: the last verdict stands
             if can_write:
                 self._housekeeping(zone, provider, cluster, newest)
+                if zpass.primary is not None and not outcome.errors:
+                    outcome.applied += self.role.clean_remote_claims(zdesired, zone, provider)
         except RetryableError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         except GitdnsError as exc:

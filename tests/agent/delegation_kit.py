@@ -106,9 +106,9 @@ class Fleet:
     zone: MemoryProvider = field(default_factory=MemoryProvider)
     agents: dict[str, Agent] = field(default_factory=dict)
 
-    def agent(self, name: str, *, remote: bool = False, **config: object) -> Agent:
-        cfg = AgentConfig(repo="mem://", cluster=name, state_dir=str(self.tmp / name), poll_interval=POLL,
-                          **config)  # type: ignore[arg-type]
+    def agent(self, name: str, *, remote: bool = False, cluster: str | None = None, **config: object) -> Agent:
+        cfg = AgentConfig(repo="mem://", cluster=cluster or name, state_dir=str(self.tmp / name),
+                          poll_interval=POLL, **config)  # type: ignore[arg-type]
         factory = NoProvider() if remote else (lambda zone: self.zone)
         agent = Agent(cfg, source=self.source, factory=factory, status=self.hub.sink(), clock=self.clock,
                       rng=random.Random(1))

@@ -202,3 +202,22 @@ def test_a_remote_without_any_primary_in_git_says_so(fleet: Fleet) -> None:
     fleet.agent("r1", remote=True).run()
     status, reason, _ = condition(fleet, "r1", "Delegation")
     assert not status and reason == "NoPrimaryInGit"
+
+
+def test_a_cluster_turned_remote_leaves_no_old_claim_behind(fleet: Fleet) -> None:
+    files = base_files()
+    files["clusters/r1.yaml"] = cluster_doc("r1", "default", ["10.0.0.1"], ("app.example.com", "solo1.example.com"))
+    fleet.source.commit(files, "r1 publishes itself")
+    fleet.agent("r1-default", cluster="r1")  # a default-mode agent of cluster r1, writing the zone
+    fleet.agents["r1-default"].run()
+    assert fleet.data()[SOLO] == ("10.0.0.1",)
+    fleet.source.commit(base_files(), "r1 becomes a remote")
+    start(fleet)
+    owners = " ".join(v for r in fleet.zone.read("example.com").records if r.type == "TXT" for v in r.values)
+    assert "id-r1" not in owners  # the primaries pruned r1's own claims once they carried its records
+    assert fleet.data()[SOLO] == ("10.0.0.1",)
+    files = base_files()
+    files["clusters/r1.yaml"] = cluster_doc("r1", "remote", ["10.0.0.1"], ("app.example.com",))
+    fleet.source.commit(files, "r1 drops solo1")
+    run(fleet, "r1", "p1", "p2")
+    assert SOLO not in fleet.data()

@@ -8,7 +8,13 @@ MX and SRV values are made absolute here.  `weights_file` writes the view's weig
 format of CoreDNS's ``loadbalance weighted`` WEIGHTFILE: a domain name on its own line,
 then ``<address> <weight>`` lines (weights 1..255), ``#`` comments.  `write_views` renders
 a zone read from any provider into ``<view>.zone`` / ``<view>.weights`` files for serving
-(BIND views, CoreDNS ``file`` + ``loadbalance weighted``).
+(BIND views, CoreDNS ``file`` + ``loadbalance weighted``) and, when asked (`Serving`), the
+Corefile snippet ``<zone>.server`` that serves them (`gitdns.core.zonecorefile`).
+
+For zones served by several primaries (docs/coredns-primaries.md) every primary must write
+byte-identical files from its own store: `Serving` then leaves the ownership registry (TXT
+claims, heartbeats — bookkeeping that differs between stores) out of the views and derives the
+SOA serial from the content instead of the store version.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import io
 import logging
 import os
 import re
-from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import dns.name
@@ -29,10 +36,15 @@ import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 import dns.zone
+import jinja2
 
 from gitdns import fsutil
+from gitdns.core.owners import parse_heartbeat
 from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.core.views import View, render_views
+from gitdns.core.registry import decode_entry
+from gitdns.core.render import make_environment
+from gitdns.core.views import DEFAULT_VIEW, View, render_views
+from gitdns.core.zonecorefile import ServedView, ViewClients, render_zone_server, server_file
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +116,8 @@ def _add(zone: dns.zone.Zone, rec: RecordSet) -> None:
 
 
 def _apex_records(domain: str, view: View, defaults: ZoneDefaults, serial: int) -> list[RecordSet]:
-    primary = (defaults.primary_ns or f"ns1.{domain}").rstrip(".")
+    apex_ns = next((r.values for r in view.records if r.name == domain and r.type == "NS" and r.values), ())
+    primary = (defaults.primary_ns or (apex_ns[0] if apex_ns else f"ns1.{domain}")).rstrip(".")
     hostmaster = (defaults.hostmaster or f"hostmaster.{domain}").rstrip(".")
     soa = (
         f"{primary}. {hostmaster}. {serial} {defaults.refresh} {defaults.retry} "
@@ -182,23 +195,59 @@ def _serial(version: str) -> int | None:
     return int(version) if version.isdigit() and 0 < int(version) < 2**32 else None
 
 
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """How a zone's views are served.  The defaults render the store as it is."""
+
+    clients: tuple[ViewClients, ...] = ()  # viewClients: every view named gets a file
+    snippet: bool = False  # write the CoreDNS snippet <zone>.server
+    coredns_dir: str = ""  # where CoreDNS sees the view files; "" -> out_dir
+    registry: bool = True  # False: ownership TXT and heartbeats stay out of the views
+    content_serial: bool = False  # True: the SOA serial comes from the content, not the version
+
+
+def is_registry(rec: RecordSet) -> bool:
+    """An ownership claim or an owner heartbeat: the store's bookkeeping, not an answer."""
+    return rec.type == "TXT" and (decode_entry(rec) is not None or parse_heartbeat(rec) is not None)
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    from gitdns.adapters.templates import load_template_sources
+
+    return make_environment(load_template_sources())
+
+
+def _views(zone: str, records: Collection[RecordSet], serving: Serving) -> Mapping[str, View]:
+    if not serving.registry:
+        records = [r for r in records if not is_registry(r)]
+    views = render_views(zone, records)
+    for entry in serving.clients:  # a view clients are routed to always has a file
+        views.setdefault(entry.view, replace(views[DEFAULT_VIEW], name=entry.view))
+    return views
+
+
 def write_views(
-    out_dir: Path, zone: str, read: ReadZone, defaults: ZoneDefaults | None = None
+    out_dir: Path, zone: str, read: ReadZone, defaults: ZoneDefaults | None = None,
+    serving: Serving | None = None,
 ) -> dict[str, str]:
     """Render ``zone`` (read with ``read``, e.g. ``LocalProvider.read``) into one master
     file per geo view, ``<out_dir>/<view>.zone``, and a CoreDNS weight file,
     ``<view>.weights``.  Files are replaced atomically and only when their content changed;
-    the SOA serial is the store version when it is a number.  Renderers take turns on
-    ``<out_dir>.lock`` and read under it, so the last one writes the newest version.
-    Files of views that no longer exist are left alone (a server config may name them).
-    Returns ``{view name: master file text}``."""
+    the SOA serial is the store version when it is a number (unless ``serving`` asks for a
+    content serial).  Renderers take turns on ``<out_dir>.lock`` and read under it, so the
+    last one writes the newest version.  Files of views that no longer exist are left alone
+    (a server config may name them).  With ``serving.snippet`` the CoreDNS snippet
+    ``<zone>.server`` is written too.  Returns ``{view name: master file text}``."""
     zone = normalize_name(zone)
+    serving = serving or Serving()
     out_dir.mkdir(parents=True, exist_ok=True)
     texts: dict[str, str] = {}
     with _locked(out_dir.with_name(out_dir.name + ".lock")):
         snapshot = read(zone, None)
-        serial = _serial(snapshot.version)
-        for name, view in render_views(zone, snapshot.records).items():
+        serial = None if serving.content_serial else _serial(snapshot.version)
+        views = _views(zone, snapshot.records, serving)
+        for name, view in views.items():
             texts[name] = to_master_file(zone, view, defaults, serial=serial)
             stem = view_file_stem(name)
             changed = _write_if_changed(out_dir / f"{stem}.zone", texts[name])
@@ -207,4 +256,14 @@ def write_views(
                 log.info("render: zone=%s view=%s version=%s", zone, name, snapshot.version)
                 for note in view.notes:
                     log.warning("render: zone=%s view=%s note=%s", zone, name, note)
+        if serving.snippet:
+            _write_snippet(out_dir, zone, views, serving)
     return texts
+
+
+def _write_snippet(out_dir: Path, zone: str, views: Mapping[str, View], serving: Serving) -> None:
+    served = [ServedView(name, view_file_stem(name), bool(view.weights)) for name, view in sorted(views.items())]
+    text = render_zone_server(_environment(), zone, serving.coredns_dir or str(out_dir.resolve()), served,
+                              serving.clients)
+    if _write_if_changed(out_dir / server_file(zone), text):
+        log.info("render: zone=%s corefile=%s", zone, server_file(zone))

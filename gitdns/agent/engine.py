@@ -218,14 +218,26 @@ def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, f
     return len(plan.changes)
 
 
-def render_views(provider: Provider, zone: Zone) -> dict[str, str]:
-    """RFC 1035 master files per geo view, for stores that serve through them (`local`)."""
+def render_views(provider: Provider, zone: Zone, state: DesiredState | None = None) -> dict[str, str]:
+    """RFC 1035 master files per geo view, for stores that serve through them (`local`), and
+    the CoreDNS snippet ``<zone>.server`` serving them (the zone's ``viewClients`` and
+    ``corednsDir`` settings).  A zone served by primaries (``state`` says so) is rendered the
+    same on every primary: no ownership registry in the views, SOA serial from the content."""
     views_dir = getattr(provider, "views_dir", None)
     if not callable(views_dir):
         return {}
-    from gitdns.adapters.zonefile import write_views
+    from gitdns.adapters.zonefile import Serving, write_views
+    from gitdns.core.delegation import is_served
+    from gitdns.core.zonecorefile import COREDNS_DIR, view_clients
 
-    return write_views(views_dir(zone.domain), zone.domain, provider.read)
+    try:
+        clients = view_clients(zone)
+    except ValueError as exc:
+        raise ConfigError(f"{exc} ({zone.origin.file or 'the Zone document'})") from None
+    served = state is not None and is_served(state, zone)
+    serving = Serving(clients=clients, snippet=True, coredns_dir=zone.provider.setting(COREDNS_DIR) or "",
+                      registry=not served, content_serial=served)
+    return write_views(views_dir(zone.domain), zone.domain, provider.read, serving=serving)
 
 
 def needs_verify(outcome: ZoneOutcome, always: bool = False) -> bool:

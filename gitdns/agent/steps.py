@@ -23,8 +23,8 @@ from gitdns.agent.engine import (
     render_views,
     verify,
 )
-from gitdns.core.builder import build_hosts
-from gitdns.core.delegation import Merged
+from gitdns.core.builder import build_hosts, merge_records
+from gitdns.core.delegation import Merged, former_primaries, primaries_records, retire_keys
 from gitdns.core.delegation import merge as merge_remotes
 from gitdns.core.groups import Decision, decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
 from gitdns.core.healthfilter import HealthResult, apply_health
@@ -159,9 +159,36 @@ def merge(p: ZonePass) -> bool:
                            active=active, previous=previous,
                            weight_zero=p.provider.capabilities.weight_zero_allowed)
     p.merged = merged
-    p.intent = replace(p.intent, records=merged.records)
+    records = merged.records
+    if own is not None:  # CoreDNS primaries: apex NS + glue, the parent's delegation (identical on all)
+        extra = primaries_records(p.desired.state, p.zone)
+        records = merge_records([*records, *extra]) if extra else records
+    p.intent = replace(p.intent, records=records)
     p.notes.extend(merged.conflicts)
+    _retire_former_primaries(p, previous)
     return True
+
+
+def _retire_former_primaries(p: ZonePass, previous: tuple[RecordSet, ...]) -> None:
+    """Remove the claims of primaries git no longer names from this zone's nameserver records
+    (`former_primaries`): looked for when those records change, on a validation pass and
+    after a restart, so an idle primary reads nothing."""
+    if not p.can_write or p.intent is None or not retire_keys(p.desired.state, p.zone):
+        return
+
+    def ns(recs: tuple[RecordSet, ...]) -> set[RecordSet]:
+        return {r for r in recs if r.type == "NS"}
+    if p.last_intent is not None and not p.validation and ns(previous) == ns(p.intent.records):
+        return
+    snapshot = p.provider.read(p.zone.domain)
+    for owner in former_primaries(p.desired.state, p.zone, snapshot.records, p.cluster.id):
+        policy = replace(policy_for_zone(p.desired, p.zone), authority=Authority.PRUNE_OWNER,
+                         prune_owner=owner, reviewed=True)
+        retire = make_plan(Intent(owner, (), None), p.provider.read(p.zone.domain), policy)
+        if retire.changes and not retire.stalled:
+            result = p.provider.apply(p.zone.domain, retire.applicable, retire.guards)
+            p.outcome.applied += len(result.applied)
+            p.notes.append(f"retired the claims of former primary {owner} ({len(result.applied)} change(s))")
 
 
 def peers(p: ZonePass) -> bool:
@@ -240,6 +267,7 @@ def guard(p: ZonePass) -> bool:
     if plan_ is None or not plan_.changes or plan_.stalled:
         if plan_ is not None and not plan_.stalled:
             prune_inactive(p)
+            peers(p)
         return False
     if not p.can_write:
         p.notes.append("not written: the owner lease is held by another agent")
@@ -282,7 +310,7 @@ def verify_step(p: ZonePass) -> bool:
 
 
 def render(p: ZonePass) -> bool:
-    p.outcome.views = render_views(p.provider, p.zone)
+    p.outcome.views = render_views(p.provider, p.zone, p.desired.state)
     return True
 
 
@@ -296,9 +324,9 @@ ZONE_STEPS: tuple[tuple[str, ZoneStep], ...] = (
     ("guard", guard),
     ("apply", apply),
     ("verify", verify_step),
-    ("render", render),
     ("prune-inactive", prune_inactive),
     ("peers", peers),
+    ("render", render),
 )
 
 

@@ -21,17 +21,32 @@ status branch and, per zone, turns them into ONE record set it publishes under i
    it, else the primary's own records, else the cluster id sorting first; the loser is reported.
 
 Pure: status documents in, records and verdicts out.
+
+**CoreDNS primaries** (issue 7 item 5, docs/coredns-primaries.md).  A Zone whose provider is
+``local`` is *served by primaries* as soon as one Cluster in git with ``mode: primary`` declares
+``spec.nameserver``: every primary keeps its own store of it and serves its rendered views.
+Every primary adds to its intent (`primaries_records`):
+
+* in a served zone: the apex NS listing EVERY git primary's nameserver (sorted) and A/AAAA
+  glue for the nameserver names inside the zone (`nameserver_records`);
+* in the closest enclosing Zone in git of a served zone (any provider): ``<zone> NS`` with the
+  same names and glue for the names inside that parent (`delegation_records`).
+
+All primaries compute the same records from git, so their stores and the parent hold one
+content; a primary removed from git drops out of every NS set, and the claims it left in a
+primary's store or the parent are retired (`former_primaries`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gitdns.core import builder
-from gitdns.core.model import Cluster, DesiredState, Mode, Zone
-from gitdns.core.records import RecordKey, RecordSet, normalize_name
+from gitdns.core.model import Cluster, DesiredState, Mode, Nameserver, Zone
+from gitdns.core.records import RecordKey, RecordSet, in_zone, normalize_name
+from gitdns.core.registry import decode_entry
 
 STATE_MERGED = "merged"  # fresh, every record accepted
 STATE_PARTIAL = "partial"  # fresh, some records refused
@@ -258,9 +273,144 @@ def _last_paths(state: DesiredState, cluster: Cluster, zone: Zone, accepted: Seq
 
 
 def zones_for_primary(state: DesiredState, own: Cluster | None, remotes: Sequence[Cluster]) -> list[Zone]:
-    """Zones a primary reconciles: its own and every remote's."""
+    """Zones a primary reconciles: its own and every remote's; with nameservers declared, also
+    every zone served by primaries and their parent zones (`nameserver_zones`)."""
     names: dict[str, Zone] = {}
     for cluster in ([own] if own is not None else []) + list(remotes):
         for zone in builder.zones_for_cluster(state, cluster):
             names.setdefault(zone.name, zone)
+    for zone in nameserver_zones(state) if own is not None else ():
+        names.setdefault(zone.name, zone)
     return [names[n] for n in sorted(names)]
+
+
+# --- CoreDNS primaries: nameservers, apex NS, the parent's delegation ------------------------
+
+SERVED_PROVIDER = "local"  # zones of this provider type are served from rendered views
+NAMESERVER_TTL = 300  # apex NS, delegation NS and glue
+
+
+def primary_nameservers(state: DesiredState) -> tuple[Nameserver, ...]:
+    """Every git primary's nameserver, one per name (addresses united), sorted by name."""
+    by_name: dict[str, set[str]] = {}
+    for cluster in state.clusters:
+        if cluster.mode is Mode.PRIMARY and cluster.nameserver is not None:
+            by_name.setdefault(cluster.nameserver.name, set()).update(cluster.nameserver.addresses)
+    return tuple(Nameserver(name, tuple(sorted(by_name[name]))) for name in sorted(by_name))
+
+
+def is_served(state: DesiredState, zone: Zone) -> bool:
+    """Served by primaries: provider ``local`` and at least one git primary has a nameserver."""
+    return zone.provider.type == SERVED_PROVIDER and bool(primary_nameservers(state))
+
+
+def served_zones(state: DesiredState) -> list[Zone]:
+    if not primary_nameservers(state):
+        return []
+    return sorted((z for z in state.zones if z.provider.type == SERVED_PROVIDER), key=lambda z: z.domain)
+
+
+def parent_zone(state: DesiredState, zone: Zone) -> Zone | None:
+    """The closest enclosing Zone in git (None for a zone with no parent there)."""
+    _, dot, rest = zone.domain.partition(".")
+    return state.zone_for_host(rest) if dot else None
+
+
+def nameserver_zones(state: DesiredState) -> list[Zone]:
+    """The zones primaries publish nameserver records in: served zones and their parents."""
+    out: dict[str, Zone] = {}
+    for zone in served_zones(state):
+        out.setdefault(zone.name, zone)
+        parent = parent_zone(state, zone)
+        if parent is not None:
+            out.setdefault(parent.name, parent)
+    return [out[n] for n in sorted(out)]
+
+
+def _glue(state: DesiredState, nameservers: Sequence[Nameserver], zones: Collection[str]) -> list[RecordSet]:
+    """A/AAAA for the nameserver names whose closest Zone in git is one of ``zones``."""
+    out: list[RecordSet] = []
+    for ns in nameservers:
+        home = state.zone_for_host(ns.name)
+        if home is None or home.domain not in zones:
+            continue
+        for rtype, values in (("A", [a for a in ns.addresses if ":" not in a]),
+                              ("AAAA", [a for a in ns.addresses if ":" in a])):
+            if values:
+                out.append(RecordSet(ns.name, rtype, NAMESERVER_TTL, tuple(values)))
+    return out
+
+
+def _ns(name: str, nameservers: Sequence[Nameserver]) -> RecordSet:
+    return RecordSet(name, "NS", NAMESERVER_TTL, tuple(ns.name for ns in nameservers))
+
+
+def nameserver_records(state: DesiredState, zone: Zone) -> tuple[RecordSet, ...]:
+    """A served zone's apex NS (every git primary's nameserver) and glue for the names inside
+    it; nothing for a zone not served by primaries."""
+    if not is_served(state, zone):
+        return ()
+    nameservers = primary_nameservers(state)
+    return builder.merge_records([_ns(zone.domain, nameservers), *_glue(state, nameservers, {zone.domain})])
+
+
+def delegation_records(state: DesiredState, zone: Zone) -> tuple[RecordSet, ...]:
+    """In ``zone``: ``<child> NS`` to every primary for each served zone whose closest parent
+    in git is ``zone``, plus glue for the names inside ``zone`` or below the cut."""
+    nameservers = primary_nameservers(state)
+    out: list[RecordSet] = []
+    for child in served_zones(state):
+        parent = parent_zone(state, child)
+        if parent is None or parent.domain != zone.domain:
+            continue
+        out.append(_ns(child.domain, nameservers))
+        out.extend(_glue(state, nameservers, {zone.domain, child.domain}))
+    return builder.merge_records(out)
+
+
+def primaries_records(state: DesiredState, zone: Zone) -> tuple[RecordSet, ...]:
+    """What every primary adds to its intent in ``zone`` (the merge step)."""
+    return builder.merge_records([*nameserver_records(state, zone), *delegation_records(state, zone)])
+
+
+def nameserver_keys(state: DesiredState, zone: Zone) -> frozenset[RecordKey]:
+    """The NS keys primaries own in ``zone``: its apex when served, each served child's cut."""
+    keys = {RecordKey(zone.domain, "NS")} if is_served(state, zone) else set()
+    keys |= {RecordKey(child.domain, "NS") for child in served_zones(state)
+             if (parent := parent_zone(state, child)) is not None and parent.domain == zone.domain}
+    return frozenset(keys)
+
+
+def retire_keys(state: DesiredState, zone: Zone) -> frozenset[RecordKey]:
+    """The NS keys primaries own or owned in ``zone``: `nameserver_keys`, but also when no
+    primary declares a nameserver any more (the last one's claims must still go)."""
+    local = [z for z in state.zones if z.provider.type == SERVED_PROVIDER]
+    keys = {RecordKey(zone.domain, "NS")} if zone.provider.type == SERVED_PROVIDER else set()
+    keys |= {RecordKey(child.domain, "NS") for child in local
+             if (parent := parent_zone(state, child)) is not None and parent.domain == zone.domain}
+    return frozenset(keys)
+
+
+def former_primaries(state: DesiredState, zone: Zone, records: Iterable[RecordSet], own_id: str) -> tuple[str, ...]:
+    """Owners whose claims a primary retires from ``zone`` (read whole in ``records``):
+
+    * in a served zone (a primary's own store, written only by it for itself and its peers):
+      every owner claiming the apex NS that git does not name as a primary — a primary removed
+      from git or moved to another mode;
+    * in a parent zone (which other clusters may share): owners claiming a served child's NS
+      that git does not name at all — a removed primary that is not there to withdraw itself.
+    """
+    keys = retire_keys(state, zone)
+    if not keys:
+        return ()
+    primaries = {c.id for c in state.clusters if c.mode is Mode.PRIMARY}
+    known = {c.id for c in state.clusters}
+    apex = RecordKey(zone.domain, "NS")
+    out: set[str] = set()
+    for rec in records:
+        entry = decode_entry(rec) if rec.type == "TXT" and in_zone(rec.name, zone.domain) else None
+        if entry is None or entry.key not in keys or entry.owner == own_id:
+            continue
+        if (entry.key == apex and entry.owner not in primaries) or entry.owner not in known:
+            out.add(entry.owner)
+    return tuple(sorted(out))

@@ -36,6 +36,7 @@ from gitdns.core.model import (
     HealthCheck,
     Listener,
     Mode,
+    Nameserver,
     Node,
     NodePool,
     Origin,
@@ -370,7 +371,15 @@ def _cluster(name: str, spec: Json, origin: Origin) -> Cluster:
         mode=Mode(spec.get("mode", "default")),
         gateways=gateways,
         origin=origin,
+        nameserver=_nameserver(spec.get("nameserver")),
     )
+
+
+def _nameserver(raw: Json | None) -> Nameserver | None:
+    """``spec.nameserver`` (seed 001, CoreDNS primaries); addresses kept in written order."""
+    if raw is None:
+        return None
+    return Nameserver(host(raw["name"]), tuple(str(a).strip().lower() for a in raw["addresses"]))
 
 
 _HEALTH_FIELDS = {

@@ -118,6 +118,14 @@ class Gateway:
 
 
 @dataclass(frozen=True, slots=True)
+class Nameserver:
+    """The DNS server (CoreDNS) a primary runs for the zones it serves (seed 001)."""
+
+    name: str  # normalised, no trailing dot
+    addresses: tuple[str, ...]  # IPv4/IPv6 addresses (glue)
+
+
+@dataclass(frozen=True, slots=True)
 class Cluster:
     name: str
     id: str  # the kube-system namespace UID (the owner id)
@@ -127,6 +135,7 @@ class Cluster:
     mode: Mode = Mode.DEFAULT
     gateways: tuple[Gateway, ...] = ()
     origin: Origin = Origin("")
+    nameserver: Nameserver | None = None  # only meaningful with mode primary
 
     def attribute(self, name: str) -> str | None:
         for key, value in self.attributes:

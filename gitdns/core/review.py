@@ -1,12 +1,15 @@
 """Which zones a revision changed by a reviewed removal or switch (§5 "Safety").
 
 A mass change that follows from a Cluster, DNSPolicy, gateway or listener removed in git,
-or from an ActiveGroups switch, was reviewed in the pull request that made it: the
-mass-change guard lets it through.  Pure: two desired states in, zone names out.
+from an ActiveGroups switch, or from a change of the primaries' nameservers (a primary
+removed, moved to another mode, or its nameserver changed: docs/coredns-primaries.md), was
+reviewed in the pull request that made it: the mass-change guard lets it through.  Pure: two
+desired states in, zone names out.
 """
 
 from __future__ import annotations
 
+from gitdns.core.delegation import nameserver_zones, primary_nameservers
 from gitdns.core.model import Cluster, DesiredState
 
 
@@ -50,4 +53,6 @@ def reviewed_zones(old: DesiredState, new: DesiredState) -> set[str]:
         zone = old.zone_for_host(name)
         if zone is not None:
             zones.add(zone.name)
+    if primary_nameservers(old) != primary_nameservers(new):
+        zones |= {z.name for z in (*nameserver_zones(old), *nameserver_zones(new))}
     return zones

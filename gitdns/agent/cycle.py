@@ -233,7 +233,9 @@ class Agent:
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
         desired = from_files(self.root, fetched.files, head, None)
         self._resolve_identity(desired)
-        self.role.resolve(self.cluster_of(desired) or self.known_cluster)
+        # git's word now: a cluster removed from git runs as default (its cleanup); one whose
+        # own document does not validate keeps its last known mode while its zones are held
+        self.role.resolve(self.cluster_of(desired) or (self.known_cluster if self.cluster_problem else None))
         self.role.note_primaries(desired)
         self.role.refresh_for_revision(desired, self.cluster_of(desired))
         self._restore_applied()
@@ -485,10 +487,10 @@ class Agent:
                              zone_size=track.zone_size if track else 0, always_verify=self.config.once,
                              unhealthy=unhealthy, frozen=frozen,
                              pruned_serial=track.pruned_serial if track else None,
-                             primary=self.role.primary_inputs(newest, cluster, zone))
+                             primary=self.role.primary_inputs(zdesired, cluster, zone))
             run_zone_steps(zpass)
             if zpass.merged is not None:
-                self.role.record_merge(zone, zpass.merged.verdicts)
+                self.role.record_merge(zone, zpass.merged)
             if zpass.groups is not None:
                 self.group_results[zone.domain] = {
                     "group": cluster.group, "active": not zpass.inactive,

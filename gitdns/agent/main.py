@@ -144,7 +144,8 @@ def instance_identity(state_dir: Path) -> str:
         return ident
 
 
-def make_lease(config: AgentConfig, factory: ProviderFactory, remote: Any = lambda: False) -> Any:
+def make_lease(config: AgentConfig, factory: ProviderFactory, remote: Any = lambda: False,
+               zones_of: Any = None) -> Any:
     """A callable choosing the lease once the cluster's zones are known (a remote writes no
     zone: no lock TXT for it, only a Kubernetes Lease when in a cluster)."""
     def build(desired: Desired, cluster: Cluster) -> Lease:
@@ -159,7 +160,9 @@ def make_lease(config: AgentConfig, factory: ProviderFactory, remote: Any = lamb
                              duration=config.lease_duration, clock=time.time, identity=identity)
         from gitdns.core import builder
 
-        zones = builder.zones_for_cluster(desired.state, cluster)
+        # a primary writes the zones of its remotes too, even with no gateway of its own
+        zones = zones_of(desired, cluster) if zones_of is not None else builder.zones_for_cluster(desired.state,
+                                                                                                   cluster)
         if not zones:
             return NoLease()
         zone = zones[0]
@@ -188,7 +191,10 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
 
     def fleet() -> int:
         agent = holder.get("agent")
-        return len(agent.current.state.clusters) if agent and agent.current else 1
+        if not agent or not agent.current:
+            return 1
+        # remotes never call a provider: the account's budget is shared by the clusters that write
+        return max(1, sum(1 for c in agent.current.state.clusters if c.mode is not Mode.REMOTE))
 
     budgets = Budgets(fleet)
     wrapped: dict[str, Any] = {}
@@ -202,7 +208,7 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     status = StatusPublisher(config) if config.status else None
     agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
     holder["agent"] = agent
-    agent.lease_builder = make_lease(config, factory, lambda: agent.role.mode is Mode.REMOTE)
+    agent.lease_builder = make_lease(config, factory, lambda: agent.role.mode is Mode.REMOTE, agent.role.zones)
     wire_role(agent, config)
     if status is not None:
         agent.restore = status.applied_revision

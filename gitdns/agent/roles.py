@@ -36,6 +36,7 @@ from gitdns.core.delegation import (
     STATE_MISSING,
     STATE_PARTIAL,
     STATE_STALE,
+    Merged,
     Verdict,
     zones_for_primary,
 )
@@ -63,6 +64,7 @@ class Role:
     git_mode: Mode | None = None
     endpoints: dict[str, tuple[RecordSet, ...]] = field(default_factory=dict)  # remote: zone name -> records
     verdicts: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)  # primary: zone domain -> verdicts
+    conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # primary: zone domain -> merge conflicts
     sent_heartbeat: int | None = None
     primaries: tuple[str, ...] = ()  # the Clusters git names as primaries (a remote's report)
     cleaned: dict[str, frozenset[str]] = field(default_factory=dict)  # zone -> remotes whose old claims are gone
@@ -119,8 +121,8 @@ class Role:
         return builder.zones_for_cluster(desired.state, cluster)
 
     def primary_inputs(self, desired: Desired, cluster: Cluster, zone: Zone) -> PrimaryInputs | None:
-        if self.mode is not Mode.PRIMARY or self.delegation is None:
-            return None
+        if self.mode is not Mode.PRIMARY or self.delegation is None or desired.state.cluster(cluster.id) is None:
+            return None  # not a primary, or removed from git: it publishes nothing for others any more
         source = self.delegation
         remotes = tuple(source.remotes(desired, cluster.id))
         peers = tuple(c.id for c in desired.state.clusters if c.id != cluster.id and c.mode is Mode.PRIMARY)
@@ -141,8 +143,9 @@ class Role:
         self.endpoints[zone.name] = records
         outcome.skipped = f"remote mode: {len(records)} record set(s) delegated to the primaries"
 
-    def record_merge(self, zone: Zone, verdicts: tuple[Verdict, ...]) -> None:
-        self.verdicts[zone.domain] = verdicts
+    def record_merge(self, zone: Zone, merged: Merged) -> None:
+        self.verdicts[zone.domain] = merged.verdicts
+        self.conflicts[zone.domain] = merged.conflicts
 
     def clean_remote_claims(self, desired: Desired, zone: Zone, provider: Provider) -> int:
         """A cluster that published in ``default`` mode and then became a remote left its own
@@ -178,7 +181,13 @@ class Role:
         if self.mode is Mode.REMOTE:
             return {"endpoints": self.endpoints.get(zone.name, ())}
         if self.mode is Mode.PRIMARY:
-            return {"delegation": {v.cluster_id: v.as_dict() for v in self.verdicts.get(zone.domain, ())}}
+            delegation: dict[str, Any] = {v.cluster_id: v.as_dict() for v in self.verdicts.get(zone.domain, ())}
+            problems = list(self.conflicts.get(zone.domain, ()))
+            if self.delegation is not None:
+                problems += [p for p in self.delegation.inputs.problems if zone.domain in p]
+            for cid in delegation:
+                delegation[cid]["problems"] = sorted(p for p in problems if cid in p)
+            return {"delegation": delegation}
         return {}
 
     def conditions(self) -> list[Condition]:

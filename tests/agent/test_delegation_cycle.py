@@ -221,3 +221,24 @@ def test_a_cluster_turned_remote_leaves_no_old_claim_behind(fleet: Fleet) -> Non
     fleet.source.commit(files, "r1 drops solo1")
     run(fleet, "r1", "p1", "p2")
     assert SOLO not in fleet.data()
+
+
+def test_a_primary_with_a_broken_cluster_document_keeps_publishing_for_its_remotes(fleet: Fleet) -> None:
+    start(fleet)
+    files = base_files()
+    files["clusters/p1.yaml"] = files["clusters/p1.yaml"].replace("mode: primary", "mode: chief")
+    files["clusters/p2.yaml"] = files["clusters/p2.yaml"].replace("mode: primary", "mode: chief")
+    fleet.source.commit(files, "a typo in both primaries")
+    run(fleet, "p1", "p2")
+    assert fleet.data()[APP] == ("10.0.0.1", "10.0.0.2")  # held: nothing withdrawn
+
+
+def test_a_primary_removed_from_git_stops_publishing_for_others(fleet: Fleet) -> None:
+    start(fleet)
+    files = base_files()
+    del files["clusters/p1.yaml"]
+    fleet.source.commit(files, "retire p1")
+    run(fleet, "p1")
+    owners = " ".join(v for r in fleet.zone.read("example.com").records if r.type == "TXT" for v in r.values)
+    assert "external-dns/owner=id-p1" not in owners
+    assert fleet.data()[APP] == ("10.0.0.1", "10.0.0.2")  # p2 still carries everything

@@ -22,7 +22,7 @@ def _pass(tmp_path: Path, can_write: bool) -> tuple[ZonePass, MemoryProvider]:
 
 def test_steps_in_order() -> None:
     assert [name for name, _ in ZONE_STEPS] == ["build", "groups", "health", "merge", "plan", "guard", "apply",
-                                                "verify", "render", "prune-inactive", "peers"]
+                                                "verify", "prune-inactive", "peers", "render"]
 
 
 def test_all_steps_run_and_write_when_the_lease_is_held(tmp_path: Path) -> None:

@@ -143,6 +143,15 @@ class KubeDelegation:
                                    factory=provider_factory, clock=clock,
                                    republish_interval=republish_interval, metrics=metrics)
 
+    @property
+    def metrics(self) -> Any | None:
+        """The agent's `gitdns.agent.metrics.Metrics` (zone writes and stale-write retries)."""
+        return self.publisher.metrics
+
+    @metrics.setter
+    def metrics(self, value: Any | None) -> None:
+        self.publisher.metrics = value
+
     # --- one pass ---------------------------------------------------------------------------
 
     def run_once(self) -> DelegationResult:
@@ -256,19 +265,24 @@ class KubeDelegation:
         violations: list[str] = []
         deleted = False
         errors = list(res.errors)
-        if res.record and not res.errors:
-            published = self.publisher.publish(res.namespace, res.root, res.data, others)
-            if not published.ok:
-                errors.append(f"publish: {published.reason}: {published.message}")
-                if published.reason in ("DefaultProviderNotFound", "MultipleDefaultProviders"):
-                    violations.append(published.message)
-            elif not res.data:
-                try:
+        if res.retries and self.metrics is not None:
+            self.metrics.record_stale_retries(res.root, res.retries)
+        try:
+            if res.record and not res.errors:
+                published = self.publisher.publish(res.namespace, res.root, res.data, others)
+                if not published.ok:
+                    errors.append(f"publish: {published.reason}: {published.message}")
+                    if published.reason in ("DefaultProviderNotFound", "MultipleDefaultProviders"):
+                        violations.append(published.message)
+                elif not res.data:
                     deleted = merge.delete_if_empty()
-                except GitdnsError as exc:
-                    errors.append(f"delete: {exc}")
-                if deleted:
-                    self.publisher.forget(res.namespace, res.root)
+                    if deleted:
+                        self.publisher.forget(res.namespace, res.root)
+        except GitdnsError as exc:
+            errors.append(f"{res.namespace}/{res.root}: {exc}")
+        except Exception as exc:  # one group's unexpected failure must not stop the pass
+            errors.append(f"{res.namespace}/{res.root}: unexpected {type(exc).__name__}")
+            log.warning("publish failed: namespace=%s root=%s error=%s", res.namespace, res.root, type(exc).__name__)
         owners = res.owners
         for src in sources:
             outcomes[src.ref] = self._outcome(src, res, published, owners)

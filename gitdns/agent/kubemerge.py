@@ -314,11 +314,11 @@ class GroupMerge:
         snap = self.result.snapshot
         if not self.result.record or snap is None or snap.records:
             return False
-        obj = self.auth.get(self.namespace, self.result.record)
         try:
+            obj = self.auth.get(self.namespace, self.result.record)
             if snapshot_of(obj, self.root).records:
                 return False
-        except ValueError:
+        except (LookupError, ValueError):
             return False
         if self.auth.delete(self.namespace, self.result.record, str(obj["metadata"]["resourceVersion"])):
             log.info("authoritative record deleted: record=%s/%s (empty)", self.namespace, self.result.record)
@@ -335,4 +335,7 @@ def merge_group(auth: AuthRecords, namespace: str, root: str, sources: Sequence[
     except (GitdnsError, LookupError) as exc:
         result.errors.append(f"{namespace}/{root}: {exc}")
         log.warning("merge failed: namespace=%s root=%s error=%s", namespace, root, exc)
+    except Exception as exc:  # one group's unexpected failure must not stop the pass
+        result.errors.append(f"{namespace}/{root}: unexpected {type(exc).__name__}")
+        log.warning("merge failed: namespace=%s root=%s error=%s", namespace, root, type(exc).__name__)
     return result, merge

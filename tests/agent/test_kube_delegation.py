@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gitdns.agent.metrics import Metrics
 from gitdns.core.endpoints import authoritative_record_name, kuadrant_hash
 from gitdns.core.kubesources import OWNERS_ANNOTATION, decode_owners
 from tests.agent.kube_fleet import (
@@ -186,7 +187,8 @@ def test_two_primaries_publish_the_same_zone_without_fighting(fleet: Fleet) -> N
 
 def test_a_resource_version_conflict_is_retried_and_loses_nothing(fleet: Fleet) -> None:
     two_remote_records(fleet)
-    delegation = fleet.delegation("primary-a")
+    metrics = Metrics()
+    delegation = fleet.delegation("primary-a", metrics=metrics)
     assert delegation.run_once().ok
     primary = fleet.primaries["primary-a"]
     name = authoritative_record_name(API)
@@ -205,6 +207,8 @@ def test_a_resource_version_conflict_is_retried_and_loses_nothing(fleet: Fleet) 
     data = auth_data(primary, API)
     assert data[(API, "A")] == ("192.0.2.1", "192.0.2.2", "192.0.2.5")
     assert data[("other.api.example.com", "A")] == ("198.51.100.1",)  # the other writer's entry kept
+    assert (metrics.value("gitdns_stale_write_retries_total", {"zone": API}) or 0) >= 1
+    assert (metrics.value("gitdns_zone_writes_total", {"zone": "example.com"}) or 0) >= 1
 
 
 def test_namespace_requirements_are_checked_and_reported(fleet: Fleet) -> None:

@@ -343,16 +343,19 @@ class KubeDelegation:
 
 
 def build_kube_delegation(config: Any, cluster_id: str) -> KubeDelegation:
-    """Everything from the agent's configuration (``kube_delegation``,
-    ``cluster_secret_namespace``, ``cluster_secret_label``, ``pod_namespace``, ``state_dir``)
-    and in-cluster credentials (else the kubeconfig)."""
+    """Everything from the agent's configuration and in-cluster credentials (else the
+    kubeconfig): ``kube_delegation`` must be on; cluster secrets in
+    ``cluster_secret_namespace`` (empty: ``pod_namespace``, else kuadrant-system) labelled
+    ``cluster_secret_label``; ``state_dir`` anchors a `local` store's relative path; an
+    unchanged record is republished every ``quiet_period``.  Set ``.metrics`` to the agent's."""
     from gitdns.errors import ConfigError
     from gitdns.providers.endpoint import api_client_for
 
     if not getattr(config, "kube_delegation", False):
         raise ConfigError("kube delegation is off: set --kube-delegation (GITDNS_KUBE_DELEGATION=true)")
     primary = api_client_for(None)
-    secrets = ClusterSecrets(primary, config.cluster_secret_namespace, config.cluster_secret_label)
+    namespace = config.cluster_secret_namespace or getattr(config, "pod_namespace", "") or ""
+    secrets = ClusterSecrets(primary, namespace, config.cluster_secret_label)
     base_dir = Path(getattr(config, "state_dir", ".") or ".")
     return KubeDelegation(primary, cluster_id, secrets=secrets, base_dir=base_dir,
                           republish_interval=float(getattr(config, "quiet_period", 900.0) or 900.0))

@@ -342,7 +342,10 @@ class KubeDelegation:
         return writes
 
 
-def build_kube_delegation(config: Any, cluster_id: str) -> KubeDelegation:
+KUBE_OWNER_SUFFIX = "-kube"  # the owner id of what a primary publishes for Kubernetes remotes
+
+
+def build_kube_delegation(config: Any, cluster_id: str, metrics: Any | None = None) -> KubeDelegation:
     """Everything from the agent's configuration and in-cluster credentials (else the
     kubeconfig): ``kube_delegation`` must be on; cluster secrets in
     ``cluster_secret_namespace`` (empty: ``pod_namespace``, else kuadrant-system) labelled
@@ -357,5 +360,8 @@ def build_kube_delegation(config: Any, cluster_id: str) -> KubeDelegation:
     namespace = config.cluster_secret_namespace or getattr(config, "pod_namespace", "") or ""
     secrets = ClusterSecrets(primary, namespace, config.cluster_secret_label)
     base_dir = Path(getattr(config, "state_dir", ".") or ".")
+    # its own owner id: the same agent's git-path publishing (its cluster id) must not withdraw
+    # the names this path publishes, nor the other way round
     return KubeDelegation(primary, cluster_id, secrets=secrets, base_dir=base_dir,
+                          owner_id=cluster_id + KUBE_OWNER_SUFFIX, metrics=metrics,
                           republish_interval=float(getattr(config, "quiet_period", 900.0) or 900.0))

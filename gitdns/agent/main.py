@@ -219,11 +219,11 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     if in_cluster():
         agent.report_hooks.append(gateway_hook())
     if config.kube_delegation:
-        agent.poll_hooks.append(kube_delegation_hook(agent, config))
+        agent.poll_hooks.append(kube_delegation_hook(agent, config, metrics))
     return agent
 
 
-def kube_delegation_hook(agent: Agent, config: AgentConfig) -> Any:
+def kube_delegation_hook(agent: Agent, config: AgentConfig, metrics: Metrics) -> Any:
     """Seed 001's Kubernetes path: while this agent is a primary, merge the Kuadrant DNSRecords
     of the remote clusters behind the kubeconfig Secrets (gitdns/agent/kubedelegation.py)."""
     built: dict[str, Any] = {}
@@ -236,7 +236,7 @@ def kube_delegation_hook(agent: Agent, config: AgentConfig) -> Any:
             from gitdns.agent.kubedelegation import build_kube_delegation
 
             built.clear()
-            built[cluster.id] = build_kube_delegation(config, cluster.id)
+            built[cluster.id] = build_kube_delegation(config, cluster.id, metrics)
         built[cluster.id].run_once()
 
     return run

@@ -16,13 +16,12 @@ an endpoint provider (``ENDPOINT_GVR`` / ``ENDPOINT_GVK``, ``ENDPOINT_ZONE_RECOR
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitdns.core.names import TXT_PREFIX, lb_host
+from gitdns.core.names import TXT_PREFIX, lb_host, short_hash
 from gitdns.core.records import RECORD_TYPES, RecordSet, in_zone, normalize_name
 from gitdns.core.registry import decode_entry
 from gitdns.core.render import GEO_CODE, WEIGHT
@@ -48,23 +47,13 @@ CRD_ZONE_LABEL_KEY = "CRD_ZONE_RECORD_LABEL"
 DEFAULT_GVR = "kuadrant.io/v1alpha1.dnsrecords"
 DEFAULT_ZONE_LABEL = "kuadrant.io/zone-record=true"  # Kuadrant's default selector
 
-_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
 def kuadrant_hash(value: str, length: int = 8) -> str:
-    """Kuadrant's ``ToBase36HashLen``: SHA-224, base 36 as a big-endian integer with one
-    ``0`` per leading zero byte (the base-36 codec Kuadrant uses), first ``length`` chars.
-    Equal to `gitdns.core.names.short_hash` except for digests starting with a zero byte."""
-    digest = hashlib.sha224(value.encode("utf-8")).digest()
-    number = int.from_bytes(digest, "big")
-    digits: list[str] = []
-    while number:
-        number, rem = divmod(number, 36)
-        digits.append(_ALPHABET[rem])
-    zeros = len(digest) - len(digest.lstrip(b"\0"))
-    return ("0" * zeros + "".join(reversed(digits)))[:length]
+    """Kuadrant's ``ToBase36HashLen`` (`gitdns.core.names.short_hash`)."""
+    return short_hash(value, length)
 
 
 def root_host(spec_root_host: str) -> str:

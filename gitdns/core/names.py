@@ -16,13 +16,17 @@ MAX_FIRST_LABEL_ON_TXT_ZONES = MAX_LABEL - TXT_PREFIX_OCTETS
 
 @lru_cache(maxsize=65536)
 def short_hash(value: str, length: int) -> str:
-    """SHA-224 of ``value`` as a big-endian integer, in base 36, first ``length`` chars."""
-    number = int.from_bytes(hashlib.sha224(value.encode("utf-8")).digest(), "big")
+    """Kuadrant's ``ToBase36HashLen``: SHA-224 of ``value`` as a big-endian integer in base 36,
+    with one ``0`` per leading zero byte of the digest (the base-36 codec Kuadrant uses keeps
+    them, as base58 codecs do), first ``length`` chars."""
+    digest = hashlib.sha224(value.encode("utf-8")).digest()
+    number = int.from_bytes(digest, "big")
     digits: list[str] = []
     while number:
         number, rem = divmod(number, 36)
         digits.append(_ALPHABET[rem])
-    return "".join(reversed(digits))[:length]
+    zeros = len(digest) - len(digest.lstrip(b"\0"))
+    return ("0" * zeros + "".join(reversed(digits)))[:length]
 
 
 def lb_host(host: str) -> str:

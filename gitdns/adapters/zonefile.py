@@ -206,9 +206,14 @@ class Serving:
     content_serial: bool = False  # True: the SOA serial comes from the content, not the version
 
 
+LOCK_PREFIX = "gitdns-lock-"  # the agent's TXT lease (gitdns.agent.lease.lock_name)
+
+
 def is_registry(rec: RecordSet) -> bool:
-    """An ownership claim or an owner heartbeat: the store's bookkeeping, not an answer."""
-    return rec.type == "TXT" and (decode_entry(rec) is not None or parse_heartbeat(rec) is not None)
+    """An ownership claim, an owner heartbeat or an agent's lock: the store's bookkeeping,
+    which differs between primaries' stores, not an answer."""
+    return rec.type == "TXT" and (rec.name.startswith(LOCK_PREFIX) or decode_entry(rec) is not None
+                                  or parse_heartbeat(rec) is not None)
 
 
 @lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitdns.agent.cycle import Agent
+from gitdns.agent.main import make_lease
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordSet
 from gitdns.providers.base import Provider
@@ -75,6 +76,9 @@ class PrimariesFleet(Fleet):
                 return store if zone.provider.type == "local" else self.zone
 
             agent.factory = factory
+            # the TXT lease as the agent's wiring builds it: its lock lands in the first zone
+            # it reconciles, the served zone, so the views must leave it out to stay identical
+            agent.lease_builder = make_lease(agent.config, factory, lambda: False, agent.role.zones)
         return agent
 
     def run(self, *names: str) -> None:

@@ -32,6 +32,8 @@ def test_both_primaries_render_byte_identical_views(fleet: PrimariesFleet) -> No
                           "default.weights", "default.zone"]
     assert p1 == p2
     assert fleet.views_dir("p1") != fleet.views_dir("p2")  # two stores, two directories
+    locks = [r.name for r in fleet.served("p1") if r.name.startswith("gitdns-lock-")]
+    assert len(locks) == 1  # p1's TXT lease lives in the served zone, yet the views match
 
 
 def test_views_answer_by_geo_with_every_primary_as_nameserver(fleet: PrimariesFleet) -> None:
@@ -108,3 +110,28 @@ def test_a_fleet_without_nameservers_renders_as_before(tmp_path: Path) -> None:
     assert "ns1" in values(master(fleet, "p1", "default"), SERVED, "NS")[0]  # the generated NS
     assert "kuadrant-" in text  # the registry stays in views of zones not served by primaries
     assert (SERVED, "NS") not in fleet.parent()
+
+
+def test_served_views_leave_out_every_bookkeeping_record(tmp_path: Path) -> None:
+    from gitdns.adapters.zonefile import Serving, write_views
+    from gitdns.core.owners import heartbeat_record
+    from gitdns.core.records import Action, Change, RecordSet
+    from gitdns.core.registry import OwnerLabels, ownership_record
+    from gitdns.providers.local import LocalProvider
+
+    store = LocalProvider(tmp_path)
+    www = RecordSet(f"www.{SERVED}", "A", 60, ("10.0.0.1",))
+    bookkeeping = [ownership_record(www, OwnerLabels("id-p1"), SERVED)[0], heartbeat_record("id-p1", SERVED, 5.0),
+                   RecordSet(f"gitdns-lock-12345678.{SERVED}", "TXT", 60, ("holder=x,expires=9",))]
+    kept = RecordSet(f"www.{SERVED}", "TXT", 60, ("v=spf1 -all",))
+    assert store.apply(SERVED, [Change(Action.CREATE, None, r, r.key) for r in [www, kept, *bookkeeping]]).ok
+    served = write_views(tmp_path / "served", SERVED, store.read, serving=Serving(registry=False,
+                                                                                  content_serial=True))
+    plain = write_views(tmp_path / "plain", SERVED, store.read)
+    assert "v=spf1 -all" in served["default"] and "10.0.0.1" in served["default"]
+    assert not any(word in served["default"] for word in ("kuadrant-", "heartbeat", "gitdns-lock", "holder"))
+    assert "kuadrant-" in plain["default"] and "gitdns-lock" in plain["default"]
+    store.apply(SERVED, [Change(Action.DELETE, bookkeeping[2], None, bookkeeping[2].key)])  # version moves
+    again = write_views(tmp_path / "served", SERVED, store.read, serving=Serving(registry=False,
+                                                                                 content_serial=True))
+    assert again == served  # same content, same serial, whatever the store version

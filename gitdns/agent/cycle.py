@@ -233,9 +233,7 @@ class Agent:
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
         desired = from_files(self.root, fetched.files, head, None)
         self._resolve_identity(desired)
-        # git's word now: a cluster removed from git runs as default (its cleanup); one whose
-        # own document does not validate keeps its last known mode while its zones are held
-        self.role.resolve(self.cluster_of(desired) or (self.known_cluster if self.cluster_problem else None))
+        self.role.resolve(self._mode_cluster(desired))
         self.role.note_primaries(desired)
         self.role.refresh_for_revision(desired, self.cluster_of(desired))
         self._restore_applied()
@@ -251,6 +249,19 @@ class Agent:
         if applied and applied != fetched.sha:
             self.revision_loaded_at = self.clock()
         return True
+
+    def _mode_cluster(self, desired: Desired) -> Cluster | None:
+        """The Cluster whose mode counts: git's now.  One whose own document does not validate
+        keeps its last known mode while its zones are held; a remote removed from git stays a
+        remote (it has nothing in any zone to clean up, and no credentials); a primary or
+        default cluster removed from git runs as default, withdrawing its own claims."""
+        cluster = self.cluster_of(desired)
+        known = self.known_cluster
+        if cluster is not None or known is None:
+            return cluster
+        if self.cluster_problem is not None or known.mode is Mode.REMOTE:
+            return known
+        return None
 
     def _refuse_rollback(self, head: str) -> bool:
         applied = self.applied_sha
@@ -299,7 +310,8 @@ class Agent:
 
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._identity_file().write_text(json.dumps({"id": cluster.id, "name": cluster.name}) + "\n")
+            self._identity_file().write_text(json.dumps({"id": cluster.id, "name": cluster.name,
+                                                         "mode": cluster.mode.value}) + "\n")
         except OSError as exc:
             log.warning("cannot keep the cluster identity: path=%s error=%s", self._identity_file(), exc)
 
@@ -314,7 +326,9 @@ class Agent:
             return None
         if self.config.cluster not in (doc.get("id"), doc.get("name")):
             return None
-        return Cluster(name=str(doc.get("name") or doc["id"]), id=str(doc["id"]))
+        raw = str(doc.get("mode") or "")
+        mode = Mode(raw) if raw in {m.value for m in Mode} else Mode.DEFAULT
+        return Cluster(name=str(doc.get("name") or doc["id"]), id=str(doc["id"]), mode=mode)
 
     def _cluster_from_history(self) -> Cluster | None:
         """The Cluster git last named for us, from this state dir or the desired history

@@ -242,3 +242,13 @@ def test_a_primary_removed_from_git_stops_publishing_for_others(fleet: Fleet) ->
     owners = " ".join(v for r in fleet.zone.read("example.com").records if r.type == "TXT" for v in r.values)
     assert "external-dns/owner=id-p1" not in owners
     assert fleet.data()[APP] == ("10.0.0.1", "10.0.0.2")  # p2 still carries everything
+
+
+def test_a_remote_removed_from_git_stays_a_remote(fleet: Fleet) -> None:
+    start(fleet)  # r1's factory fails the test if it ever builds a provider
+    files = base_files()
+    del files["clusters/r1.yaml"]
+    fleet.source.commit(files, "remove r1")
+    run(fleet, "r1", "p1", "p2")
+    assert load_yaml(fleet.hub.trees["id-r1"].files["summary.yaml"])["mode"] == "remote"
+    assert SOLO not in fleet.data()

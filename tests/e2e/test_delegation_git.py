@@ -153,4 +153,4 @@ def test_two_primaries_two_remotes_on_one_bind_zone(fleet: Fleet) -> None:
                    "r1's values gone, r2's kept")
     owners = [txt for name, kind in fleet.bind.rrsets() if kind == "TXT"
               for txt in fleet.bind.query(name, "TXT")]
-    assert not any("id-r1" in t or "id-r2" in t for t in owners)  # remotes never own anything
+    assert not any("id-r1" in t or "id-r2" in t for t in owners), owners  # remotes never own anything

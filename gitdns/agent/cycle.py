@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitdns.adapters.gitrev import HeadInfo
+from gitdns.agent import identity, reporting
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.engine import (
     Desired,
@@ -291,6 +292,22 @@ class Agent:
         except GitdnsError:
             return None
 
+    # --- who we are (gitdns/agent/identity.py) and the report (gitdns/agent/reporting.py) --
+    def _save_identity(self, cluster: Cluster) -> None:
+        identity.save_identity(self, cluster)
+
+    def _resolve_identity(self, desired: Desired) -> None:
+        identity.resolve_identity(self, desired)
+
+    def report(self, cycle: Cycle | None = None) -> ClusterReport:
+        return reporting.report(self, cycle)
+
+    def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
+        return reporting.conditions(self, zones)
+
+    def _report(self, cycle: Cycle) -> bool:
+        return reporting.publish(self, cycle)
+
     # --- per zone ----------------------------------------------------------------
     def cluster_of(self, desired: Desired) -> Cluster | None:
         cluster = desired.state.cluster(self.config.cluster)
@@ -300,76 +317,6 @@ class Agent:
             self.known_cluster = cluster
             self._save_identity(cluster)
         return cluster
-
-    # --- who we are, across restarts and removals ----------------------------------
-    def _identity_file(self) -> Path:
-        return self.root / "cluster.json"
-
-    def _save_identity(self, cluster: Cluster) -> None:
-        import json
-
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._identity_file().write_text(json.dumps({"id": cluster.id, "name": cluster.name,
-                                                         "mode": cluster.mode.value}) + "\n")
-        except OSError as exc:
-            log.warning("cannot keep the cluster identity: path=%s error=%s", self._identity_file(), exc)
-
-    def _load_identity(self) -> Cluster | None:
-        import json
-
-        try:
-            doc = json.loads(self._identity_file().read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(doc, dict) or not doc.get("id"):
-            return None
-        if self.config.cluster not in (doc.get("id"), doc.get("name")):
-            return None
-        raw = str(doc.get("mode") or "")
-        mode = Mode(raw) if raw in {m.value for m in Mode} else Mode.DEFAULT
-        return Cluster(name=str(doc.get("name") or doc["id"]), id=str(doc["id"]), mode=mode)
-
-    def _cluster_from_history(self) -> Cluster | None:
-        """The Cluster git last named for us, from this state dir or the desired history
-        (an agent started after its Cluster was removed must still clean up)."""
-        known = self._load_identity()
-        if known is not None:
-            return known
-        log_fn = getattr(self.source, "log", None)
-        if not callable(log_fn):
-            return None
-        try:
-            commits = log_fn((), 100)
-        except GitdnsError as exc:
-            log.warning("history lookup failed: error=%s", exc)
-            return None
-        for commit in reversed(commits):  # newest first
-            old = self._desired_at(commit.sha)
-            if old is not None:
-                found = old.state.cluster(self.config.cluster)
-                if found is not None:
-                    self.history_desired = old
-                    return found
-        return None
-
-    def _resolve_identity(self, desired: Desired) -> None:
-        """Set ``cluster_problem`` when git does not name a usable Cluster for us."""
-        self.cluster_problem = None
-        if self.cluster_of(desired) is not None:
-            return
-        rejected = {name for kind, name in desired.rejected if kind == "Cluster"}
-        if self.known_cluster is None:
-            self.known_cluster = self._cluster_from_history()
-        names = {self.config.cluster} | ({self.known_cluster.name} if self.known_cluster else set())
-        if names & rejected:
-            self.cluster_problem = Condition(
-                "Ready", False, "ValidationFailed",
-                "this cluster's Cluster document does not validate: every zone keeps its last good revision")
-        elif self.known_cluster is None:
-            self.cluster_problem = Condition(
-                "Ready", False, "InvalidConfiguration",
-                f"no Cluster {self.config.cluster} in git (by id or metadata.name), now or in recent history")
 
     def _zones(self, desired: Desired) -> list[tuple[Zone, Desired, bool]]:
         """(zone, the desired state to use for it, held?) for every zone to reconcile."""
@@ -628,145 +575,6 @@ class Agent:
             track.interval = min(max(track.interval * 2, delay), self.config.quiet_period)
             track.next_validation = now + track.interval
 
-    # --- report ------------------------------------------------------------------
-    def report(self, cycle: Cycle | None = None) -> ClusterReport:
-        desired = self.current
-        cluster = self.cluster_of(desired) if desired else None
-        zones = []
-        for name, track in sorted(self.tracks.items()):
-            zone = self._zone_in(track.desired, name)
-            outcome = track.last
-            zones.append(ZoneReport(
-                zone=zone.domain, provider=zone.provider.type,
-                held=bool(desired and name in desired.blocked),
-                problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
-                owned=tuple(_owned(track.desired, cluster, zone)),
-                plan=outcome.plan if outcome else None,
-                applied_revision=track.desired.state.revision.label if track.desired.state.revision else None,
-                error="; ".join(outcome.errors) if outcome else "",
-                missing=outcome.pending_after_apply if outcome else 0,
-                **self.role.zone_extras(zone),
-            ))
-        for name in sorted(self.held_without_state - set(self.tracks)):
-            zone_obj = desired.state.zone(name) if desired else None
-            if zone_obj is None:
-                continue
-            zones.append(ZoneReport(
-                zone=zone_obj.domain, provider=zone_obj.provider.type, held=True,
-                problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
-                error="no last good revision is known for this zone: nothing was changed"))
-        conditions = self.conditions(zones)
-        rev = desired.state.revision if desired else None
-        policies: dict[str, list[str]] = {}
-        if desired and cluster:
-            for zone in desired.state.zones:
-                for host in builder.build_hosts(desired.state, cluster, zone):
-                    policies.setdefault(host.policy, []).append(host.host)
-        me = cluster or self.known_cluster
-        return ClusterReport(
-            cluster=me.name if me else self.config.cluster,
-            cluster_id=me.id if me else self.config.cluster,
-            mode=self.role.mode.value,
-            group=me.group if me else None,
-            desired_revision=self.fetched_sha,
-            applied_revision=self.applied_sha,
-            attempted_revision=rev.sha if rev else None,
-            conditions=tuple(conditions), zones=tuple(zones), policies=policies,
-            heartbeat=self.clock(),
-            health=self.health_source.states() if self.health_source is not None else {},
-            groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
-                    for z, g in self.group_results.items()},
-            poll_interval=self.config.poll_interval,
-            heartbeat_granularity=self.role.granularity,
-        )
-
-    def conditions(self, zones: list[ZoneReport]) -> list[Condition]:
-        out = [self.source_condition]
-        if self.lease_state is not None:
-            out.append(Condition("LeaseHeld", self.lease_state.held,
-                                 "LeaseAcquired" if self.lease_state.held else "LeaseHeldByAnother",
-                                 self.lease_state.message))
-        conflicts = [c for z in zones if z.plan for c in z.plan.real_conflicts]
-        if conflicts:
-            first = conflicts[0]
-            reason = "ConflictingStrategyDiscovered" if any(
-                c.reason == "ConflictingStrategyDiscovered" for c in conflicts) else first.reason
-            out.append(Condition("UnresolvedConflictDiscovered", True, reason,
-                                 f"{len(conflicts)} conflict(s); first: {first.message}"))
-        healthy = self._healthy_condition()
-        if healthy is not None:
-            out.append(healthy)
-        diverged = sorted(z for z, g in self.group_results.items() if g["diverged"])
-        if self.group_results:
-            out.append(Condition("GroupsDivergedFromGit", bool(diverged),
-                                 "ZoneSerialAhead" if diverged else "GroupsLevelWithGit",
-                                 f"the zone holds a higher active-groups serial than git (break-glass) in "
-                                 f"{', '.join(diverged)}: agents follow the zone; run `gitdns groups reconcile`"
-                                 if diverged else "active groups as git says"))
-        missing = [z for z in zones if z.missing and not z.held]
-        out.extend(self.role.conditions())
-        if missing:
-            out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",
-                                 f"own records missing after apply in {', '.join(z.zone for z in missing)}; "
-                                 "re-applying with jitter"))
-        out.append(self._ready(zones, out))
-        return out
-
-    def _healthy_condition(self) -> Condition | None:
-        if self.health_source is None:
-            return None
-        down = sorted({f"{host} {addr}" for r in self.health_results.values()
-                       for host, addrs in r.unhealthy.items() for addr in addrs})
-        if not down:
-            return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
-        frozen = sorted({h for r in self.health_results.values() for h in r.frozen})
-        failopen = [n for r in self.health_results.values() for n in r.notes if "fail open" in n]
-        if frozen:
-            return Condition("Healthy", False, "WithdrawalsFrozen",
-                             f"unhealthy: {', '.join(down)}; withdrawals frozen for {', '.join(frozen)} "
-                             "(a large share of the fleet's targets failing at once)")
-        if failopen:
-            return Condition("Healthy", False, "AllTargetsUnhealthy", f"unhealthy: {', '.join(down)}; "
-                             "the last published set stays (fail open)")
-        return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
-
-    def _ready(self, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
-        if self.cluster_problem is not None:
-            return self.cluster_problem
-        stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
-        if stalled:
-            return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")
-        held = [z.zone for z in zones if z.held]
-        if held:
-            return Condition("Ready", False, "ValidationFailed",
-                             f"zones held at their last good revision: {', '.join(held)}")
-        errors = [f"{z.zone}: {z.error}" for z in zones if z.error]
-        if errors:
-            return Condition("Ready", False, "ProviderError", "; ".join(errors))
-        bad = [c for c in conditions if not c.status and c.type in ("SourceAvailable", "LeaseHeld")]
-        if bad:
-            return Condition("Ready", False, bad[0].reason, bad[0].message)
-        if any(c.type == "UnresolvedConflictDiscovered" for c in conditions):
-            return Condition("Ready", False, "ReconcileFailed", "conflicts left as they are (see conditions)")
-        return Condition("Ready", True, "ReconcileSucceeded",
-                         f"applied {self.applied_sha[:7]}" if self.applied_sha else "nothing to apply")
-
-    def _report(self, cycle: Cycle) -> bool:
-        report = self.report(cycle)
-        self.last_report = report
-        if self.status is not None and self.config.status:
-            try:
-                self.status.publish(report)
-                self.role.reported(report.heartbeat)
-            except GitdnsError as exc:
-                log.warning("status push failed: error=%s", exc)
-        for hook in self.report_hooks:
-            try:
-                hook(report, self.current)
-            except GitdnsError as exc:
-                log.warning("report hook failed: error=%s", exc)
-        return True
-
     # --- validation loop (seed 000) ------------------------------------------------
     def validate(self) -> int:
         """Re-check due zones; re-apply where own records are missing or overwritten.
@@ -792,12 +600,6 @@ class Agent:
     def next_validation(self) -> float | None:
         times = [t.next_validation for t in self.tracks.values() if t.next_validation is not None]
         return min(times) if times else None
-
-
-def _owned(desired: Desired, cluster: Cluster | None, zone: Zone) -> tuple[Any, ...]:
-    if cluster is None:
-        return ()
-    return builder.desired_for_zone(desired.state, cluster, zone)
 
 
 def _reason(exc: GitdnsError, default: str) -> str:

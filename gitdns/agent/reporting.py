@@ -1,0 +1,172 @@
+"""The agent's report: zone documents, conditions and Ready (functions of the `Agent`).
+
+`report` builds the `ClusterReport` the status branch, ``/status`` and the metrics show;
+`conditions` derives the conditions from the last pass (closed reasons, docs/agent.md);
+`publish` pushes it to the status branch and runs the report hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from gitdns.core import builder
+from gitdns.core.conditions import Condition
+from gitdns.core.model import Cluster, Zone
+from gitdns.core.status import ClusterReport, ZoneReport
+from gitdns.errors import GitdnsError
+
+if TYPE_CHECKING:
+    from gitdns.agent.cycle import Agent, Cycle
+    from gitdns.agent.engine import Desired
+
+log = logging.getLogger(__name__)
+
+
+def report(agent: Agent, cycle: Cycle | None = None) -> ClusterReport:
+    desired = agent.current
+    cluster = agent.cluster_of(desired) if desired else None
+    zones = []
+    for name, track in sorted(agent.tracks.items()):
+        zone = agent._zone_in(track.desired, name)
+        outcome = track.last
+        zones.append(ZoneReport(
+            zone=zone.domain, provider=zone.provider.type,
+            held=bool(desired and name in desired.blocked),
+            problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
+            owned=tuple(_owned(track.desired, cluster, zone)),
+            plan=outcome.plan if outcome else None,
+            applied_revision=track.desired.state.revision.label if track.desired.state.revision else None,
+            error="; ".join(outcome.errors) if outcome else "",
+            missing=outcome.pending_after_apply if outcome else 0,
+            **agent.role.zone_extras(zone),
+        ))
+    for name in sorted(agent.held_without_state - set(agent.tracks)):
+        zone_obj = desired.state.zone(name) if desired else None
+        if zone_obj is None:
+            continue
+        zones.append(ZoneReport(
+            zone=zone_obj.domain, provider=zone_obj.provider.type, held=True,
+            problems=tuple(p.format() for p in (desired.problems if desired else ()) if name in p.zones),
+            error="no last good revision is known for this zone: nothing was changed"))
+    conds = conditions(agent, zones)
+    rev = desired.state.revision if desired else None
+    policies: dict[str, list[str]] = {}
+    if desired and cluster:
+        for zone in desired.state.zones:
+            for host in builder.build_hosts(desired.state, cluster, zone):
+                policies.setdefault(host.policy, []).append(host.host)
+    me = cluster or agent.known_cluster
+    return ClusterReport(
+        cluster=me.name if me else agent.config.cluster,
+        cluster_id=me.id if me else agent.config.cluster,
+        mode=agent.role.mode.value,
+        group=me.group if me else None,
+        desired_revision=agent.fetched_sha,
+        applied_revision=agent.applied_sha,
+        attempted_revision=rev.sha if rev else None,
+        conditions=tuple(conds), zones=tuple(zones), policies=policies,
+        heartbeat=agent.clock(),
+        health=agent.health_source.states() if agent.health_source is not None else {},
+        groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
+                for z, g in agent.group_results.items()},
+        poll_interval=agent.config.poll_interval,
+        heartbeat_granularity=agent.role.granularity,
+    )
+
+
+def conditions(agent: Agent, zones: list[ZoneReport]) -> list[Condition]:
+    out = [agent.source_condition]
+    if agent.lease_state is not None:
+        out.append(Condition("LeaseHeld", agent.lease_state.held,
+                             "LeaseAcquired" if agent.lease_state.held else "LeaseHeldByAnother",
+                             agent.lease_state.message))
+    conflicts = [c for z in zones if z.plan for c in z.plan.real_conflicts]
+    if conflicts:
+        first = conflicts[0]
+        reason = "ConflictingStrategyDiscovered" if any(
+            c.reason == "ConflictingStrategyDiscovered" for c in conflicts) else first.reason
+        out.append(Condition("UnresolvedConflictDiscovered", True, reason,
+                             f"{len(conflicts)} conflict(s); first: {first.message}"))
+    healthy = healthy_condition(agent)
+    if healthy is not None:
+        out.append(healthy)
+    diverged = sorted(z for z, g in agent.group_results.items() if g["diverged"])
+    if agent.group_results:
+        out.append(Condition("GroupsDivergedFromGit", bool(diverged),
+                             "ZoneSerialAhead" if diverged else "GroupsLevelWithGit",
+                             f"the zone holds a higher active-groups serial than git (break-glass) in "
+                             f"{', '.join(diverged)}: agents follow the zone; run `gitdns groups reconcile`"
+                             if diverged else "active groups as git says"))
+    missing = [z for z in zones if z.missing and not z.held]
+    out.extend(agent.role.conditions())
+    if missing:
+        out.append(Condition("UnresolvedConflictDiscovered", True, "RecordsMissing",
+                             f"own records missing after apply in {', '.join(z.zone for z in missing)}; "
+                             "re-applying with jitter"))
+    out.append(ready_condition(agent, zones, out))
+    return out
+
+
+def healthy_condition(agent: Agent) -> Condition | None:
+    if agent.health_source is None:
+        return None
+    down = sorted({f"{host} {addr}" for r in agent.health_results.values()
+                   for host, addrs in r.unhealthy.items() for addr in addrs})
+    if not down:
+        return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
+    frozen = sorted({h for r in agent.health_results.values() for h in r.frozen})
+    failopen = [n for r in agent.health_results.values() for n in r.notes if "fail open" in n]
+    if frozen:
+        return Condition("Healthy", False, "WithdrawalsFrozen",
+                         f"unhealthy: {', '.join(down)}; withdrawals frozen for {', '.join(frozen)} "
+                         "(a large share of the fleet's targets failing at once)")
+    if failopen:
+        return Condition("Healthy", False, "AllTargetsUnhealthy", f"unhealthy: {', '.join(down)}; "
+                         "the last published set stays (fail open)")
+    return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
+
+
+def ready_condition(agent: Agent, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
+    if agent.cluster_problem is not None:
+        return agent.cluster_problem
+    stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
+    if stalled:
+        return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")
+    held = [z.zone for z in zones if z.held]
+    if held:
+        return Condition("Ready", False, "ValidationFailed",
+                         f"zones held at their last good revision: {', '.join(held)}")
+    errors = [f"{z.zone}: {z.error}" for z in zones if z.error]
+    if errors:
+        return Condition("Ready", False, "ProviderError", "; ".join(errors))
+    bad = [c for c in conditions if not c.status and c.type in ("SourceAvailable", "LeaseHeld")]
+    if bad:
+        return Condition("Ready", False, bad[0].reason, bad[0].message)
+    if any(c.type == "UnresolvedConflictDiscovered" for c in conditions):
+        return Condition("Ready", False, "ReconcileFailed", "conflicts left as they are (see conditions)")
+    return Condition("Ready", True, "ReconcileSucceeded",
+                     f"applied {agent.applied_sha[:7]}" if agent.applied_sha else "nothing to apply")
+
+
+def publish(agent: Agent, cycle: Cycle) -> bool:
+    built = report(agent, cycle)
+    agent.last_report = built
+    if agent.status is not None and agent.config.status:
+        try:
+            agent.status.publish(built)
+            agent.role.reported(built.heartbeat)
+        except GitdnsError as exc:
+            log.warning("status push failed: error=%s", exc)
+    for hook in agent.report_hooks:
+        try:
+            hook(built, agent.current)
+        except GitdnsError as exc:
+            log.warning("report hook failed: error=%s", exc)
+    return True
+
+
+def _owned(desired: Desired, cluster: Cluster | None, zone: Zone) -> tuple[Any, ...]:
+    if cluster is None:
+        return ()
+    return builder.desired_for_zone(desired.state, cluster, zone)

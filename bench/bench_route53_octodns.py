@@ -1,6 +1,6 @@
 """gitdns and octoDNS side by side on Route53 (loopback moto_server behind a counting proxy).
 
-    python bench/bench_route53_octodns.py                       # N = 10,000 (~3 min)
+    python bench/bench_route53_octodns.py                       # N = 10,000 (~5 min)
     python bench/bench_route53_octodns.py --records 1000 --tools gitdns
     python bench/bench_route53_octodns.py --profile             # gitdns steps under cProfile too
 
@@ -15,10 +15,18 @@ each a separate process under `/usr/bin/time -v`:
   noop        the same again (a forced full resync with nothing to change: the drift check)
   change1pct  1 % of the records get new values
 
-gitdns also runs `change1rec` (one record changed, `gitdns apply`: the CLI reads the whole
-zone), and an in-process `gitdns.agent.cycle.Agent` in a child process: a first full pass,
-then a second commit changing one record; the proxy's requests of that second pass are the
-per-name read path (gitdns/agent/steps.py `plan`).
+gitdns's desired state is a git work tree committed per step (fixed dates), so its ownership
+TXT carry the revision label as in production; it runs `gitdns apply` with the default text
+output.  gitdns also runs `floor` first (the same command with no records: imports, botocore
+and one read of the empty zone, the RSS no step can go below) and `change1rec` (one record
+changed, `gitdns apply`: the CLI reads the whole zone), and an in-process
+`gitdns.agent.cycle.Agent` in a child process: a first full pass, then a second commit
+changing one record; the proxy's requests of that second pass are the per-name read path
+(gitdns/agent/steps.py `plan`).
+
+The proxy also measures every ChangeResourceRecordSets body as Route53 counts it (values and
+Value characters, UPSERT twice): the bench prints each step's requests against the fewest any
+packing could use, and flags a request over Route53's limits (moto enforces neither).
 
 octoDNS is installed into bench/.venv-octodns (git-ignored) on first run:
 `python3 -m venv bench/.venv-octodns && pip install octodns octodns-route53`.
@@ -64,6 +72,8 @@ TTL = 300
 BASELINE_CALLS = {"initial": 32, "noop": 68, "change1pct": 70}
 BASELINE_CPU = {"initial": 4.72, "noop": 4.92, "change1pct": 5.02}
 RSS_TARGET_MIB = 80.0
+MAX_VALUES, MAX_CHARS = 1000, 32000  # Route53 per ChangeResourceRecordSets request (UPSERT twice)
+GIT_DATE = "2024-06-11T12:00:00+00:00"  # fixed commit dates: the same revision label every run
 
 
 # --------------------------------------------------------------------------- records
@@ -205,6 +215,10 @@ class Servers:
     def counts(self) -> dict[str, int]:
         return dict(json.loads(http("GET", self.proxy_url + "/__proxy/counts")))
 
+    def sizes(self) -> list[tuple[int, int]]:
+        """[values, characters] per ChangeResourceRecordSets request, as Route53 counts them."""
+        return [(int(v), int(c)) for v, c in json.loads(http("GET", self.proxy_url + "/__proxy/sizes"))]
+
     def reset(self) -> None:
         http("POST", self.proxy_url + "/__proxy/reset", b"")
 
@@ -270,10 +284,23 @@ class Row:
     plan: str
     exit: int
     notes: list[str] = field(default_factory=list)
+    sizes: list[tuple[int, int]] = field(default_factory=list)  # per change request
 
     @property
     def total(self) -> int:
         return sum(self.calls.values())
+
+    def batching(self) -> str:
+        """The change requests against Route53's per-request limits, and the fewest requests
+        any packing could use for the same values and characters."""
+        if not self.sizes:
+            return "-"
+        values, chars = sum(v for v, _ in self.sizes), sum(c for _, c in self.sizes)
+        bound = max(-(-values // MAX_VALUES), -(-chars // MAX_CHARS))
+        over = sum(1 for v, c in self.sizes if v > MAX_VALUES or c > MAX_CHARS)
+        return (f"{len(self.sizes)} req, {values} values, {chars} chars, fewest possible {bound}, "
+                f"largest {max(v for v, _ in self.sizes)} values / {max(c for _, c in self.sizes)} chars"
+                + (f", {over} OVER A LIMIT" if over else ""))
 
 
 SHORT = {"ListResourceRecordSets": "ListRRSets", "ChangeResourceRecordSets": "ChangeRRSets"}
@@ -301,6 +328,8 @@ def child_env(servers: Servers) -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_EC2_METADATA_DISABLED": "true",
         ENDPOINT_VAR: servers.proxy_url,  # octoDNS's only route to moto; a safety net for gitdns
     })
+    # gitdns from this checkout, installed or not (octoDNS's venv has no `gitdns` to shadow)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     assert ENDPOINT_VAR == "AWS_ENDPOINT_URL_ROUTE_53" and "AWS_ENDPOINT_URL_ROUTE53" not in env
     return env
 
@@ -319,9 +348,11 @@ def run_step(tool: str, step: str, cmd: list[str], servers: Servers, workdir: Pa
     moto_cpu, proxy_cpu = cpu_of(servers.moto.pid) - moto0, cpu_of(servers.proxy.pid) - proxy0
     user, sys_, rss, code = parse_time_v(timefile.read_text())
     calls = servers.counts()
+    sizes = servers.sizes()
     output = out_path.read_text(errors="replace")
     assert callable(parse_plan)
-    row = Row(tool, step, wall, user + sys_, moto_cpu, proxy_cpu, rss, calls, parse_plan(output), code)
+    row = Row(tool, step, wall, user + sys_, moto_cpu, proxy_cpu, rss, calls, parse_plan(output), code,
+              sizes=sizes)
     if proc.returncode != code:
         row.notes.append(f"time exit {proc.returncode}")
     if not calls:
@@ -333,19 +364,17 @@ def run_step(tool: str, step: str, cmd: list[str], servers: Servers, workdir: Pa
 
 
 def gitdns_plan(output: str) -> str:
-    try:
-        start = output.index("[")
-        doc = json.loads(output[start:])
-    except ValueError:
-        return "no JSON output"
-    parts = []
-    for o in doc:
-        plan = o.get("plan") or {}
-        s = plan.get("summary") or {}
-        parts.append(f"create={s.get('create', 0)}, update={s.get('update', 0)}, delete={s.get('delete', 0)}, "
-                     f"applied={o.get('applied')}" + (f", errors={len(o['errors'])}" if o.get("errors") else "")
-                     + (", STALLED" if plan.get("stalled") else ""))
-    return "; ".join(parts) or "no zone"
+    """The summary of `gitdns apply`'s text output: the plan headline and the applied line."""
+    plans = re.findall(r"^zone \S+ owner \S+: (\d+) to create, (\d+) to update, (\d+) to delete, (\d+) conflict",
+                       output, re.M)
+    applied = re.findall(r"^\[\S+\] zone \S+: applied (\d+) change", output, re.M)
+    errors = len(re.findall(r"^\[\S+\] zone \S+: error: ", output, re.M))
+    if not plans:
+        return "no plan in the output"
+    c, u, d, k = plans[-1]
+    return (f"create={c}, update={u}, delete={d}, applied={applied[-1] if applied else '?'}"
+            + (f", conflicts={k}" if k != "0" else "") + (f", errors={errors}" if errors else "")
+            + (", STALLED" if "STALLED" in output else ""))
 
 
 def octodns_plan(output: str) -> str:
@@ -361,10 +390,44 @@ def octodns_plan(output: str) -> str:
 
 # --------------------------------------------------------------------------- the tools
 def gitdns_cmd(repo: Path, profile: Path | None) -> list[str]:
-    base = ["-m", "gitdns.cli", "apply", "--repo", str(repo), "--cluster", "c1", "--format", "json"]
+    """`gitdns apply` with its default (text) output.  ``--format json`` prints every change
+    of the plan as a JSON document; for the 20,000-change initial sync that is ~8 MiB of
+    text built from ~40 MiB of dicts, which would be measured as the sync's peak RSS."""
+    base = ["-m", "gitdns.cli", "apply", "--repo", str(repo), "--cluster", "c1"]
     if profile is not None:
         return [sys.executable, "-m", "cProfile", "-o", str(profile), *base]
     return [sys.executable, *base]
+
+
+def commit_state(repo: Path, files: dict[str, str], message: str) -> None:
+    """The desired repository as users have it: a git work tree whose HEAD holds the state
+    (so ownership TXT carry the revision label, as in production).  Commit dates are fixed."""
+    if repo.exists():
+        for path in repo.iterdir():
+            if path.name != ".git":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    else:
+        repo.mkdir(parents=True)
+    env = {**os.environ, "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE,
+           "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    write_files(repo, files)
+    for args in (["init", "-q", "-b", "main"] if not (repo / ".git").exists() else [],
+                 ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", message]):
+        if args:
+            subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def gitdns_floor(recs: list[Rec], workdir: Path) -> Row:
+    """The floor: the same command with one record into an empty zone of its own moto
+    (imports, botocore, one read, one write): no step's RSS can go below it."""
+    servers = start_servers(workdir)
+    try:
+        repo = workdir / "gitdns-floor"
+        commit_state(repo, gitdns_files(recs, servers.zone_id, servers.proxy_url), "bench: floor")
+        return run_step("gitdns", "floor", gitdns_cmd(repo, None), servers, workdir, gitdns_plan)
+    finally:
+        servers.stop()
 
 
 def run_gitdns(recs: list[Rec], steps: dict[str, list[Rec]], workdir: Path, profile: bool,
@@ -373,23 +436,16 @@ def run_gitdns(recs: list[Rec], steps: dict[str, list[Rec]], workdir: Path, prof
     rows: list[Row] = []
     extra: dict[str, object] = {}
     try:
+        rows.append(gitdns_floor(recs[:1], workdir))
         repo = workdir / "gitdns-repo"
         for step, state in steps.items():
-            if repo.exists():
-                shutil.rmtree(repo)
-            write_files(repo, gitdns_files(state, servers.zone_id, servers.proxy_url))
+            commit_state(repo, gitdns_files(state, servers.zone_id, servers.proxy_url), f"bench: {step}")
             prof = workdir / f"gitdns-{step}.prof" if profile else None
             rows.append(run_step("gitdns", step, gitdns_cmd(repo, prof), servers, workdir, gitdns_plan))
             if prof is not None:
                 rows[-1].notes.append(f"under cProfile: {prof}")
         if agent:
-            state = list(gsteps_last(steps))
-            extra, state = run_agent_child(state, 1, servers, workdir, page_size=0)
-            # what-if: the same with Capabilities.page_size = 300 set on the provider instance
-            # (gitdns/providers/route53.py CAPABILITIES leaves it at 0, which tells the agent a
-            # whole-zone read is one call, so it never chooses per-name reads on Route53).  Its
-            # first commit is the state the run above left; its second changes another record.
-            extra["whatif_page_size_300"], _ = run_agent_child(state, 2, servers, workdir, page_size=300)
+            extra, _ = run_agent_child(list(gsteps_last(steps)), 1, servers, workdir)
     finally:
         servers.stop()
     return rows, extra
@@ -429,8 +485,8 @@ def gsteps_last(steps: dict[str, list[Rec]]) -> list[Rec]:
     return list(steps.values())[-1]
 
 
-def run_agent_child(last: list[Rec], nth: int, servers: Servers, workdir: Path,
-                    page_size: int) -> tuple[dict[str, object], list[Rec]]:
+def run_agent_child(last: list[Rec], nth: int, servers: Servers,
+                    workdir: Path) -> tuple[dict[str, object], list[Rec]]:
     """Commit 1 = ``last`` (the state in the zone), commit 2 = the ``nth`` A record from the
     end changed.  Returns the child's figures and commit 2's records."""
     idx = [i for i in range(len(last) - 1, -1, -1) if last[i].type == "A"][nth - 1]
@@ -438,10 +494,9 @@ def run_agent_child(last: list[Rec], nth: int, servers: Servers, workdir: Path,
     second[idx] = changed(last[idx], random.Random(99), "agent")
     spec = {"files1": gitdns_files(last, servers.zone_id, servers.proxy_url),
             "files2": gitdns_files(second, servers.zone_id, servers.proxy_url),
-            "proxy": servers.proxy_url, "state_dir": str(workdir / f"agent-state-{page_size}"),
-            "page_size": page_size,
+            "proxy": servers.proxy_url, "state_dir": str(workdir / f"agent-state-{nth}"),
             "changed": f"{second[idx].name}.{DOMAIN} A"}
-    spec_path = workdir / f"agent-spec-{page_size}.json"
+    spec_path = workdir / f"agent-spec-{nth}.json"
     spec_path.write_text(json.dumps(spec))
     moto0 = cpu_of(servers.moto.pid)
     proc = subprocess.run([sys.executable, __file__, "--agent-child", str(spec_path)], capture_output=True,
@@ -455,7 +510,6 @@ def run_agent_child(last: list[Rec], nth: int, servers: Servers, workdir: Path,
 
 def agent_child(spec_path: str) -> int:
     import resource
-    from dataclasses import replace
     from urllib.parse import unquote
 
     from gitdns.agent.config import AgentConfig
@@ -501,10 +555,7 @@ def agent_child(spec_path: str) -> int:
 
     def factory(zone: Zone) -> Provider:
         if zone.name not in providers:
-            prov = make_provider(zone.domain, zone.provider, Path(spec["state_dir"]))
-            if spec["page_size"]:  # the what-if run: an instance attribute shadows the class's
-                prov.capabilities = replace(prov.capabilities, page_size=spec["page_size"])  # type: ignore[misc]
-            providers[zone.name] = prov
+            providers[zone.name] = make_provider(zone.domain, zone.provider, Path(spec["state_dir"]))
         return providers[zone.name]
 
     def counts() -> dict[str, int]:
@@ -572,17 +623,31 @@ def verdicts(rows: list[Row], agent: dict[str, object], n: int) -> list[tuple[st
         if n == 10_000:  # the baseline was measured at N = 10,000 only
             add(f"{step}: gitdns API calls <= baseline", f"{g.total}", f"<= {BASELINE_CALLS[step]}",
                 g.total <= BASELINE_CALLS[step])
-    rss = max((r.rss_mib for r in rows if r.tool == "gitdns"), default=0.0)
-    add("gitdns peak RSS (every step)", f"{rss:.1f} MiB", f"< {RSS_TARGET_MIB:.0f} MiB", rss < RSS_TARGET_MIB)
+    gitdns_rows = [r for r in rows if r.tool == "gitdns"]
+    if gitdns_rows:
+        top = max(gitdns_rows, key=lambda r: r.rss_mib)
+        add("gitdns peak RSS (every step)", f"{top.rss_mib:.1f} MiB ({top.step})", f"< {RSS_TARGET_MIB:.0f} MiB",
+            top.rss_mib < RSS_TARGET_MIB)
+    for r in gitdns_rows:
+        if r.sizes:
+            values, chars = sum(v for v, _ in r.sizes), sum(c for _, c in r.sizes)
+            bound = max(-(-values // MAX_VALUES), -(-chars // MAX_CHARS))
+            add(f"{r.step}: gitdns change requests = fewest possible for its values and characters",
+                f"{len(r.sizes)}", f"= {bound}", len(r.sizes) == bound)
+    over = [f"{r.tool}/{r.step}" for r in rows if any(v > MAX_VALUES or c > MAX_CHARS for v, c in r.sizes)]
+    add("no change request over Route53's limits (any tool)", ", ".join(over) or "none over",
+        f"<= {MAX_VALUES} values, <= {MAX_CHARS} chars", not over)
     second = agent.get("second") if agent else None
     if isinstance(second, dict):
         calls: dict[str, int] = second["calls"]
         writes = calls.get("ChangeResourceRecordSets", 0)
         reads = calls.get("ListResourceRecordSets", 0)
         whole = int(second.get("whole_zone_pages", 0))
-        add("agent, one record changed: 1 write + per-name reads, no whole-zone read",
-            f"{writes} write, {reads} reads, {whole} whole-zone pages ({by_op(calls)})",
-            "1 write, 0 whole-zone pages", writes == 1 and whole == 0)
+        names = list(second.get("names_read", []))
+        add("agent, one record changed: 1 write + reads of its name and the owners' TXT names, "
+            "no whole-zone read",
+            f"{writes} write, {reads} reads of {len(names)} names, {whole} whole-zone pages ({by_op(calls)})",
+            "1 write, 0 whole-zone pages", writes == 1 and whole == 0 and reads == len(names))
     return out
 
 
@@ -636,23 +701,15 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             for note in r.notes:
                 print(f"  note {r.tool}/{r.step}: {note}")
-        whatif = agent.get("whatif_page_size_300") if agent else None
-        for title, res in (("agent", agent), ("agent WHAT-IF (route53 Capabilities.page_size=300 patched on the "
-                                              "provider instance; not gitdns as committed)", whatif)):
-            if not isinstance(res, dict) or not res:
-                continue
-            print()
-            print(f"{title}: in-process gitdns.agent.cycle.Agent, route53 provider via make_provider against the "
-                  f"proxy; changed record: {res['changed']}")
-            for label in ("first", "second"):
-                p = res[label]
-                assert isinstance(p, dict)
-                print(f"  {label} pass: {sum(p['calls'].values())} API calls ({by_op(p['calls'])}); "
-                      f"wall {p['wall']:.2f} s, CPU {p['cpu']:.2f} s; plans {p['plans']}, applied {p['applied']}"
-                      + (f", errors {p['errors']}" if any(p["errors"]) else ""))
-                print(f"    whole-zone ListRRSets pages: {p['whole_zone_pages']}; per-name reads of "
-                      f"{len(p['names_read'])} name(s): {', '.join(p['names_read']) or '-'}")
-            print(f"  agent child peak RSS {res['rss_mib']:.1f} MiB")
+        print()
+        print("Change requests as Route53 counts them (values and Value characters per request, UPSERT "
+              f"twice; limits {MAX_VALUES} / {MAX_CHARS}); 'fewest possible' = max(values/{MAX_VALUES}, "
+              f"chars/{MAX_CHARS}) rounded up:")
+        for r in rows:
+            if r.sizes:
+                print(f"  {r.tool}/{r.step}: {r.batching()}")
+        if agent:
+            print_agent(agent)
         print()
         print("| target | measured | limit | verdict |")
         print("|---|---|---|---|")
@@ -666,6 +723,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def print_agent(res: dict[str, object]) -> None:
+    print()
+    print("agent: in-process gitdns.agent.cycle.Agent, route53 provider via make_provider against the proxy; "
+          f"changed record: {res['changed']}")
+    for label in ("first", "second"):
+        p = res[label]
+        assert isinstance(p, dict)
+        print(f"  {label} pass: {sum(p['calls'].values())} API calls ({by_op(p['calls'])}); "
+              f"wall {p['wall']:.2f} s, CPU {p['cpu']:.2f} s; plans {p['plans']}, applied {p['applied']}"
+              + (f", errors {p['errors']}" if any(p["errors"]) else ""))
+        print(f"    whole-zone ListRRSets pages: {p['whole_zone_pages']}; per-name reads of "
+              f"{len(p['names_read'])} name(s): {', '.join(p['names_read']) or '-'}")
+    print(f"  agent child peak RSS {res['rss_mib']:.1f} MiB")
 
 
 def print_profiles(workdir: Path) -> None:

@@ -5,11 +5,15 @@
 * Forwards every request to moto unchanged and COUNTS it by Route53 operation
   (ListHostedZones, ListResourceRecordSets, ChangeResourceRecordSets, GetChange,
   ListHealthChecks, ...), recognised from the REST method and path.
+* Measures every `ChangeResourceRecordSets` body as Route53 counts it against its limits:
+  `ResourceRecord` values and the characters of all `Value` elements, UPSERT counted twice
+  (the same count for every tool; moto checks neither limit).
 * Adds the `IsTruncated`, `Marker` and `MaxItems` elements that moto's `ListHealthChecks`
   reply lacks (octodns-route53 reads `resp['IsTruncated']` and crashes without them).
 * Control endpoints, never counted and never forwarded:
   `GET /__proxy/counts` (JSON {operation: count}), `GET /__proxy/log` (JSON list of the
-  last 2,000 counted requests: [operation, path with query]), `POST /__proxy/reset` (zero both).
+  last 2,000 counted requests: [operation, path with query]), `GET /__proxy/sizes` (JSON list of
+  [values, characters] per ChangeResourceRecordSets request), `POST /__proxy/reset` (zero all).
 
 Standard library only; one thread per connection; a new upstream connection per request.
 """
@@ -22,6 +26,7 @@ import json
 import re
 import sys
 import threading
+import xml.etree.ElementTree as ET
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -78,16 +83,41 @@ def fix_health_checks(body: bytes) -> bytes:
     return text.replace(close, extra + close).encode("utf-8") if extra else body
 
 
+def change_size(body: bytes) -> tuple[int, int]:
+    """(values, characters) of a ChangeResourceRecordSets body as Route53 counts them: every
+    `ResourceRecord` value and every character of its `Value`, UPSERT changes twice."""
+    values = chars = 0
+    for change in ET.fromstring(body).iter():
+        if not change.tag.endswith("}Change") and change.tag != "Change":
+            continue
+        action = next((e.text or "" for e in change if e.tag.endswith("Action")), "")
+        times = 2 if action == "UPSERT" else 1
+        for elem in change.iter():
+            if elem.tag.endswith("}Value") or elem.tag == "Value":
+                values += times
+                chars += times * len(elem.text or "")
+    return values, chars
+
+
 class Counts:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.by_op: Counter[str] = Counter()
         self.log: deque[tuple[str, str]] = deque(maxlen=2000)
+        self.sizes: list[tuple[int, int]] = []
 
     def add(self, op: str, path: str) -> None:
         with self.lock:
             self.by_op[op] += 1
             self.log.append((op, path))
+
+    def add_size(self, size: tuple[int, int]) -> None:
+        with self.lock:
+            self.sizes.append(size)
+
+    def change_sizes(self) -> list[tuple[int, int]]:
+        with self.lock:
+            return list(self.sizes)
 
     def requests(self) -> list[tuple[str, str]]:
         with self.lock:
@@ -101,6 +131,7 @@ class Counts:
         with self.lock:
             self.by_op.clear()
             self.log.clear()
+            self.sizes.clear()
 
 
 def make_handler(upstream: str, counts: Counts) -> type[BaseHTTPRequestHandler]:
@@ -127,6 +158,9 @@ def make_handler(upstream: str, counts: Counts) -> type[BaseHTTPRequestHandler]:
             if self.path == "/__proxy/log":
                 self._reply(200, json.dumps(counts.requests()).encode())
                 return True
+            if self.path == "/__proxy/sizes":
+                self._reply(200, json.dumps(counts.change_sizes()).encode())
+                return True
             if self.path == "/__proxy/reset":
                 counts.reset()
                 self._reply(200, b"{}")
@@ -143,6 +177,11 @@ def make_handler(upstream: str, counts: Counts) -> type[BaseHTTPRequestHandler]:
             op = operation(self.command, self.path)
             if not self.path.startswith("/moto-api"):
                 counts.add(op, self.path)
+            if op == "ChangeResourceRecordSets" and body:
+                try:
+                    counts.add_size(change_size(body))
+                except ET.ParseError:
+                    counts.add_size((-1, -1))
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
             conn = http.client.HTTPConnection(host, port, timeout=300)
             try:
@@ -183,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--upstream", required=True, help="moto_server URL, e.g. http://127.0.0.1:5000")
     args = ap.parse_args(argv)
     server = serve(args.listen, args.upstream)
-    print(f"listening {server.server_address[0]}:{server.server_address[1]}", flush=True)
+    host, port = server.server_address[:2]
+    print(f"listening {host!r}:{port}".replace("'", ""), flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

@@ -15,8 +15,9 @@
   `UnreachableError`; refused credentials → `AuthError`.  botocore runs with one attempt
   (the agent owns retries); request ids never reach a message.
 
-boto3 is imported only by `boto3_client` (called from `from_ref`).  The provider talks to
-the SDK through `Route53Client`, the calls it makes; tests drive it with a fake.
+The SDK (botocore, the core of boto3) is imported only by `boto3_client` (called from
+`from_ref`).  The provider talks to it through `Route53Client`, the calls it makes; tests
+drive it with a fake.
 """
 
 from __future__ import annotations
@@ -114,21 +115,33 @@ class Route53Client(Protocol):
 
 
 def boto3_client(region: str | None, endpoint: str | None, credentials: Mapping[str, str]) -> Route53Client:
-    """A boto3 Route53 client: one attempt per call (``total_max_attempts=1``: botocore's
-    ``max_attempts`` counts retries *after* the first attempt), bounded timeouts."""
-    import boto3
+    """A Route53 client (botocore's, which boto3 wraps; boto3's own import also loads
+    s3transfer and its resource layer, ~3 MiB and 50 ms this provider never uses): one
+    attempt per call (``total_max_attempts=1``: botocore's ``max_attempts`` counts retries
+    *after* the first attempt), bounded timeouts; without credentials the default chain."""
+    import botocore.session
     from botocore.config import Config
 
     config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=CONNECT_TIMEOUT,
                     read_timeout=READ_TIMEOUT, region_name=region)
-    session = boto3.session.Session(
+    session = botocore.session.get_session()
+    client: Route53Client = session.create_client(
+        "route53", region_name=region, endpoint_url=endpoint or None, config=config,
         aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID") or None,
         aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY") or None,
         aws_session_token=credentials.get("AWS_SESSION_TOKEN") or None,
-        region_name=region,
     )
-    client: Route53Client = session.client("route53", endpoint_url=endpoint or None, config=config)
+    _drop_endpoint_table(client)
     return client
+
+
+def _drop_endpoint_table(client: object) -> None:
+    """botocore resolves the endpoint when it creates the client, then keeps every service's
+    endpoint table (endpoints.json, ~7 MiB parsed) in the client's loader cache for the
+    client's life.  Drop that one entry: were it needed again, botocore reloads it."""
+    cache = getattr(getattr(client, "_loader", None), "_cache", None)
+    if isinstance(cache, dict):
+        cache.pop(("load_data_with_path", "endpoints"), None)
 
 
 # --- errors ----------------------------------------------------------------------------------------------
@@ -275,42 +288,44 @@ class Route53Provider:
         return ids[0]
 
     # -- read
-    def _list_name(self, zone_id: str, name: str) -> list[dict[str, Any]]:
+    def _pages(self, kwargs: dict[str, Any]) -> Iterator[Sequence[dict[str, Any]]]:
+        """``ListResourceRecordSets`` pages from ``kwargs`` on, one at a time: a page's dicts
+        are dropped once the caller has converted them (a 20,000-rrset zone is never held
+        twice)."""
+        while True:
+            page = self._call("list_resource_record_sets", **kwargs)
+            yield page.get("ResourceRecordSets", ())
+            if not page.get("IsTruncated"):
+                return
+            kwargs = {**kwargs, **_next(page)}
+
+    def _rows_of_name(self, zone_id: str, name: str) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"HostedZoneId": zone_id, "StartRecordName": encode_name(name), "MaxItems": NAME_PAGE}
-        out: list[dict[str, Any]] = []
         while True:
             page = self._call("list_resource_record_sets", **kwargs)
             for rrs in page.get("ResourceRecordSets", ()):
                 if decode_name(rrs["Name"]) != name:
-                    return out
-                out.append(rrs)
+                    return
+                yield rrs
             if not page.get("IsTruncated") or decode_name(page.get("NextRecordName", "")) != name:
-                return out
-            kwargs.update(_next(page))
+                return
+            kwargs = {**kwargs, **_next(page)}
 
-    def _list_all(self, zone_id: str) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {"HostedZoneId": zone_id, "MaxItems": ZONE_PAGE}
-        out: list[dict[str, Any]] = []
-        while True:
-            page = self._call("list_resource_record_sets", **kwargs)
-            out.extend(page.get("ResourceRecordSets", ()))
-            if not page.get("IsTruncated"):
-                return out
-            kwargs.update(_next(page))
+    def _rows(self, zone_id: str, domain: str, names: Collection[str] | None) -> Iterator[dict[str, Any]]:
+        if names is None:
+            for rows in self._pages({"HostedZoneId": zone_id, "MaxItems": ZONE_PAGE}):
+                yield from rows
+            return
+        for name in sorted({normalize_name(n) for n in names}):
+            if in_zone(name, domain):
+                yield from self._rows_of_name(zone_id, name)
 
     def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
-        if names is None:
-            rrsets = self._list_all(zone_id)
-        else:
-            rrsets = []
-            for name in sorted({normalize_name(n) for n in names}):
-                if in_zone(name, domain):
-                    rrsets.extend(self._list_name(zone_id, name))
         records: list[RecordSet] = []
         health = self._health_ids.setdefault(domain, {})
-        for rrs in rrsets:
+        for rrs in self._rows(zone_id, domain, names):
             rec = from_native(rrs)
             if rec is None or not in_zone(rec.name, domain):
                 continue
@@ -327,8 +342,9 @@ class Route53Provider:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
         out = _Outcome()
-        ready = self._prepare(domain, changes, out)
-        for batch in batches(ready):
+        # groups are converted as the batches fill and each request is built when it is
+        # sent: only one request's Route53 dicts are alive at a time
+        for batch in batches(self._prepare(domain, changes, out)):
             self._send(domain, zone_id, batch, out)
         if out.refused or out.failed:
             log.info("apply: zone=%s applied=%d refused=%d failed=%d",
@@ -336,10 +352,10 @@ class Route53Provider:
         return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed),
                            change_ids=tuple(out.change_ids))
 
-    def _prepare(self, domain: str, changes: Sequence[Change], out: _Outcome) -> list[GroupOps]:
+    def _prepare(self, domain: str, changes: Sequence[Change], out: _Outcome) -> Iterator[GroupOps]:
+        """The groups to send, one at a time; the others go to ``out`` on the way."""
         bad = invalid_groups(domain, changes)
         observed = self._health_ids.get(domain, {})
-        ready: list[GroupOps] = []
         for group, members in group_changes(changes).items():
             why = bad.get(group) or next((w for c in members for r in (c.old, c.new) if r is not None
                                           for w in [unsupported(r)] if w), "")
@@ -361,8 +377,7 @@ class Route53Provider:
             elif not ops.deletes and not ops.creates:
                 out.applied.extend(members)
             else:
-                ready.append(ops)
-        return ready
+                yield ops
 
     def _send(self, domain: str, zone_id: str, batch: Sequence[GroupOps], out: _Outcome) -> None:
         try:

@@ -10,7 +10,7 @@
   old rrset and ``CREATE`` of the new one, never ``UPSERT``.
 - `batches`: groups packed into requests within Route53's limits (≤ 1,000 ``ResourceRecord``
   values, ≤ 32,000 value characters; UPSERT would count twice, DELETE + CREATE count each
-  side once), a group never split.
+  side once), a group never split; lazily, one request at a time.
 - `parse_batch_error`: the records an ``InvalidChangeBatch`` message names, and whether each
   one was stale.
 """
@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,14 @@ def _escape_txt(chunk: bytes) -> str:
 
 def quote_txt(value: str) -> str:
     """One TXT value as Route53 takes it: quoted character strings of ≤ 255 octets each."""
+    if len(value) <= TXT_CHUNK and value.isascii() and value.isprintable() and '"' not in value \
+            and "\\" not in value:
+        return f'"{value}"'  # one plain string, nothing to escape: the common case, without the loop
+    return quote_octets(value)
+
+
+def quote_octets(value: str) -> str:
+    """`quote_txt` without its fast path: escape octet by octet, split every 255 octets."""
     raw = value.encode("utf-8")
     chunks = [raw[i:i + TXT_CHUNK] for i in range(0, len(raw), TXT_CHUNK)] or [b""]
     return " ".join(f'"{_escape_txt(chunk)}"' for chunk in chunks)
@@ -180,13 +188,16 @@ def _value_from_native(rtype: str, value: str) -> str:
     return value
 
 
+_TYPES = {t: t for t in RECORD_TYPES}
+
+
 def from_native(rrs: Mapping[str, Any]) -> RecordSet | None:
     """A ``ResourceRecordSet`` as a record set; None for types gitdns does not manage (SOA,
     PTR, SPF, ...).  An alias record reads as one value ``ALIAS <zone-id> <dns-name>
     <evaluate>`` (foreign to every owner); a row with a routing policy gitdns does not model
     (failover, latency, multivalue, CIDR, geoproximity) keeps only its set identifier."""
-    rtype = str(rrs.get("Type", ""))
-    if rtype not in RECORD_TYPES:
+    rtype = _TYPES.get(str(rrs.get("Type", "")))  # one shared string per type, not one per row
+    if rtype is None:
         return None
     alias = rrs.get("AliasTarget")
     if alias:
@@ -306,22 +317,29 @@ def oversize(ops: GroupOps, max_values: int = MAX_VALUES, max_chars: int = MAX_C
     return ""
 
 
-def batches(groups: Sequence[GroupOps], max_values: int = MAX_VALUES,
-            max_chars: int = MAX_CHARS) -> list[list[GroupOps]]:
-    """Groups packed in order into requests within the limits; a group is never split (one
-    that alone exceeds a limit gets a request of its own, which Route53 will refuse)."""
-    out: list[list[GroupOps]] = []
+def batches(groups: Iterable[GroupOps], max_values: int = MAX_VALUES,
+            max_chars: int = MAX_CHARS) -> Iterator[list[GroupOps]]:
+    """Groups packed in order into requests within the limits, each request yielded as soon
+    as it is full (so a caller converting groups lazily holds one request at a time); a
+    group is never split (one that alone exceeds a limit gets a request of its own, which
+    Route53 will refuse).  Each request but the last is full to within one group of a
+    limit; with groups far below the limits (a record and its ownership TXT: a few values,
+    a few hundred characters) that is at or near `lower_bound`, which no packing can beat."""
     current: list[GroupOps] = []
     values = chars = 0
     for ops in groups:
         if current and (values + ops.values > max_values or chars + ops.chars > max_chars):
-            out.append(current)
+            yield current
             current, values, chars = [], 0, 0
         current.append(ops)
         values, chars = values + ops.values, chars + ops.chars
     if current:
-        out.append(current)
-    return out
+        yield current
+
+
+def lower_bound(values: int, chars: int, max_values: int = MAX_VALUES, max_chars: int = MAX_CHARS) -> int:
+    """The fewest requests that can carry ``values`` values of ``chars`` characters."""
+    return max(-(-values // max_values), -(-chars // max_chars))
 
 
 def request_changes(batch: Sequence[GroupOps]) -> list[Native]:

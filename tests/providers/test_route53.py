@@ -118,6 +118,12 @@ def test_txt_quoting_round_trips(value: str) -> None:
     quoted = rb.quote_txt(value)
     assert rb.unquote_txt(quoted) == value
     assert all(ch.isprintable() and ord(ch) < 0x7F for ch in quoted)
+    assert quoted == rb.quote_octets(value)  # the fast path for plain values changes nothing
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=0x1F, max_codepoint=0x80), max_size=300))
+def test_txt_fast_path_matches_the_octet_quoting_near_its_edges(value: str) -> None:
+    assert rb.quote_txt(value) == rb.quote_octets(value)
 
 
 @given(st.text(alphabet='ab "\\\x01é', max_size=300))

@@ -11,6 +11,7 @@ data, data deleted before its TXT.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -56,8 +57,9 @@ def decode_zone(snapshot: ZoneSnapshot) -> Observed:
     for rec in snapshot.records:
         entry = decode_entry(rec) if rec.type == "TXT" else None
         if entry is None:
-            obs.data[rec.key] = rec
-            obs.by_name.setdefault(rec.name, set()).add(rec.key)
+            key = rec.key
+            obs.data[key] = rec
+            obs.by_name.setdefault(rec.name, set()).add(key)
         else:
             obs.owners.setdefault(entry.key, {})[entry.owner] = entry
     for key in obs.owners:
@@ -93,7 +95,7 @@ class _Ctx:
     frozen_hosts: set[str] = field(default_factory=set)
     read_names: frozenset[str] | None = None  # a per-name read: only these names are known
     final: dict[RecordKey, RecordSet | None] = field(default_factory=dict)
-    final_owners: dict[RecordKey, set[str]] = field(default_factory=dict)
+    final_owners: dict[RecordKey, tuple[str, ...]] = field(default_factory=dict)  # tuples: one per key planned
 
     def conflict(self, key: RecordKey, reason: str, message: str, owners: Iterable[str] = ()) -> None:
         self.conflicts.append(Conflict(key, reason, message, tuple(sorted(owners))))
@@ -256,6 +258,9 @@ def _emit(ctx: _Ctx, key: RecordKey, current: RecordSet | None, new: RecordSet |
     ctx.changes.extend(out)
 
 
+_REV = re.compile(r",external-dns/rev=[^,]*")
+
+
 def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
     """True when two ownership TXT differ only in the ``rev`` label.  The label records the
     revision at which the owner last wrote this record; a new commit that does not change the
@@ -263,6 +268,8 @@ def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
     owner's current revision, so a stale label only ever makes its owner look older)."""
     if old.key != new.key or not old.same_routing(new):
         return False
+    if len(old.values) == 1 and len(new.values) == 1 and _REV.sub("", old.values[0]) == _REV.sub("", new.values[0]):
+        return True  # the same text but for the rev label (the common case), without decoding
     old_labels = [decode(v) for v in old.values]
     new_labels = [decode(v) for v in new.values]
     if len(old_labels) != 1 or len(new_labels) != 1 or old_labels[0] is None or new_labels[0] is None:
@@ -279,7 +286,7 @@ def _plan_key(ctx: _Ctx, key: RecordKey) -> None:
     want = ctx.desired.get(key)
     current = ctx.obs.data.get(key)
     ctx.final[key] = current
-    ctx.final_owners[key] = set(entries)
+    ctx.final_owners[key] = tuple(entries)
     if names.root_host_of(key.name) in ctx.frozen_hosts:
         return
     if want is not None and current is not None and not entries and ctx.policy.registry:
@@ -301,12 +308,14 @@ def _plan_key(ctx: _Ctx, key: RecordKey) -> None:
     if new is _SKIP:
         return
     assert not isinstance(new, _Skip)
+    if new == current:
+        new = current  # keep the record read rather than an equal copy (one per record of a zone)
     txt = _my_txt(ctx, key, new, want)
     if new is None and current is not None:
         _leave_guards(ctx, key, entries)
     _emit(ctx, key, current, new, txt, removed)
     ctx.final[key] = new
-    ctx.final_owners[key] = set(others) | ({me} if want is not None else set())
+    ctx.final_owners[key] = tuple(others) + ((me,) if want is not None else ())
 
 
 def _announce(ctx: _Ctx, key: RecordKey, want: RecordSet, mine: OwnershipEntry | None) -> None:
@@ -408,7 +417,7 @@ def _prune_dead_ends(ctx: _Ctx) -> None:
     """Withdraw this owner's CNAMEs that lead nowhere, until none remain (seed 000)."""
     for _ in range(6):
         dead = _dead_ends(ctx)
-        mine = [k for k in dead if ctx.intent.owner in ctx.final_owners.get(k, set())
+        mine = [k for k in dead if ctx.intent.owner in ctx.final_owners.get(k, ())
                 and ctx.desired.get(k) is not None]
         if not mine:
             break
@@ -418,10 +427,10 @@ def _prune_dead_ends(ctx: _Ctx) -> None:
             ctx.notes.append(f"{key}: withdrawn, its target leads nowhere (dead end)")
             _plan_key(ctx, key)
     for key in _dead_ends(ctx):
-        if ctx.intent.owner not in ctx.final_owners.get(key, set()):
+        if ctx.intent.owner not in ctx.final_owners.get(key, ()):
             rec = ctx.final.get(key, ctx.obs.data.get(key))
             target = rec.values[0] if rec else "?"
-            owners = ctx.final_owners.get(key, set(ctx.obs.owners.get(key, {})))
+            owners = ctx.final_owners.get(key, tuple(ctx.obs.owners.get(key, {})))
             ctx.conflict(key, "DeadEndCNAME", f"{key} points at {target}, which nobody publishes", owners)
 
 

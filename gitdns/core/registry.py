@@ -12,6 +12,7 @@ owner hash) and values without ``external-dns/version``.  They are never written
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 
 from gitdns.core.names import TXT_PREFIX, short_hash
@@ -122,15 +123,15 @@ def decode(value: str) -> OwnerLabels | None:
         if not sep or not key.startswith(LABEL_PREFIX):
             continue
         found[key[len(LABEL_PREFIX) :]] = val
-    owner = found.pop("owner", "")
-    if not owner:
+    owner = sys.intern(found.pop("owner", ""))  # one string per owner and per revision, not one per
+    if not owner:                               # TXT: a zone holds thousands of them
         return None
     targets_text = found.pop("targets", None)
     targets = tuple(t for t in targets_text.split(";") if t) if targets_text is not None else None
     return OwnerLabels(
         owner=owner,
         group=found.pop("group", None) or None,
-        rev=found.pop("rev", None) or None,
+        rev=sys.intern(found.pop("rev", "")) or None,
         targets=targets,
         version=found.pop("version", None),
         extra=tuple(sorted(found.items())),

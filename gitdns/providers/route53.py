@@ -35,6 +35,7 @@ from gitdns.core.model import ProviderRef
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.store import group_changes
 from gitdns.errors import AuthError, ConfigError, PermanentError, RetryableError, ThrottledError, UnreachableError
+from gitdns.providers import route53_listing
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
@@ -132,6 +133,7 @@ def boto3_client(region: str | None, endpoint: str | None, credentials: Mapping[
         aws_session_token=credentials.get("AWS_SESSION_TOKEN") or None,
     )
     _drop_endpoint_table(client)
+    route53_listing.install(client)
     return client
 
 

@@ -16,6 +16,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,26 @@ def test_weighted_and_geo_rows_keep_their_shape(provider: Route53Provider) -> No
     read = {r.key: r for r in provider.read("example.test").records}
     for row in rows:
         assert read[row.key] == row
+
+
+def test_pages_are_parsed_by_the_fast_path_and_read_the_same_without_it(
+        provider: Route53Provider, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitdns.providers import route53_listing
+
+    rows = [*[_a(i) for i in range(650)], RecordSet("t.example.test", "TXT", 60, ('a "b" & <c>', "é")),
+            RecordSet("w.example.test", "CNAME", 60, ("a.example.test",), set_id="a", weight=7)]
+    assert provider.apply("example.test", [Change(Action.CREATE, None, r, r.key) for r in rows]).ok
+    taken: list[int] = []
+    real = route53_listing.split_rows
+
+    def counting(body: bytes) -> Any:
+        out = real(body)
+        taken.append(0 if out is None else len(out[0]))
+        return out
+
+    monkeypatch.setattr(route53_listing, "split_rows", counting)
+    fast = provider.read("example.test")
+    assert len(taken) == 3 and all(taken)  # 300 per page, every page taken by the fast path
+    monkeypatch.setattr(route53_listing, "split_rows", lambda body: None)  # botocore parses all
+    assert provider.read("example.test") == fast
+    assert {r.key: r for r in fast.records}[rows[-2].key] == rows[-2]

@@ -108,9 +108,10 @@ def test_lower_bound_is_the_larger_of_the_two_limits() -> None:
     assert rb.lower_bound(0, 0) == 0
 
 
-def test_the_client_drops_botocore_s_endpoint_table() -> None:
+def test_the_client_drops_botocore_s_endpoint_table_and_skips_parameter_validation() -> None:
     client = r53.boto3_client("us-east-1", "http://127.0.0.1:9", {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
                                                                     "AWS_SECRET_ACCESS_KEY": "x"})
     cache = client._loader._cache  # type: ignore[attr-defined]
     assert any(key[:2] == ("load_data_with_path", "partitions") for key in cache)  # the cache is as expected
     assert ("load_data_with_path", "endpoints") not in cache
+    assert client.meta.config.parameter_validation is False  # type: ignore[attr-defined]

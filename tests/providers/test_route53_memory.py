@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers import route53 as r53
@@ -114,4 +115,6 @@ def test_the_client_drops_botocore_s_endpoint_table_and_skips_parameter_validati
     cache = client._loader._cache  # type: ignore[attr-defined]
     assert any(key[:2] == ("load_data_with_path", "partitions") for key in cache)  # the cache is as expected
     assert ("load_data_with_path", "endpoints") not in cache
-    assert client.meta.config.parameter_validation is False  # type: ignore[attr-defined]
+    # no parameter validation: a malformed parameter goes out (here: to a closed port) unchecked
+    with pytest.raises(EndpointConnectionError):
+        client.list_resource_record_sets(HostedZoneId="Z1", MaxItems=300)  # an int where a str belongs

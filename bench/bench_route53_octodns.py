@@ -9,7 +9,8 @@ For each tool (gitdns; octoDNS with its OwnershipProcessor; plain octoDNS) a FRE
 behind `bench/route53_proxy.py`, which counts every request by operation and fixes moto's
 ListHealthChecks reply for octodns-route53.  The same N generated records (fixed seed; about
 80 % A with 1-3 values, 10 % CNAME, 10 % TXT) are given to every tool, and three steps run,
-each a separate process under `/usr/bin/time -v`:
+each a separate process under `/usr/bin/time -v`; the tools take turns step by step, in an
+order that rotates, so that they share whatever else loads the machine at the time:
 
   initial     sync into the empty zone
   noop        the same again (a forced full resync with nothing to change: the drift check)
@@ -430,25 +431,26 @@ def gitdns_floor(recs: list[Rec], workdir: Path) -> Row:
         servers.stop()
 
 
-def run_gitdns(recs: list[Rec], steps: dict[str, list[Rec]], workdir: Path, profile: bool,
-               agent: bool) -> tuple[list[Row], dict[str, object]]:
-    servers = start_servers(workdir)
-    rows: list[Row] = []
-    extra: dict[str, object] = {}
-    try:
-        rows.append(gitdns_floor(recs[:1], workdir))
-        repo = workdir / "gitdns-repo"
-        for step, state in steps.items():
-            commit_state(repo, gitdns_files(state, servers.zone_id, servers.proxy_url), f"bench: {step}")
-            prof = workdir / f"gitdns-{step}.prof" if profile else None
-            rows.append(run_step("gitdns", step, gitdns_cmd(repo, prof), servers, workdir, gitdns_plan))
-            if prof is not None:
-                rows[-1].notes.append(f"under cProfile: {prof}")
-        if agent:
-            extra, _ = run_agent_child(list(gsteps_last(steps)), 1, servers, workdir)
-    finally:
-        servers.stop()
-    return rows, extra
+class GitdnsRunner:
+    """gitdns on a moto of its own: each step commits the state and runs `gitdns apply`."""
+
+    tool = "gitdns"
+
+    def __init__(self, workdir: Path, profile: bool) -> None:
+        self.workdir, self.profile = workdir, profile
+        self.servers = start_servers(workdir)
+        self.repo = workdir / "gitdns-repo"
+
+    def step(self, step: str, state: list[Rec]) -> Row:
+        commit_state(self.repo, gitdns_files(state, self.servers.zone_id, self.servers.proxy_url), f"bench: {step}")
+        prof = self.workdir / f"gitdns-{step}.prof" if self.profile else None
+        row = run_step("gitdns", step, gitdns_cmd(self.repo, prof), self.servers, self.workdir, gitdns_plan)
+        if prof is not None:
+            row.notes.append(f"under cProfile: {prof}")
+        return row
+
+    def stop(self) -> None:
+        self.servers.stop()
 
 
 def ensure_venv() -> Path:
@@ -461,30 +463,63 @@ def ensure_venv() -> Path:
     return exe
 
 
-def run_octodns(tool: str, ownership: bool, steps: dict[str, list[Rec]], workdir: Path) -> list[Row]:
-    exe = ensure_venv()
-    servers = start_servers(workdir)
-    rows: list[Row] = []
-    try:
+class OctodnsRunner:
+    """octoDNS (with or without its OwnershipProcessor) on a moto of its own."""
+
+    def __init__(self, tool: str, workdir: Path) -> None:
+        self.tool, self.workdir = tool, workdir
+        self.exe = ensure_venv()
+        self.servers = start_servers(workdir)
         base = workdir / tool
-        cfg_dir = base / "config"
-        cfg_dir.mkdir(parents=True, exist_ok=True)
-        config = base / "octodns.yaml"
-        config.write_text(octodns_config(cfg_dir, ownership))
-        for step, state in steps.items():
-            (cfg_dir / f"{DOMAIN}.yaml").write_text(octodns_zone_yaml(state))
-            cmd = [str(exe), "--config-file", str(config), "--doit"]
-            rows.append(run_step(tool, step, cmd, servers, workdir, octodns_plan))
+        self.cfg_dir = base / "config"
+        self.cfg_dir.mkdir(parents=True, exist_ok=True)
+        self.config = base / "octodns.yaml"
+        self.config.write_text(octodns_config(self.cfg_dir, tool == "octodns+ownership"))
+
+    def step(self, step: str, state: list[Rec]) -> Row:
+        (self.cfg_dir / f"{DOMAIN}.yaml").write_text(octodns_zone_yaml(state))
+        cmd = [str(self.exe), "--config-file", str(self.config), "--doit"]
+        return run_step(self.tool, step, cmd, self.servers, self.workdir, octodns_plan)
+
+    def stop(self) -> None:
+        self.servers.stop()
+
+
+def run_all(tools: list[str], steps: dict[str, list[Rec]], extra_step: tuple[str, list[Rec]], workdir: Path,
+            profile: bool, agent: bool) -> tuple[list[Row], dict[str, object]]:
+    """Every step for every tool, the tools taking turns step by step (each on its own moto,
+    the order rotating), so that they share whatever else loads the machine at the time."""
+    runners: list[GitdnsRunner | OctodnsRunner] = []
+    rows: list[Row] = []
+    extra: dict[str, object] = {}
+    try:
+        for tool in tools:
+            if tool == "gitdns":
+                rows.append(gitdns_floor(steps["initial"][:1], workdir))
+                runners.append(GitdnsRunner(workdir, profile))
+            elif tool in ("octodns+ownership", "octodns"):
+                runners.append(OctodnsRunner(tool, workdir))
+            else:
+                raise SystemExit(f"unknown tool {tool}")
+        for i, (step, state) in enumerate(steps.items()):
+            t0 = time.perf_counter()
+            for runner in runners[i % len(runners):] + runners[:i % len(runners)]:
+                rows.append(runner.step(step, state))
+            print(f"{step}: done in {time.perf_counter() - t0:.1f} s", flush=True)
+        for runner in runners:
+            if isinstance(runner, GitdnsRunner):
+                rows.append(runner.step(*extra_step))
+                if agent:
+                    extra, _ = run_agent_child(list(extra_step[1]), 1, runner.servers, workdir)
     finally:
-        servers.stop()
-    return rows
+        for runner in runners:
+            runner.stop()
+    order = {t: n for n, t in enumerate(tools)}
+    rows.sort(key=lambda r: order[r.tool])  # stable: each tool's steps stay in order
+    return rows, extra
 
 
 # --------------------------------------------------------------------------- the agent (child process)
-def gsteps_last(steps: dict[str, list[Rec]]) -> list[Rec]:
-    return list(steps.values())[-1]
-
-
 def run_agent_child(last: list[Rec], nth: int, servers: Servers,
                     workdir: Path) -> tuple[dict[str, object], list[Rec]]:
     """Commit 1 = ``last`` (the state in the zone), commit 2 = the ``nth`` A record from the
@@ -678,25 +713,13 @@ def main(argv: list[str] | None = None) -> int:
     one_idx = next(i for i in range(len(pct)) if pct[i].type == "A" and i not in set(picks))
     one = list(pct)
     one[one_idx] = changed(pct[one_idx], random.Random(7), "one")
-    gsteps = {**steps, "change1rec": one}
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-r53-", dir=BENCH / "out" if (BENCH / "out").is_dir() else None))
-    rows: list[Row] = []
-    agent: dict[str, object] = {}
     try:
-        for tool in tools:
-            t0 = time.perf_counter()
-            if tool == "gitdns":
-                got, agent = run_gitdns(recs, gsteps, workdir, args.profile, not args.no_agent)
-            elif tool in ("octodns+ownership", "octodns"):
-                got = run_octodns(tool, tool == "octodns+ownership", steps, workdir)
-            else:
-                raise SystemExit(f"unknown tool {tool}")
-            rows.extend(got)
-            print(f"{tool}: done in {time.perf_counter() - t0:.1f} s", flush=True)
+        rows, agent = run_all(tools, steps, ("change1rec", one), workdir, args.profile, not args.no_agent)
         print()
         print(f"N = {len(recs)}; each step a separate process under /usr/bin/time -v; a fresh moto_server "
-              "per tool; CPU = user + sys")
+              "per tool; the tools take turns step by step; CPU = user + sys")
         print(table(rows))
         for r in rows:
             for note in r.notes:

@@ -523,9 +523,9 @@ def run_all(tools: list[str], steps: list[tuple[str, list[Rec]]], extra_step: tu
 def step_sequence(recs: list[Rec], pct: list[Rec], repeat: int, seed: int) -> list[tuple[str, list[Rec]]]:
     """initial, then `repeat` times a no-op and a 1 % change, each change to new values (the
     first is ``pct``; the next ones change another 1 % of the state before them).  Never back
-    to earlier values: moto refuses to CREATE an rrset identical to one its change log already
-    holds when any name sorts after it (`FakeZone` journal check), a moto bug that would hit
-    gitdns's DELETE + CREATE and not octoDNS's UPSERT."""
+    to earlier values: moto refuses to CREATE an rrset identical to one it created earlier
+    while the zone holds any rrset at or after that name (the one the same request deletes
+    included), a moto bug that would hit gitdns's DELETE + CREATE and not octoDNS's UPSERT."""
     seq: list[tuple[str, list[Rec]]] = [("initial", recs)]
     state = recs
     for k in range(1, max(1, repeat) + 1):

@@ -14,6 +14,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 
 from gitdns.core.records import Action, Change, RecordSet
+from gitdns.errors import ThrottledError
 from gitdns.providers import route53 as r53
 from gitdns.providers import route53_batch as rb
 from gitdns.providers.route53 import Route53Provider
@@ -118,3 +119,21 @@ def test_the_client_drops_botocore_s_endpoint_table_and_skips_parameter_validati
     # no parameter validation: a malformed parameter goes out (here: to a closed port) unchecked
     with pytest.raises(EndpointConnectionError):
         client.list_resource_record_sets(HostedZoneId="Z1", MaxItems=300)  # an int where a str belongs
+
+
+def test_an_error_on_a_later_page_is_raised_by_the_read_and_nothing_more_is_fetched() -> None:
+    class FailingThird(FakeRoute53):
+        def list_resource_record_sets(self, **kw: Any) -> dict[str, Any]:
+            if self.calls["list_resource_record_sets"] == 2:  # the third page
+                self.throttle(1)
+            return super().list_resource_record_sets(**kw)
+
+    fake = FailingThird()
+    fake.add_zone(ZONE, apex=False)
+    provider = Route53Provider(ZONE, fake)
+    assert provider.apply(ZONE, _creates([_a(i) for i in range(1500)])).ok
+    fake.calls.clear()
+    with pytest.raises(ThrottledError):
+        provider.read(ZONE)
+    assert fake.calls["list_resource_record_sets"] == 3  # nothing fetched after the failure
+    assert len(provider.read(ZONE).records) == 1500  # and the next read is whole

@@ -43,7 +43,7 @@ ZONE = "example.com"
 WRAPPER = """
 import json, os, sys, time
 from gitdns.cli import main
-import gitdns.agent.engine, gitdns.adapters.repo, gitdns.providers.local  # imported before the release
+import gitdns.reconcile.engine, gitdns.adapters.repo, gitdns.providers.local  # imported before the release
 go, argv, out = sys.argv[1], sys.argv[2:-1], sys.argv[-1]
 open(out + ".ready", "w").close()
 while not os.path.exists(go):

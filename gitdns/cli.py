@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gitdns.agent.engine import Desired, ZoneOutcome
+    from gitdns.core.desired import Desired
     from gitdns.core.plan import Plan
+    from gitdns.reconcile.engine import ZoneOutcome
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # the desired state does not validate, or a command failed
@@ -260,8 +261,8 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _zone_and_provider(desired: Desired, ident: str, repo: Path) -> tuple[object, object]:
-    from gitdns.agent.engine import default_factory
     from gitdns.errors import ConfigError
+    from gitdns.reconcile.engine import default_factory
 
     zone = next((z for z in desired.state.zones if ident in (z.name, z.domain)), None)
     if zone is None:
@@ -274,10 +275,10 @@ def cmd_owners(args: argparse.Namespace) -> int:
     import json
     from datetime import UTC, datetime
 
-    from gitdns.agent.engine import load
     from gitdns.core.model import Zone
     from gitdns.core.owners import owners
     from gitdns.providers.base import Provider
+    from gitdns.reconcile.engine import load
 
     desired = load(args.repo)
     zone, provider = _zone_and_provider(desired, args.zone, args.repo)
@@ -299,12 +300,12 @@ def cmd_owners(args: argparse.Namespace) -> int:
 
 
 def cmd_prune_owner(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import load, policy_for_zone
     from gitdns.core import planfmt
     from gitdns.core.model import Zone
     from gitdns.core.plan import Intent
     from gitdns.core.planner import plan as make_plan
     from gitdns.providers.base import Provider
+    from gitdns.reconcile.engine import load, policy_for_zone
 
     desired = load(args.repo)
     zone, provider = _zone_and_provider(desired, args.zone, args.repo)
@@ -331,11 +332,11 @@ def cmd_prune_owner(args: argparse.Namespace) -> int:
 
 
 def cmd_adopt(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import find_cluster, intent_for, load
     from gitdns.core import planfmt
     from gitdns.core.model import Zone
     from gitdns.core.owners import adopt_changes, foreign_records
     from gitdns.providers.base import Provider
+    from gitdns.reconcile.engine import find_cluster, intent_for, load
 
     desired = load(args.repo)
     zone, provider = _zone_and_provider(desired, args.zone, args.repo)
@@ -403,7 +404,7 @@ def _err(message: str) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     import json
 
-    from gitdns.agent.engine import load
+    from gitdns.reconcile.engine import load
 
     desired = load(args.path)
     problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
@@ -438,7 +439,7 @@ def _print_problems(desired: Desired) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile
+    from gitdns.reconcile.engine import default_factory, find_cluster, load, reconcile
 
     desired = load(args.repo)
     _print_problems(desired)
@@ -475,8 +476,8 @@ def _format_plans(fmt: str, typed: list[Plan]) -> str:
 def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> int:
     import json
 
-    from gitdns.agent.engine import ProviderFactory, simulate_all
     from gitdns.core import inventory, planfmt
+    from gitdns.reconcile.engine import ProviderFactory, simulate_all
 
     assert callable(factory)
     fac: ProviderFactory = factory
@@ -517,8 +518,8 @@ def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> in
 def cmd_apply(args: argparse.Namespace) -> int:
     import json
 
-    from gitdns.agent.engine import default_factory, find_cluster, load, reconcile
     from gitdns.core.plan import PlanMode
+    from gitdns.reconcile.engine import default_factory, find_cluster, load, reconcile
 
     desired = load(args.repo)
     _print_problems(desired)
@@ -585,8 +586,8 @@ def _outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import find_cluster, load
     from gitdns.agent.rendering import render_cluster
+    from gitdns.reconcile.engine import find_cluster, load
 
     desired = load(args.repo)
     _print_problems(desired)
@@ -600,9 +601,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_zone_show(args: argparse.Namespace) -> int:
-    from gitdns.agent.engine import default_factory, load
     from gitdns.core import inventory
     from gitdns.errors import ConfigError
+    from gitdns.reconcile.engine import default_factory, load
 
     desired = load(args.repo)
     zone = next((z for z in desired.state.zones if args.zone in (z.name, z.domain)), None)

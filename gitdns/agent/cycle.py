@@ -18,21 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from gitdns.adapters.gitrev import HeadInfo
 from gitdns.agent import identity, reporting
 from gitdns.agent.config import AgentConfig
-from gitdns.agent.engine import (
-    Desired,
-    ProviderFactory,
-    ZoneOutcome,
-    from_files,
-    policy_for_zone,
-)
 from gitdns.agent.lease import Lease, LeaseState, NoLease
 from gitdns.agent.roles import Role
-from gitdns.agent.steps import ZonePass, run_zone_steps
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
+from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.healthfilter import HealthResult, HealthTarget, fleet_frozen, health_targets
 from gitdns.core.model import Cluster, DesiredState, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
@@ -42,6 +34,13 @@ from gitdns.core.records import RecordSet
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError, RetryableError
 from gitdns.providers.base import Provider
+from gitdns.reconcile.engine import (
+    ProviderFactory,
+    ZoneOutcome,
+    from_files,
+    policy_for_zone,
+)
+from gitdns.reconcile.steps import ZonePass, run_zone_steps
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,7 @@
-"""Delegation through git in the agent (seed 001): the remote's side and the primary's inputs.
+"""Delegation through git in the agent: a primary reads the remotes' status branches.
 
-A **remote** reconciles no zone: per zone it builds its records, withdraws its unhealthy
-targets, and reports the result as ``endpoints`` on its status branch (`remote_endpoints`).
-Its heartbeat there is a few poll intervals coarse, so primaries can tell it is alive.
+A remote's side (`remote_endpoints`) and the primary's per-zone inputs are in
+`gitdns.reconcile.delegation`.
 
 A **primary** reads every status branch once per pass (`StatusInputs`), and per zone hands the
 pure merge (`gitdns.core.delegation`) the remotes' payloads.  Reading the branches is one
@@ -18,52 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitdns.agent.engine import Desired, intent_for
-from gitdns.core import builder
 from gitdns.core.delegation import Payload, is_stale, payload_from_status, remotes_of
-from gitdns.core.healthfilter import HealthResult, apply_health
-from gitdns.core.model import Cluster, Zone
-from gitdns.core.records import RecordSet
+from gitdns.core.desired import Desired
+from gitdns.core.model import Cluster
 from gitdns.core.statusdoc import StatusTree
 from gitdns.core.statusdoc import load as load_yaml
 from gitdns.errors import GitdnsError
 
 log = logging.getLogger(__name__)
-
-# a remote's heartbeat moves every this many poll intervals (primaries withdraw it after
-# --stale-after of them, at least 2 and by default 6)
-REMOTE_HEARTBEAT_POLLS = 2.0
-
-
-def remote_heartbeat_granularity(poll_interval: float) -> float:
-    return max(poll_interval * REMOTE_HEARTBEAT_POLLS, 1.0)
-
-
-def remote_endpoints(desired: Desired, cluster: Cluster, zone: Zone, unhealthy: frozenset[str],
-                     frozen: frozenset[str]) -> tuple[tuple[RecordSet, ...], HealthResult | None]:
-    """What a remote asks primaries to publish in ``zone``: its records after health.  Weight 0
-    is used for a fully unhealthy weighted row; a primary whose provider cannot take weight 0
-    withdraws the row instead."""
-    intent = intent_for(desired, cluster, zone)
-    if not unhealthy:
-        return intent.records, None
-    hosts = builder.build_hosts(desired.state, cluster, zone)
-    result = apply_health(intent.records, hosts, unhealthy, frozen=frozen, weight_zero=True)
-    return tuple(result.records), result
-
-
-@dataclass(frozen=True, slots=True)
-class PrimaryInputs:
-    """What a primary's zone pass merges: the remotes git knows and their payloads."""
-
-    remotes: tuple[Cluster, ...]
-    payloads: Mapping[str, Payload]  # cluster id -> payload for this zone
-    now: float
-    stale_after: float
-    default_poll: float
-    peers: tuple[str, ...] = ()  # the other primaries' cluster ids (their claims are kept in step)
-    reviewed: bool = False  # the remotes' contributions changed: their removals are not a mass change
-
 
 @dataclass(slots=True)
 class StatusInputs:

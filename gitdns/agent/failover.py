@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitdns.agent.engine import Desired, intent_for, policy_for_zone
 from gitdns.core import builder, groups
+from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
 from gitdns.core.owners import HEARTBEAT_PREFIX
 from gitdns.core.plan import Authority, Plan, PlanPolicy
@@ -33,6 +33,7 @@ from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.providers.base import Provider
+from gitdns.reconcile.engine import intent_for, policy_for_zone
 
 MAX_PASSES = 4
 _MARKER_PREFIXES = (groups.KUADRANT_PREFIX, groups.GITDNS_PREFIX, HEARTBEAT_PREFIX, "gitdns-lock-")
@@ -264,8 +265,8 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
 
 def simulate_command(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -> str:
     """`gitdns failover simulate ZONE --to GROUP...`: the output, text or markdown."""
-    from gitdns.agent.engine import default_factory, load
     from gitdns.agent.groupscmd import check_group_names, find_zone
+    from gitdns.reconcile.engine import default_factory, load
 
     check_group_names(target)
     desired = load(repo)

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitdns.agent import failover
-from gitdns.agent.engine import Desired, default_factory, from_files, intent_for, load
 from gitdns.core import builder, groups
+from gitdns.core.desired import Desired
 from gitdns.core.model import CredentialsRef, ProviderRef, Zone
 from gitdns.core.problems import Problem, blocked_zones
 from gitdns.core.records import ZoneSnapshot, normalize_name
@@ -49,6 +49,7 @@ from gitdns.core.validate import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.errors import ConfigError, GitdnsError, PermanentError, UnreachableError
 from gitdns.providers.base import Provider
 from gitdns.providers.registry import make_provider
+from gitdns.reconcile.engine import default_factory, from_files, intent_for, load
 
 if TYPE_CHECKING:
     import git

@@ -46,12 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitsource import CommitInfo, GitSource
-from gitdns.agent.engine import Desired, from_files
 from gitdns.core import builder
+from gitdns.core.desired import Desired
 from gitdns.core.names import root_host_of
 from gitdns.core.planfmt import record_dict
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet, normalize_name
+from gitdns.reconcile.engine import from_files
 
 PATHS = ("*.yaml", "*.yml")
 GIT_TIMEOUT = 120.0  # a first run fetches the branch's full history

@@ -18,7 +18,7 @@ from gitdns.errors import GitdnsError
 
 if TYPE_CHECKING:
     from gitdns.agent.cycle import Agent
-    from gitdns.agent.engine import Desired
+    from gitdns.core.desired import Desired
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,13 @@ from typing import Any
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
-from gitdns.agent.engine import Desired, ProviderFactory, default_factory
 from gitdns.agent.lease import KubeLease, Lease, NoLease, TxtLease
 from gitdns.agent.metrics import Metrics
+from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode
 from gitdns.core.status import ClusterReport, summary_document, summary_line
 from gitdns.errors import ConfigError
+from gitdns.reconcile.engine import ProviderFactory, default_factory
 
 log = logging.getLogger(__name__)
 

@@ -41,15 +41,16 @@ from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, Direct
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.adapters.repo import read_tree
 from gitdns.adapters.templates import load_template_sources
-from gitdns.agent.engine import Desired, from_files
 from gitdns.agent.health import secret_headers
 from gitdns.agent.lease import KubeLease, Lease, LeaseState, NoLease
 from gitdns.agent.orchestrator_metrics import NodeSample, OrchestratorMetrics
 from gitdns.core.corefile import CorefileSettings, Layout, ZoneBlock, layout, render_hosts, render_server, sort_ips
+from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth, node_probe, published
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.core.render import make_environment
 from gitdns.errors import ConfigError, GitdnsError
+from gitdns.reconcile.engine import from_files
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import logging
 from pathlib import Path
 
 from gitdns.adapters.templates import load_template_sources
-from gitdns.agent.engine import Desired
 from gitdns.core import builder
+from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Publisher
 from gitdns.core.render import make_environment, render_dnsrecords
 

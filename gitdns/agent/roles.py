@@ -20,13 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gitdns.agent.delegate import (
-    DelegationSource,
-    PrimaryInputs,
-    remote_endpoints,
-    remote_heartbeat_granularity,
-)
-from gitdns.agent.engine import Desired, ZoneOutcome, policy_for_zone
+from gitdns.agent.delegate import DelegationSource
 from gitdns.agent.modes import ModeChoice, choose
 from gitdns.core import builder
 from gitdns.core.conditions import Condition
@@ -40,6 +34,7 @@ from gitdns.core.delegation import (
     Verdict,
     zones_for_primary,
 )
+from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.owners import heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
@@ -47,6 +42,8 @@ from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.core.status import HEARTBEAT_GRANULARITY, heartbeat_value
 from gitdns.providers.base import Provider
+from gitdns.reconcile.delegation import PrimaryInputs, remote_endpoints, remote_heartbeat_granularity
+from gitdns.reconcile.engine import ZoneOutcome, policy_for_zone
 
 log = logging.getLogger(__name__)
 

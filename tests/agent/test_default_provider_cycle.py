@@ -13,8 +13,8 @@ import pytest
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
-from gitdns.agent.engine import ProviderFactory, default_factory
 from gitdns.core.status import ClusterReport, ZoneReport
+from gitdns.reconcile.engine import ProviderFactory, default_factory
 from tests.agent.fakes import Clock, FakeSource, example_files
 from tests.fakes.kube_apiserver import FakeKube
 from tests.providers.default_secret_helpers import NS, add_secret

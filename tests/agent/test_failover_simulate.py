@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gitdns.agent import failover
-from gitdns.agent.engine import default_factory, load
 from gitdns.cli import EXIT_OK, main
 from gitdns.core.records import Action, Change
+from gitdns.reconcile.engine import default_factory, load
 
 ZONE_DOC = """\
 apiVersion: gitdns.io/v1alpha1

@@ -12,13 +12,13 @@ import pytest
 
 from gitdns.adapters.statusbranch import StatusBranch
 from gitdns.agent import groupscmd
-from gitdns.agent.engine import default_factory, load
 from gitdns.cli import EXIT_ERROR, EXIT_OK, main
 from gitdns.core import groups
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.core.statusdoc import dump
 from gitdns.providers.base import ApplyResult
 from gitdns.providers.memory import MemoryProvider
+from gitdns.reconcile.engine import default_factory, load
 from tests.agent.test_failover_simulate import SITES, publish_current, write_repo
 
 GROUPS_FILE = "groups/example-com.yaml"

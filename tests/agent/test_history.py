@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.gitrev import HeadInfo
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.agent import history as hist
-from gitdns.agent.engine import Desired, from_files
 from gitdns.cli import main
+from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Revision
 from gitdns.core.names import cluster_target_name
 from gitdns.core.records import RecordKey, RecordSet
+from gitdns.reconcile.engine import from_files
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "example-repo"
 HOST = "api.example.com"

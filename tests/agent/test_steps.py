@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitdns.agent.engine import ZoneOutcome, from_files
-from gitdns.agent.steps import ZONE_STEPS, ZonePass, run_zone_steps
 from gitdns.core.records import RecordKey
 from gitdns.providers.memory import MemoryProvider
+from gitdns.reconcile.engine import ZoneOutcome, from_files
+from gitdns.reconcile.steps import ZONE_STEPS, ZonePass, run_zone_steps
 from tests.agent.fakes import example_files
 
 

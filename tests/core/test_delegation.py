@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.agent.engine import from_files
 from gitdns.core.delegation import (
     STATE_INACTIVE,
     STATE_KEPT,
@@ -24,6 +23,7 @@ from gitdns.core.delegation import (
 from gitdns.core.model import Cluster, DesiredState
 from gitdns.core.planfmt import record_dict
 from gitdns.core.records import RecordSet
+from gitdns.reconcile.engine import from_files
 from tests.agent.delegation_kit import POLICY, base_files, cluster_doc
 
 NOW = 10_000.0

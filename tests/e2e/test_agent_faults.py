@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.agent.engine import load as load_desired
 from gitdns.core import builder
 from gitdns.core.records import RecordKey
 from gitdns.core.registry import decode_entry
 from gitdns.providers.local import LocalProvider, decode_store
+from gitdns.reconcile.engine import load as load_desired
 from tests.e2e.agent_kit import AgentProcess, DesiredRepo, agent_cmd, git, run_once
 from tests.e2e.faults_kit import (
     CLUSTER_IDS,

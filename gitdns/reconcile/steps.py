@@ -11,9 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from gitdns.agent.delegate import PrimaryInputs
-from gitdns.agent.engine import (
-    Desired,
+from gitdns.core.builder import build_hosts, merge_records
+from gitdns.core.delegation import Merged, former_primaries, primaries_records, retire_keys
+from gitdns.core.delegation import merge as merge_remotes
+from gitdns.core.desired import Desired
+from gitdns.core.groups import Decision, decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
+from gitdns.core.healthfilter import HealthResult, apply_health
+from gitdns.core.model import Cluster, Zone
+from gitdns.core.plan import Authority, Intent, Plan, PlanMode
+from gitdns.core.planner import plan as make_plan
+from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
+from gitdns.core.records import Action, RecordKey, RecordSet
+from gitdns.providers.base import Provider
+from gitdns.reconcile.delegation import PrimaryInputs
+from gitdns.reconcile.engine import (
     ZoneOutcome,
     apply_with_retries,
     intent_for,
@@ -23,17 +34,6 @@ from gitdns.agent.engine import (
     render_views,
     verify,
 )
-from gitdns.core.builder import build_hosts, merge_records
-from gitdns.core.delegation import Merged, former_primaries, primaries_records, retire_keys
-from gitdns.core.delegation import merge as merge_remotes
-from gitdns.core.groups import Decision, decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
-from gitdns.core.healthfilter import HealthResult, apply_health
-from gitdns.core.model import Cluster, Zone
-from gitdns.core.plan import Authority, Intent, Plan, PlanMode
-from gitdns.core.planner import plan as make_plan
-from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
-from gitdns.core.records import Action, RecordKey, RecordSet
-from gitdns.providers.base import Provider
 
 
 @dataclass(slots=True)

@@ -13,15 +13,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitdns.adapters.gitrev import HeadInfo, head_info, parent_files
+from gitdns.adapters.gitrev import head_info, parent_files
 from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
+from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.loader import LoadResult
 from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.planner import plan as make_plan
-from gitdns.core.problems import Problem, blocked_zones
 from gitdns.core.records import ZoneSnapshot
 from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
@@ -37,24 +37,6 @@ ProviderFactory = Callable[[Zone], Provider]
 STALE_RETRY_BUDGET = 30.0
 STALE_BACKOFF_BASE = 0.01
 STALE_BACKOFF_CAP = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class Desired:
-    """A loaded repository: the state, its problems and its revision."""
-
-    root: Path
-    state: DesiredState
-    problems: tuple[Problem, ...]
-    head: HeadInfo | None
-    # the desired state the last revision had, for the reviewed-removal exemption; called
-    # only when a plan stalls (default: HEAD's parent in the work tree)
-    previous: Callable[[], DesiredState | None] | None = None
-    rejected: frozenset[tuple[str, str]] = frozenset()  # (kind, name) of documents that failed schema
-
-    @property
-    def blocked(self) -> set[str]:
-        return blocked_zones(self.problems, [z.name for z in self.state.zones])
 
 
 @dataclass(slots=True)
@@ -73,21 +55,21 @@ class ZoneOutcome:
         return not self.errors and (self.plan is None or not self.plan.stalled)
 
 
-def from_files(root: Path, files: Mapping[str, str], head: HeadInfo | None,
+def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None,
                previous: Callable[[], DesiredState | None] | None = None) -> Desired:
     """A Desired from files held in memory (the agent reads them from a git commit)."""
     from gitdns.core.validate import check
 
     result = check(files, load_schemas())
     state = replace(result.state, revision=head.revision if head else None)
-    return Desired(root, state, tuple(result.problems), head, previous, result.rejected)
+    return Desired(str(root), state, tuple(result.problems), head, previous, result.rejected)
 
 
 def load(root: Path) -> Desired:
     result: LoadResult = load_repo(root)
     head = head_info(root)
     state = replace(result.state, revision=head.revision if head else None)
-    return Desired(root, state, tuple(result.problems), head)
+    return Desired(str(root), state, tuple(result.problems), head)
 
 
 def default_factory(base_dir: Path, *, namespace: str | None = None) -> ProviderFactory:
@@ -115,7 +97,7 @@ def find_cluster(desired: Desired, ident: str) -> Cluster:
 
 def previous_state(desired: Desired) -> DesiredState | None:
     """The desired state of HEAD's parent commit, for the reviewed-removal exemption."""
-    files = parent_files(desired.root)
+    files = parent_files(Path(desired.root))
     if files is None:
         return None
     return load_files(files, load_schemas()).state

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitdns.core.desired import Desired
     from gitdns.core.plan import Plan
-    from gitdns.reconcile.engine import ZoneOutcome
+    from gitdns.reconcile.zonepass import ZoneOutcome
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # the desired state does not validate, or a command failed
@@ -439,87 +439,112 @@ def _print_problems(desired: Desired) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from gitdns.reconcile.engine import default_factory, find_cluster, load, reconcile
+    import time
+    from dataclasses import replace
 
-    desired = load(args.repo)
+    from gitdns.core.plan import PlanMode
+    from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
+    from gitdns.reconcile.run import published_health, reconcile
+
+    loaded = load(args.repo)
+    desired = replace(loaded, previous=lambda: previous_state(loaded))
     _print_problems(desired)
     factory = default_factory(args.repo)
-    plans: list[Plan] = []
     if args.all_clusters:
         return _plan_all(args, desired, factory)
     cluster = find_cluster(desired, args.cluster)
-    from gitdns.core.plan import PlanMode
-
     outcomes = reconcile(desired, cluster, factory, dry_run=True, force=args.force, zones=args.zone,
-                         mode=PlanMode(args.mode))
+                         mode=PlanMode(args.mode), health=published_health(desired), now=time.time())
+    plans: list[Plan] = []
     for outcome in outcomes:
         if outcome.skipped:
             _err(f"zone {outcome.zone.domain}: {outcome.skipped}")
         if outcome.plan is not None:
             plans.append(outcome.plan)
-    print(_format_plans(args.format, plans), end="")
-    if any(o.zone.name in desired.blocked for o in outcomes):
+    names = {c.id: c.name for c in desired.state.clusters}
+    print(_format_plans(args.format, plans, names), end="")
+    return _plan_exit(desired, outcomes, plans, args.exit_code)
+
+
+def _plan_exit(desired: Desired, outcomes: Sequence[ZoneOutcome], plans: Sequence[Plan], exit_code: bool) -> int:
+    """As `apply --dry-run` would exit (held 1, stalled 4, conflicts 5); with --exit-code,
+    pending changes exit 3."""
+    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
         return EXIT_ERROR
-    return EXIT_CHANGES if args.exit_code and any(p.changes for p in plans) else EXIT_OK
+    if any(p.stalled for p in plans):
+        return EXIT_STALLED
+    if any(p.real_conflicts for p in plans):
+        return EXIT_CONFLICTS
+    return EXIT_CHANGES if exit_code and any(p.changes for p in plans) else EXIT_OK
 
 
-def _format_plans(fmt: str, typed: list[Plan]) -> str:
+def _format_plans(fmt: str, typed: list[Plan], names: dict[str, str] | None = None) -> str:
     from gitdns.core import planfmt
 
     if fmt == "json":
-        return planfmt.to_json(typed)
+        return planfmt.to_json(typed, names=names)
     if fmt == "markdown":
-        return planfmt.to_markdown(typed)
-    return planfmt.to_text(typed)
+        return planfmt.to_markdown(typed, names=names)
+    return planfmt.to_text(typed, names=names)
 
 
 def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> int:
     import json
+    import time
 
     from gitdns.core import inventory, planfmt
-    from gitdns.reconcile.engine import ProviderFactory, simulate_all
+    from gitdns.reconcile.engine import ProviderFactory
+    from gitdns.reconcile.preview import preview_zone
+    from gitdns.reconcile.run import published_health, revisions
+    from gitdns.reconcile.zonepass import ZoneOutcome as Outcome
 
     assert callable(factory)
     fac: ProviderFactory = factory
-    names = {c.id: c.name for c in desired.state.clusters}
+    health = published_health(desired)
+    state_at = revisions(desired)
     out_json: list[dict[str, object]] = []
-    pending = False
-    held = False
+    all_plans: list[Plan] = []
+    outcomes: list[ZoneOutcome] = []
     for zone in desired.state.zones:
         if args.zone and zone.name not in args.zone and zone.domain not in args.zone:
             continue
         if zone.name in desired.blocked:
             _err(f"zone {zone.domain}: held, its desired state does not validate")
-            held = True
+            outcomes.append(Outcome(zone, skipped="held"))
             continue
-        sim = simulate_all(desired, zone, fac(zone), force=args.force)
+        if zone.publisher.value == "kuadrant":
+            _err(f"zone {zone.domain}: publisher is kuadrant: DNSRecords are rendered (gitdns render), not published")
+            continue
+        sim = preview_zone(desired, zone, fac(zone), health=health, force=args.force, state_at=state_at,
+                           now=time.time())
         plans = [p for _, p in sim.plans]
-        pending = pending or any(p.changes for p in plans)
+        names = {c.id: c.name for c, _ in sim.plans}
+        all_plans.extend(plans)
+        outcomes.extend(sim.outcomes)
         rows = inventory.inventory(sim.after, names)
         if args.format == "json":
-            out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p) for p in plans],
+            out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p, names) for p in plans],
                              "merged": json.loads(inventory.to_json(zone.domain, rows))["records"]})
         elif args.format == "markdown":
-            print(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster"))
+            print(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster", names=names))
             print("<details><summary>Merged zone after every cluster applied</summary>\n\n```")
             print(inventory.to_text(zone.domain, rows), end="")
             print("```\n</details>\n")
         else:
-            print(planfmt.to_text(plans), end="")
+            print(planfmt.to_text(plans, names=names), end="")
             print("merged zone after every cluster applied:")
             print(inventory.to_text(zone.domain, rows))
     if args.format == "json":
         print(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
-    if held:
-        return EXIT_ERROR
-    return EXIT_CHANGES if args.exit_code and pending else EXIT_OK
+    return _plan_exit(desired, outcomes, all_plans, args.exit_code)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
     import json
 
     from gitdns.core.plan import PlanMode
-    from gitdns.reconcile.engine import default_factory, find_cluster, load, reconcile
+    from gitdns.reconcile.engine import default_factory, find_cluster, load
+    from gitdns.reconcile.run import reconcile
 
     desired = load(args.repo)
     _print_problems(desired)

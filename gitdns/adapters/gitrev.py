@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from gitdns.core.desired import HeadInfo
 from gitdns.core.model import Revision
@@ -34,25 +35,35 @@ def head_info(path: Path) -> HeadInfo | None:
 def parent_files(path: Path) -> dict[str, str] | None:
     """The ``*.yaml``/``*.yml`` files below ``path`` as they were in HEAD's first parent
     (relative to ``path``), or None when there is no parent or no repository."""
+    return files_at(path, "HEAD~1")
+
+
+def files_at(path: Path, rev: str) -> dict[str, str] | None:
+    """The ``*.yaml``/``*.yml`` files below ``path`` as they were at ``rev`` (a sha, a prefix
+    of one, or any revision git understands), or None when git does not know it."""
     try:
         import git
     except ImportError:  # pragma: no cover
         return None
     try:
         repo = git.Repo(path, search_parent_directories=True)
-        commit = repo.head.commit
-        if not commit.parents:
-            return None
+        commit = repo.commit(rev)
         top = Path(repo.working_tree_dir or path).resolve()
         prefix = Path(path).resolve().relative_to(top).as_posix()
-        tree = commit.parents[0].tree
+        tree = commit.tree
         if prefix not in ("", "."):
             tree = tree / prefix
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError, KeyError):
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError, KeyError):
         return None
-    files: dict[str, str] = {}
     if not isinstance(tree, git.Tree):
         return None
+    return _yaml_files(tree, prefix)
+
+
+def _yaml_files(tree: Any, prefix: str) -> dict[str, str]:
+    import git
+
+    files: dict[str, str] = {}
     for item in tree.traverse():
         if not isinstance(item, git.Blob):
             continue
@@ -64,3 +75,31 @@ def parent_files(path: Path) -> dict[str, str] | None:
             continue
         files[rel] = item.data_stream.read().decode("utf-8", errors="replace")
     return files
+
+
+def status_files(path: Path, cluster_id: str, names: tuple[str, ...] = ("health.yaml",),
+                 prefix: str = "gitdns-status/") -> dict[str, str] | None:
+    """Files of a cluster's status branch as the work tree's repository knows it (a local
+    branch, else a remote-tracking one), or None when it knows no such branch."""
+    try:
+        import git
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+        wanted = f"{prefix}{cluster_id}"
+        refs = [r for r in repo.refs if r.path.endswith("/" + wanted) or r.name == wanted]
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        return None
+    refs.sort(key=lambda r: not r.path.startswith("refs/heads/"))
+    if not refs:
+        return None
+    out: dict[str, str] = {}
+    tree = refs[0].commit.tree
+    for name in names:
+        try:
+            blob = tree / name
+        except KeyError:
+            continue
+        out[name] = blob.data_stream.read().decode("utf-8", errors="replace")
+    return out

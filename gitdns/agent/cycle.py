@@ -30,17 +30,16 @@ from gitdns.core.model import Cluster, DesiredState, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
-from gitdns.core.records import RecordSet
 from gitdns.core.status import ClusterReport, ZoneReport
-from gitdns.errors import GitdnsError, RetryableError
+from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
+from gitdns.reconcile import pipeline
 from gitdns.reconcile.engine import (
     ProviderFactory,
-    ZoneOutcome,
     from_files,
     policy_for_zone,
 )
-from gitdns.reconcile.steps import ZonePass, run_zone_steps
+from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneMemory, ZoneOutcome, ZonePass
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +71,17 @@ class StatusSink(Protocol):
 
 @dataclass(slots=True)
 class ZoneTrack:
-    """What the agent remembers about one zone between cycles."""
+    """What the agent remembers about one zone between cycles: the state the zone's passes
+    read and update (`ZoneMemory`, held by reference by each pass) and the validation schedule."""
 
     desired: Desired  # the last desired state under which this zone validated
     next_validation: float | None = None
     interval: float = 0.0
-    last: ZoneOutcome | None = None
-    intent: tuple[RecordSet, ...] | None = None  # what the last successful pass wanted
-    zone_size: int = 0  # records in the last whole-zone read
-    pruned_serial: int | None = None  # groups serial inactive groups were last pruned for
+    memory: ZoneMemory = field(default_factory=ZoneMemory)
+
+    @property
+    def last(self) -> ZoneOutcome | None:
+        return self.memory.last
 
 
 @dataclass(slots=True)
@@ -423,6 +424,37 @@ class Agent:
     def _reconcile_zone(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool,
                         validation: bool = False) -> ZoneOutcome:
         outcome = ZoneOutcome(zone)
+        cluster = self._cluster_for_zone(zdesired, newest)
+        track = self.tracks.get(zone.name) or self.tracks.setdefault(zone.name, ZoneTrack(zdesired))
+        remote = self.role.mode is Mode.REMOTE
+        zpass: ZonePass | None = None
+        try:
+            provider = NO_PROVIDER if remote else self.factory(zone)  # a remote holds no credentials
+            unhealthy, frozen = self._health_inputs()
+            zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome, memory=track.memory,
+                             validation=validation, owners=tuple(c.id for c in newest.state.clusters),
+                             always_verify=self.config.once, unhealthy=unhealthy, frozen=frozen,
+                             primary=None if remote else self.role.primary_inputs(zdesired, cluster, zone))
+            pipeline.run(zpass, pipeline.Role.REMOTE if remote else pipeline.Role.PRIMARY if zpass.primary is not None
+                         else pipeline.Role.DEFAULT)
+            self._note_results(zone, cluster, zpass)
+            if outcome.plan is None and track.last is not None and not remote:
+                outcome.plan = track.last.plan  # nothing was read: the last verdict stands
+            if can_write and not remote:
+                self._housekeeping(zone, provider, cluster, newest)
+                if zpass.primary is not None and not outcome.errors:
+                    outcome.applied += self.role.clean_remote_claims(zdesired, zone, provider)
+        except GitdnsError as exc:
+            outcome.errors.append(f"{exc.reason}: {exc}")
+        self._track(zone, zdesired, outcome)
+        if remote:
+            track.next_validation = None
+        self._remember(zpass, outcome)
+        if self.on_apply is not None:
+            self.on_apply(zone.domain, outcome)
+        return outcome
+
+    def _cluster_for_zone(self, zdesired: Desired, newest: Desired) -> Cluster:
         cluster = self.cluster_of(newest)
         if cluster is None:
             known = self.known_cluster
@@ -431,55 +463,28 @@ class Agent:
                 cluster = zdesired.state.cluster(ident)
             if cluster is None:  # removed from git: remove our own records (a reviewed removal)
                 cluster = Cluster(name=known.name if known else self.config.cluster, id=ident)
-        if self.role.mode is Mode.REMOTE:  # no provider: build, health, report (seed 001)
-            self.role.remote_zone(zdesired, cluster, zone, *self._health_inputs(), outcome)
-            self._track(zone, zdesired, outcome)
-            self.tracks[zone.name].next_validation = None
-            return outcome
-        provider = self.factory(zone)
-        zpass: ZonePass | None = None
-        try:
-            track = self.tracks.get(zone.name)
-            unhealthy, frozen = self._health_inputs()
-            zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome,
-                             last_intent=track.intent if track else None, validation=validation,
-                             owners=tuple(c.id for c in newest.state.clusters),
-                             zone_size=track.zone_size if track else 0, always_verify=self.config.once,
-                             unhealthy=unhealthy, frozen=frozen,
-                             pruned_serial=track.pruned_serial if track else None,
-                             primary=self.role.primary_inputs(zdesired, cluster, zone))
-            run_zone_steps(zpass)
-            if zpass.merged is not None:
-                self.role.record_merge(zone, zpass.merged)
-            if zpass.groups is not None:
-                self.group_results[zone.domain] = {
-                    "group": cluster.group, "active": not zpass.inactive,
-                    "activeGroups": sorted(zpass.groups.active), "serial": zpass.groups.serial,
-                    "diverged": zpass.groups.diverged,
-                    "records": len(zpass.intent.records) if zpass.intent and not zpass.inactive else 0,
-                    "targets": sum(len(r.values) for r in (zpass.intent.records if zpass.intent else ())
-                                   if r.type in ("A", "AAAA", "CNAME")) if not zpass.inactive else 0}
-            else:
-                self.group_results.pop(zone.domain, None)
-            if zpass.health is not None:
-                self.health_results[zone.name] = zpass.health
-            else:
-                self.health_results.pop(zone.name, None)
-            if outcome.plan is None and track is not None and track.last is not None:
-                outcome.plan = track.last.plan  # nothing was read: the last verdict stands
-            if can_write:
-                self._housekeeping(zone, provider, cluster, newest)
-                if zpass.primary is not None and not outcome.errors:
-                    outcome.applied += self.role.clean_remote_claims(zdesired, zone, provider)
-        except RetryableError as exc:
-            outcome.errors.append(f"{exc.reason}: {exc}")
-        except GitdnsError as exc:
-            outcome.errors.append(f"{exc.reason}: {exc}")
-        self._track(zone, zdesired, outcome)
-        self._remember(zone, zpass, outcome)
-        if self.on_apply is not None:
-            self.on_apply(zone.domain, outcome)
-        return outcome
+        return cluster
+
+    def _note_results(self, zone: Zone, cluster: Cluster, zpass: ZonePass) -> None:
+        """What the report shows of this pass: endpoints, merge verdicts, groups, health."""
+        if self.role.mode is Mode.REMOTE:
+            self.role.endpoints[zone.name] = zpass.endpoints
+        if zpass.merged is not None:
+            self.role.record_merge(zone, zpass.merged)
+        if zpass.groups is not None:
+            self.group_results[zone.domain] = {
+                "group": cluster.group, "active": not zpass.inactive,
+                "activeGroups": sorted(zpass.groups.active), "serial": zpass.groups.serial,
+                "diverged": zpass.groups.diverged,
+                "records": len(zpass.intent.records) if zpass.intent and not zpass.inactive else 0,
+                "targets": sum(len(r.values) for r in (zpass.intent.records if zpass.intent else ())
+                               if r.type in ("A", "AAAA", "CNAME")) if not zpass.inactive else 0}
+        else:
+            self.group_results.pop(zone.domain, None)
+        if zpass.health is not None:
+            self.health_results[zone.name] = zpass.health
+        else:
+            self.health_results.pop(zone.name, None)
 
     def _update_health_targets(self, desired: Desired) -> None:
         if self.health_source is None:
@@ -517,20 +522,17 @@ class Agent:
             return unhealthy, fleet_frozen(shares, self.freeze_share, minimum=1)
         return unhealthy, fleet_frozen(shares, self.freeze_share)
 
-    def _remember(self, zone: Zone, zpass: ZonePass | None, outcome: ZoneOutcome) -> None:
+    def _remember(self, zpass: ZonePass | None, outcome: ZoneOutcome) -> None:
         """Keep what this pass wanted, so the next revision reads only what changed."""
-        track = self.tracks.get(zone.name)
-        if track is None or zpass is None:
+        if zpass is None:
             return
-        if zpass.zone_size:
-            track.zone_size = zpass.zone_size
-        track.pruned_serial = zpass.pruned_serial
+        memory = zpass.memory
         ok = not outcome.errors and not outcome.pending_after_apply and not (
             outcome.plan is not None and (outcome.plan.stalled or (outcome.plan.changes and not outcome.applied)))
-        if ok and zpass.intent is not None and not zpass.inactive:
-            track.intent = zpass.intent.records
+        if ok and zpass.intent is not None and not zpass.inactive and self.role.mode is not Mode.REMOTE:
+            memory.intent = zpass.intent.records
         else:
-            track.intent = None  # next pass plans in full (after a failure, or once active again)
+            memory.intent = None  # next pass plans in full (after a failure, or once active again)
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
@@ -564,7 +566,7 @@ class Agent:
             track = self.tracks[zone.name] = ZoneTrack(desired)
         elif zone.name not in desired.blocked:
             track.desired = desired
-        track.last = outcome
+        track.memory.last = outcome
         now = self.clock()
         delay = self.config.validate_delay
         if outcome.applied or outcome.pending_after_apply or outcome.errors:

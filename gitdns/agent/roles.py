@@ -42,8 +42,8 @@ from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.core.status import HEARTBEAT_GRANULARITY, heartbeat_value
 from gitdns.providers.base import Provider
-from gitdns.reconcile.delegation import PrimaryInputs, remote_endpoints, remote_heartbeat_granularity
-from gitdns.reconcile.engine import ZoneOutcome, policy_for_zone
+from gitdns.reconcile.delegation import PrimaryInputs, remote_heartbeat_granularity
+from gitdns.reconcile.engine import policy_for_zone
 
 log = logging.getLogger(__name__)
 
@@ -129,16 +129,6 @@ class Role:
         self.last_inputs[zone.name] = key
         return PrimaryInputs(remotes, payloads, self.clock(), self.stale_after, self.poll_interval, peers,
                              reviewed)
-
-    def remote_zone(self, desired: Desired, cluster: Cluster, zone: Zone, unhealthy: frozenset[str],
-                    frozen: frozenset[str], outcome: ZoneOutcome) -> None:
-        """Remote mode: build and health-filter; nothing is read or written."""
-        if desired.state.cluster(cluster.id) is None:
-            records: tuple[RecordSet, ...] = ()  # removed from git: withdraw everything
-        else:
-            records, _ = remote_endpoints(desired, cluster, zone, unhealthy, frozen)
-        self.endpoints[zone.name] = records
-        outcome.skipped = f"remote mode: {len(records)} record set(s) delegated to the primaries"
 
     def record_merge(self, zone: Zone, merged: Merged) -> None:
         self.verdicts[zone.domain] = merged.verdicts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from gitdns.core.plan import Conflict, Plan
 from gitdns.core.records import Action, Change, RecordSet
@@ -33,11 +33,20 @@ def change_line(change: Change) -> str:
     return f"{head} {_values(rec)}"
 
 
-def _headline(plan: Plan) -> str:
-    counts = plan.summary()
+def owner_label(owner: str, names: Mapping[str, str] | None) -> str:
+    """A cluster by its Cluster name with its id beside it; an id git does not name as is."""
+    name = (names or {}).get(owner)
+    return f"cluster {name} ({owner})" if name and name != owner else f"owner {owner}"
+
+
+def _headline(plan: Plan, names: Mapping[str, str] | None = None) -> str:
+    data = [c for c in plan.changes if c.key == c.group]
+    counts = {a: sum(1 for c in data if c.action is a) for a in Action}
+    txt = len(plan.changes) - len(data)
     state = f" STALLED ({plan.stalled})" if plan.stalled else ""
-    return (f"zone {plan.zone} owner {plan.owner}: {counts['create']} to create, "
-            f"{counts['update']} to update, {counts['delete']} to delete, "
+    extra = f" (+{txt} ownership TXT change(s))" if txt else ""
+    return (f"zone {plan.zone} {owner_label(plan.owner, names)}: {counts[Action.CREATE]} to create, "
+            f"{counts[Action.UPDATE]} to update, {counts[Action.DELETE]} to delete{extra}, "
             f"{len(plan.conflicts)} conflict(s){state}")
 
 
@@ -46,10 +55,10 @@ def _conflict_line(conflict: Conflict) -> str:
     return f"{conflict.reason}: {conflict.message}{who}"
 
 
-def to_text(plans: Sequence[Plan], *, show_txt: bool = True) -> str:
+def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str, str] | None = None) -> str:
     lines: list[str] = []
     for plan in plans:
-        lines.append(_headline(plan))
+        lines.append(_headline(plan, names))
         if plan.authority.value != "own":
             lines.append(f"  authority: {plan.authority.value}")
         lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
@@ -58,10 +67,10 @@ def to_text(plans: Sequence[Plan], *, show_txt: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan") -> str:
+def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan", names: Mapping[str, str] | None = None) -> str:
     out = [f"### {title}", ""]
     for plan in plans:
-        out.append(f"**{_headline(plan)}**")
+        out.append(f"**{_headline(plan, names)}**")
         out.append("")
         data = [c for c in plan.changes if c.key == c.group]
         if data:
@@ -71,8 +80,10 @@ def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan") -> str:
             hidden = len(plan.changes) - len(data)
             if hidden:
                 out.append(f"<sub>{hidden} ownership TXT change(s) not shown</sub>")
+        elif plan.changes:
+            out.append(f"_No record changes; {len(plan.changes)} ownership TXT change(s)._")
         else:
-            out.append("_No record changes._")
+            out.append("_No changes._")
         if plan.conflicts:
             out.append("")
             out.append("| reason | record | detail |")
@@ -98,10 +109,11 @@ def record_dict(rec: RecordSet | None) -> dict[str, object] | None:
     return out
 
 
-def plan_dict(plan: Plan) -> dict[str, object]:
+def plan_dict(plan: Plan, names: Mapping[str, str] | None = None) -> dict[str, object]:
     return {
         "zone": plan.zone,
         "owner": plan.owner,
+        **({"cluster": names[plan.owner]} if names and plan.owner in names else {}),
         "authority": plan.authority.value,
         "revision": plan.revision.label if plan.revision else None,
         "stalled": plan.stalled,
@@ -120,8 +132,9 @@ def plan_dict(plan: Plan) -> dict[str, object]:
     }
 
 
-def to_json(plans: Iterable[Plan], extra: dict[str, object] | None = None) -> str:
-    doc: dict[str, object] = {"plans": [plan_dict(p) for p in plans]}
+def to_json(plans: Iterable[Plan], extra: dict[str, object] | None = None,
+            names: Mapping[str, str] | None = None) -> str:
+    doc: dict[str, object] = {"plans": [plan_dict(p, names) for p in plans]}
     if extra:
         doc.update(extra)
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -17,7 +17,6 @@ from gitdns.core.desired import Desired
 from gitdns.core.healthfilter import HealthResult, apply_health
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.records import RecordSet
-from gitdns.reconcile.engine import intent_for
 
 # a remote's heartbeat moves every this many poll intervals (primaries withdraw it after
 # --stale-after of them, at least 2 and by default 6)
@@ -33,11 +32,11 @@ def remote_endpoints(desired: Desired, cluster: Cluster, zone: Zone, unhealthy: 
     """What a remote asks primaries to publish in ``zone``: its records after health.  Weight 0
     is used for a fully unhealthy weighted row; a primary whose provider cannot take weight 0
     withdraws the row instead."""
-    intent = intent_for(desired, cluster, zone)
+    records = builder.desired_for_zone(desired.state, cluster, zone)
     if not unhealthy:
-        return intent.records, None
+        return records, None
     hosts = builder.build_hosts(desired.state, cluster, zone)
-    result = apply_health(intent.records, hosts, unhealthy, frozen=frozen, weight_zero=True)
+    result = apply_health(records, hosts, unhealthy, frozen=frozen, weight_zero=True)
     return tuple(result.records), result
 
 

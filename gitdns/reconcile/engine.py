@@ -1,7 +1,8 @@
-"""One reconcile pass for one cluster: load, validate, build, plan, apply, verify, render.
+"""What the pipeline's steps share: loading a desired state, the plan policy of a zone,
+reading and planning, applying with re-plans on stale writes, verifying, rendering views.
 
-The same steps serve `gitdns plan`, `gitdns apply` and, later, each cycle of the agent.
-Nothing here prints; results are values the CLI formats.
+These are helpers, not steps: the steps (`gitdns.reconcile.steps`) call them, and the
+pipeline (`gitdns.reconcile.pipeline`) runs the steps.  Nothing here prints.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from gitdns.adapters.gitrev import head_info, parent_files
@@ -27,6 +28,7 @@ from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
 from gitdns.providers.registry import make_provider
+from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +39,6 @@ ProviderFactory = Callable[[Zone], Provider]
 STALE_RETRY_BUDGET = 30.0
 STALE_BACKOFF_BASE = 0.01
 STALE_BACKOFF_CAP = 2.0
-
-
-@dataclass(slots=True)
-class ZoneOutcome:
-    zone: Zone
-    plan: Plan | None = None
-    applied: int = 0
-    refused_retries: int = 0
-    skipped: str = ""  # why nothing was planned (blocked, publisher kuadrant, ...)
-    errors: list[str] = field(default_factory=list)
-    views: dict[str, str] = field(default_factory=dict)
-    pending_after_apply: int = 0  # verify: changes a fresh plan still wants (RecordsMissing)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and (self.plan is None or not self.plan.stalled)
 
 
 def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None,
@@ -128,7 +114,7 @@ def intent_for(desired: Desired, cluster: Cluster, zone: Zone) -> Intent:
     return Intent(cluster.id, records, desired.state.revision, cluster.group)
 
 
-def _skip_reason(desired: Desired, zone: Zone) -> str:
+def skip_reason(desired: Desired, zone: Zone) -> str:
     if zone.name in desired.blocked:
         return "held: the zone's desired state does not validate; the last published state stays"
     if zone.publisher is Publisher.KUADRANT:
@@ -227,56 +213,3 @@ def needs_verify(outcome: ZoneOutcome, always: bool = False) -> bool:
     records as written: re-reading would only cost calls.  Verify when something was refused
     or failed, or when asked (one-shot runs have no validation loop after them)."""
     return always or outcome.refused_retries > 0 or bool(outcome.errors)
-
-
-def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
-              dry_run: bool = False, force: bool = False, mode: PlanMode = PlanMode.SYNC,
-              zones: Sequence[str] = (), always_verify: bool = False) -> list[ZoneOutcome]:
-    """Plan (and unless ``dry_run`` apply) every zone the cluster publishes."""
-    outcomes: list[ZoneOutcome] = []
-    for zone in builder.zones_for_cluster(desired.state, cluster):
-        if zones and zone.name not in zones and zone.domain not in zones:
-            continue
-        outcome = ZoneOutcome(zone, skipped=_skip_reason(desired, zone))
-        outcomes.append(outcome)
-        if outcome.skipped:
-            continue
-        provider = factory(zone)
-        outcome.plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode)
-        if dry_run:
-            continue
-        first = outcome.plan
-        apply_with_retries(desired, cluster, zone, provider, outcome, force, mode)
-        outcome.plan = first if outcome.refused_retries == 0 else outcome.plan
-        if needs_verify(outcome, always_verify):
-            outcome.pending_after_apply = verify(desired, cluster, zone, provider, force, mode)
-        outcome.views = render_views(provider, zone)
-    return outcomes
-
-
-@dataclass(frozen=True, slots=True)
-class Simulation:
-    """Every cluster's plan applied in turn to a copy of the zone (the PR preview)."""
-
-    zone: Zone
-    plans: tuple[tuple[str, Plan], ...]  # (cluster name, plan)
-    before: ZoneSnapshot
-    after: ZoneSnapshot
-
-
-def simulate_all(desired: Desired, zone: Zone, provider: Provider, *, force: bool = False) -> Simulation:
-    from gitdns.core.store import apply_changes
-
-    before = provider.read(zone.domain)
-    records = before.by_key()
-    plans: list[tuple[str, Plan]] = []
-    pol = policy_for_zone(desired, zone, force=force)
-    for cluster in desired.state.clusters:
-        if zone not in builder.zones_for_cluster(desired.state, cluster):
-            continue
-        snap = ZoneSnapshot(zone.domain, tuple(records.values()))
-        plan = make_plan(intent_for(desired, cluster, zone), snap, pol)
-        plans.append((cluster.name, plan))
-        records = apply_changes(records, plan.applicable, plan.guards).records
-    after = ZoneSnapshot(zone.domain, tuple(records[k] for k in sorted(records)))
-    return Simulation(zone, tuple(plans), before, after)

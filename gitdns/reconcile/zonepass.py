@@ -1,0 +1,118 @@
+"""The state of one zone pass, the closed set of step results, and what survives a pass.
+
+A pass is one run of the pipeline for a (cluster, zone) pair.  Every step reads and writes the
+one `ZonePass`; nothing is copied in or out.  What the agent keeps between passes (the last
+intent, the zone's size, the groups serial pruned for) lives in a `ZoneMemory` that the pass
+holds by reference: a step that learns something updates it in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gitdns.core.delegation import Merged
+from gitdns.core.desired import Desired
+from gitdns.core.groups import Decision
+from gitdns.core.healthfilter import HealthResult
+from gitdns.core.model import Cluster, Zone
+from gitdns.core.plan import Intent, Plan, PlanMode
+from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot
+from gitdns.errors import ConfigError
+from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
+from gitdns.reconcile.delegation import PrimaryInputs
+
+
+class NoProvider:
+    """The provider of a cluster that holds none (remote mode): any call is a bug, said so."""
+
+    name = "none"
+    capabilities = Capabilities(frozenset(), Routing.NONE, CasGranularity.NONE)
+
+    def zones(self) -> list[ZoneInfo]:
+        raise ConfigError("remote mode: this agent holds no provider")
+
+    def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
+        raise ConfigError(f"remote mode: this agent holds no provider to read {zone}")
+
+    def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
+        raise ConfigError(f"remote mode: this agent holds no provider to write {zone}")
+
+
+NO_PROVIDER = NoProvider()
+
+
+class Result(StrEnum):
+    """What a step tells the pipeline (the closed set; the first that is not CONTINUE ends
+    the pass, and only the role's closing steps run after it)."""
+
+    CONTINUE = "continue"  # go on with the next step
+    DONE = "done"  # nothing more to do in this zone this pass
+    HELD = "held"  # writing is not allowed now (another agent holds the owner lease)
+    STALLED = "stalled"  # the plan stalled (a guard refused it): nothing is written
+
+
+@dataclass(slots=True)
+class ZoneOutcome:
+    """What a pass did in one zone (the value every entry point reports)."""
+
+    zone: Zone
+    plan: Plan | None = None
+    applied: int = 0
+    refused_retries: int = 0
+    skipped: str = ""  # why nothing was planned (blocked, publisher kuadrant, ...)
+    errors: list[str] = field(default_factory=list)
+    views: dict[str, str] = field(default_factory=dict)
+    pending_after_apply: int = 0  # verify: changes a fresh plan still wants (RecordsMissing)
+    result: Result = Result.CONTINUE  # how the pass ended
+    steps: tuple[str, ...] = ()  # the steps that ran
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and (self.plan is None or not self.plan.stalled)
+
+
+@dataclass(slots=True)
+class ZoneMemory:
+    """What a zone keeps from one pass to the next (the agent holds one per zone; a one-shot
+    run starts from an empty one)."""
+
+    intent: tuple[RecordSet, ...] | None = None  # what the last successful pass wanted
+    zone_size: int = 0  # records seen in the last whole-zone read (the read-cost estimate)
+    pruned_serial: int | None = None  # the groups serial inactive groups were last pruned for
+    last: ZoneOutcome | None = None  # the last pass's outcome
+
+
+@dataclass(slots=True)
+class ZonePass:
+    zone: Zone
+    desired: Desired  # the desired state in force for this zone (the last good one if held)
+    cluster: Cluster
+    provider: Provider
+    can_write: bool  # the owner lease is held
+    outcome: ZoneOutcome
+    memory: ZoneMemory = field(default_factory=ZoneMemory)
+    mode: PlanMode = PlanMode.SYNC
+    force: bool = False  # --force: the mass-change guard is overridden
+    intent: Intent | None = None
+    notes: list[str] = field(default_factory=list)
+    validation: bool = False  # a validation pass: check every owned name
+    owners: tuple[str, ...] = ()  # owner ids git knows (their TXT names are read too)
+    names: frozenset[str] | None = None  # what this pass reads; None: the whole zone
+    always_verify: bool = False  # verify even a clean apply (one-shot runs)
+    unhealthy: frozenset[str] = frozenset()  # target ids (host|address) the probes find unhealthy
+    frozen: frozenset[str] = frozenset()  # hosts whose withdrawals are frozen
+    health: HealthResult | None = None
+    withdrawn: dict[RecordKey, RecordSet] = field(default_factory=dict)
+    groups: Decision | None = None  # active failover groups, None: the zone has none
+    inactive: bool = False  # this cluster's group is not active: it publishes nothing
+    primary: PrimaryInputs | None = None  # primary mode: the remotes to publish for
+    merged: Merged | None = None  # what the merge step made of them
+    unchanged: bool = False  # the intent equals the last pass's: nothing was read
+    endpoints: tuple[RecordSet, ...] = ()  # remote mode: what goes to the status branch
+
+    @property
+    def reviewed(self) -> bool:
+        """The primary's remotes changed: their removals are not a mass change."""
+        return self.primary is not None and self.primary.reviewed

@@ -177,20 +177,11 @@ def configmap_size(data: Mapping[str, str], binary: Mapping[str, str] | None = N
 
 def load_core_api() -> Any:
     """A CoreV1Api from in-cluster credentials, else the kubeconfig."""
-    try:
-        from kubernetes import client
-        from kubernetes import config as kube_config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError as exc:
-        raise ConfigError("ConfigMap delivery needs the kubernetes client: pip install 'gitdns[kubernetes]'") from exc
-    loader: Any = kube_config
-    try:
-        loader.load_incluster_config()
-    except ConfigException:
-        try:
-            loader.load_kube_config()
-        except (ConfigException, FileNotFoundError) as exc:
-            raise ConfigError(f"no in-cluster credentials and no usable kubeconfig ({exc})") from exc
+    from gitdns.adapters.kubeclient import load_default
+
+    load_default("ConfigMap delivery")
+    from kubernetes import client
+
     return client.CoreV1Api()
 
 

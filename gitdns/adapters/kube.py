@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from gitdns.errors import ConfigError, UnreachableError
+from gitdns.adapters.kubeclient import load_default
+from gitdns.errors import UnreachableError
 
 
 def kube_system_uid() -> str:
     """The UID of the running cluster's kube-system namespace: the cluster id gitdns and
     Kuadrant use as the owner id.  In-cluster credentials first, then the kubeconfig."""
-    try:
-        from kubernetes import client
-        from kubernetes import config as kube_config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError as exc:
-        raise ConfigError("cluster-id needs the kubernetes client: pip install 'gitdns[kubernetes]'") from exc
-    loader: Any = kube_config  # the loaders are untyped
-    try:
-        loader.load_incluster_config()
-    except ConfigException:
-        try:
-            loader.load_kube_config()
-        except (ConfigException, FileNotFoundError) as exc:
-            raise ConfigError(f"cluster-id: no in-cluster credentials and no usable kubeconfig ({exc})") from exc
+    load_default("cluster-id")
+    from kubernetes import client
+
     try:
         namespace = client.CoreV1Api().read_namespace("kube-system", _request_timeout=10)
     except Exception as exc:  # the client raises urllib3 and ApiException types
@@ -35,16 +23,12 @@ def kube_system_uid() -> str:
 
 
 def configmap_data(namespace: str, name: str) -> dict[str, str] | None:
-    """The data of a ConfigMap of this cluster (in-cluster credentials); None when it does not
-    exist.  Raises UnreachableError when the API cannot be asked."""
-    try:
-        from kubernetes import client
-        from kubernetes import config as kube_config
-        from kubernetes.client.exceptions import ApiException
-    except ImportError as exc:
-        raise ConfigError("reading a ConfigMap needs the kubernetes client") from exc
-    loader: Any = kube_config
-    loader.load_incluster_config()
+    """The data of a ConfigMap of this cluster (in-cluster credentials, else the kubeconfig);
+    None when it does not exist.  Raises UnreachableError when the API cannot be asked."""
+    load_default("reading a ConfigMap")
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
     try:
         cm = client.CoreV1Api().read_namespaced_config_map(name, namespace, _request_timeout=10)
     except ApiException as exc:

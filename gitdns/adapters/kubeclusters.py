@@ -5,7 +5,7 @@ A primary finds its remote clusters as Secrets labelled ``<label>=true`` (defaul
 holds a kubeconfig under the key ``kubeconfig`` (seed 001's format, and what
 ``gitdns add-cluster-secret`` writes).  `ClusterSecrets.discover` lists them and returns one
 ``kubernetes.client.ApiClient`` per Secret, built with
-``kubernetes.config.new_client_from_config_dict`` and kept while the kubeconfig stays the
+`gitdns.adapters.kubeclient.api_client_from_dict` and kept while the kubeconfig stays the
 same (a changed Secret rebuilds its client, a removed one closes it).
 
 The kubeconfig is a credential: it never appears in a log line, an error or a result — a
@@ -123,8 +123,9 @@ class ClusterSecrets:
 
 def _load(raw: bytes) -> Any:
     """An ApiClient from kubeconfig bytes; ValueError naming only the kind of problem."""
-    from kubernetes import config as kube_config
     from ruamel.yaml import YAML
+
+    from gitdns.adapters.kubeclient import api_client_from_dict
 
     try:
         doc = YAML(typ="safe").load(raw.decode("utf-8"))
@@ -132,8 +133,7 @@ def _load(raw: bytes) -> Any:
         raise ValueError("the kubeconfig is not YAML") from None
     if not isinstance(doc, dict) or not doc.get("clusters"):
         raise ValueError("the kubeconfig names no cluster")
-    loader: Any = kube_config
     try:
-        return loader.new_client_from_config_dict(doc, persist_config=False)
+        return api_client_from_dict(doc)
     except Exception as exc:  # ConfigException and the loaders' own errors; never echo the content
         raise ValueError(f"the kubeconfig does not load ({type(exc).__name__})") from None

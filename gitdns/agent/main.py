@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.leases import KubeLease, Lease, NoLease
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
-from gitdns.agent.lease import KubeLease, Lease, NoLease, TxtLease
+from gitdns.agent.lease import TxtLease
 from gitdns.agent.metrics import Metrics
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import random
@@ -38,11 +37,11 @@ from typing import Any, Protocol, cast
 import jinja2
 
 from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
+from gitdns.adapters.leases import FileLease, KubeLease, Lease, LeaseState, NoLease
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.adapters.repo import read_tree
 from gitdns.adapters.templates import load_template_sources
 from gitdns.agent.health import secret_headers
-from gitdns.agent.lease import KubeLease, Lease, LeaseState, NoLease
 from gitdns.agent.orchestrator_metrics import NodeSample, OrchestratorMetrics
 from gitdns.core.corefile import CorefileSettings, Layout, ZoneBlock, layout, render_hosts, render_server, sort_ips
 from gitdns.core.desired import Desired
@@ -186,38 +185,6 @@ def discover_nodes(api: Any, pool: NodePool) -> tuple[Node, ...]:
 
 
 # --- one writer per node pool ------------------------------------------------------------------
-
-
-class FileLease(Lease):
-    """An ``flock`` on a file in the state dir: held while this process lives (the kernel
-    drops it when the process dies, so there is nothing to expire)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self) -> LeaseState:
-        if self._fd is not None:
-            return LeaseState(True, str(os.getpid()), float("inf"), f"holding {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            return LeaseState(False, holder, 0.0, f"{self.path} is locked by {holder}: another orchestrator "
-                                                  "serves this node pool")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{socket.gethostname()} pid {os.getpid()}\n".encode(), 0)
-        self._fd = fd
-        return LeaseState(True, str(os.getpid()), float("inf"), f"holding {self.path}")
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
 
 
 # --- the orchestrator ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""KubeLease (gitdns/agent/lease.py) against the fake Kubernetes API server."""
+"""KubeLease (gitdns/adapters/leases.py) against the fake Kubernetes API server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.agent.lease import KubeLease
+from gitdns.adapters.leases import KubeLease
 from gitdns.core.names import short_hash
 from tests.fakes.kube_apiserver import FakeKube, Request
 

@@ -549,7 +549,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     desired = load(args.repo)
     _print_problems(desired)
     factory = default_factory(args.repo)
-    clusters = list(desired.state.clusters) if args.all_clusters else [find_cluster(desired, args.cluster)]
+    # every cluster as its agent would: remotes first (the primaries merge what they publish)
+    clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if args.all_clusters
+                else [find_cluster(desired, args.cluster)])
+    names = {c.id: c.name for c in desired.state.clusters}
     results: list[tuple[str, ZoneOutcome]] = []
     for cluster in clusters:
         for outcome in reconcile(desired, cluster, factory, dry_run=args.dry_run, force=args.force,
@@ -559,7 +562,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(json.dumps([_outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
     else:
         for cluster_name, outcome in results:
-            print(_outcome_text(cluster_name, outcome, args.dry_run))
+            print(_outcome_text(cluster_name, outcome, args.dry_run, names))
     return _apply_exit(desired, [o for _, o in results])
 
 
@@ -573,7 +576,7 @@ def _apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
     return EXIT_OK
 
 
-def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool) -> str:
+def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[str, str]) -> str:
     from gitdns.core import planfmt
 
     head = f"[{cluster}] zone {outcome.zone.domain}"
@@ -581,7 +584,7 @@ def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool) -> str:
         return f"{head}: skipped: {outcome.skipped}"
     lines: list[str] = []
     if outcome.plan is not None:
-        lines.append(planfmt.to_text([outcome.plan], show_txt=False).rstrip("\n"))
+        lines.append(planfmt.to_text([outcome.plan], show_txt=False, names=names).rstrip("\n"))
         verb = "would write" if dry_run else "applied"
         count = len(outcome.plan.changes) if dry_run else outcome.applied
         extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""

@@ -19,7 +19,8 @@ overruns its slot skips the missed slots (counted in `stats`).  Probes:
   (``sock_connect``/``sock_sendall``/``sock_recv``): the same bytes for ~40% less CPU.
 
 Every probe, resolution included, is bounded by its timeout (``asyncio.timeout``).
-Hostnames are resolved with ``loop.getaddrinfo`` (the executor), never in the loop.
+Hostnames are resolved by the monitor's ``resolver``: by default `system_resolver`, the
+system's ``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
 A semaphore bounds probes in flight (and so file descriptors).  Errors are short strings
 built from the exception's kind, never from request data: header values (which may be
 secrets) appear in no error and no log line.  ``on_change`` runs on the monitor's thread
@@ -37,7 +38,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetHealth, is_ip, observe, spec_error
@@ -45,6 +46,9 @@ from gitdns.core.health import HealthSettings, ProbeSpec, TargetHealth, is_ip, o
 log = logging.getLogger(__name__)
 
 OnChange = Callable[[str, TargetHealth, TargetHealth], None]
+# (hostname, port) -> the addresses to try, best first, each (family, address literal); raises
+# socket.gaierror when the name does not resolve.  Called on the monitor's event loop.
+Resolver = Callable[[str, int], Awaitable[Sequence[tuple[socket.AddressFamily, str]]]]
 DEFAULT_MAX_IN_FLIGHT = 2048
 STATUS_LINE_LIMIT = 1024  # bytes read for the status line
 USER_AGENT = "gitdns-probe/1"
@@ -76,6 +80,13 @@ class _Target:
     resolve: bool  # the address is a hostname
     family: socket.AddressFamily
     task: asyncio.Task[None] | None = None
+
+
+async def system_resolver(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
+    """The system's resolver: ``getaddrinfo`` (``/etc/hosts``, DNS, ...) in the running loop's
+    default executor."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [(socket.AddressFamily(family), str(sockaddr[0])) for family, _, _, _, sockaddr in infos]
 
 
 def _family(address: str) -> socket.AddressFamily:
@@ -111,10 +122,13 @@ class HealthMonitor:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         verify_context: ssl.SSLContext | None = None,
         rng: random.Random | None = None,
+        resolver: Resolver = system_resolver,
     ) -> None:
         """``verify_context`` replaces the default verifying TLS context (the system CAs),
-        e.g. to trust a private CA; ``insecure`` probes never verify."""
+        e.g. to trust a private CA; ``insecure`` probes never verify.  ``resolver`` turns a
+        target's hostname into addresses (IP literals are never resolved); the first is probed."""
         self._on_change = on_change
+        self._resolve = resolver
         self._clock = clock
         self._max_in_flight = max_in_flight
         self._rng = rng or random.Random()
@@ -317,8 +331,10 @@ class HealthMonitor:
         loop = asyncio.get_running_loop()
         address, family = spec.address, target.family
         if target.resolve:
-            infos = await loop.getaddrinfo(address, spec.port, type=socket.SOCK_STREAM)
-            family, address = infos[0][0], str(infos[0][4][0])
+            found = await self._resolve(address, spec.port)
+            if not found:
+                raise socket.gaierror(socket.EAI_NONAME, "no address")
+            family, address = found[0]
         if spec.protocol == "HTTPS":
             return await self._https(target, address)
         # TCP and plain HTTP on bare non-blocking sockets: no transport, protocol or stream

@@ -1,32 +1,54 @@
 """The prober (gitdns.adapters.probes) against real servers on 127.0.0.1.
 
 HTTP: stdlib ``http.server`` in a thread.  HTTPS: the same server behind a self-signed
-certificate made at test time (``cryptography``, else ``openssl req``).  Waits are for
-conditions, with generous deadlines; nothing asserts on wall-clock time.
+certificate made at test time (``cryptography``, else ``openssl req``).  Hostnames resolve
+from a table (`NAMES`), never through the machine's resolver.  Waits are for conditions, with
+generous deadlines; nothing asserts on wall-clock time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import logging
 import shutil
+import socket
+import socketserver
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.probes import HealthMonitor, build_request, parse_status
+from gitdns.adapters.probes import HealthMonitor, build_request, parse_status, system_resolver
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
 
 FAST = HealthSettings(interval=0.05, timeout=1.0, failure_threshold=2, success_threshold=1)
 SECRET = "s3cret-token-value"
 TLS_HOST = "api.example.test"
+
+
+class TableResolver:
+    """A prober resolver answering from a table; any other name is NXDOMAIN (as getaddrinfo
+    reports it).  Remembers every name asked."""
+
+    def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
+        self.table = dict(table)
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
+        self.asked.append(host)
+        if host not in self.table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, a) for a in self.table[host]]
+
+
+NAMES = TableResolver({"api.internal.test": ["127.0.0.1"]})
 
 
 def wait_until(cond: Callable[[], bool], deadline: float = 20.0) -> None:
@@ -71,6 +93,10 @@ class Server:
         class Quiet(ThreadingHTTPServer):
             daemon_threads = True
 
+            def server_bind(self) -> None:  # HTTPServer's would look its address up (getfqdn)
+                socketserver.TCPServer.server_bind(self)
+                self.server_name, self.server_port = "127.0.0.1", int(self.server_address[1])
+
             def handle_error(self, request: object, client_address: object) -> None:
                 pass  # probes hang up after the status line
 
@@ -101,7 +127,7 @@ def http_server(recorder: Recorder) -> Iterator[Server]:
 
 @pytest.fixture
 def monitor() -> Iterator[HealthMonitor]:
-    m = HealthMonitor()
+    m = HealthMonitor(resolver=NAMES)
     yield m
     m.stop()
 
@@ -147,7 +173,8 @@ def test_parse_status(line: bytes, code: int | None) -> None:
 
 def test_healthy_then_unhealthy_by_status_code(http_server: Server, recorder: Recorder) -> None:
     changes: list[tuple[str, State, State]] = []
-    monitor = HealthMonitor(on_change=lambda tid, old, new: changes.append((tid, old.state, new.state)))
+    monitor = HealthMonitor(on_change=lambda tid, old, new: changes.append((tid, old.state, new.state)),
+                            resolver=NAMES)
     try:
         _status_code_round_trip(monitor, http_server, recorder, changes)
     finally:
@@ -272,8 +299,7 @@ def test_unresolvable_host_fails_alone(monitor: HealthMonitor, http_server: Serv
         )
     )
     snap = monitor.snapshot()
-    error = snap["nxdomain"].last_error
-    assert error.startswith("cannot resolve no-such-host.invalid") or error.startswith("timeout"), error
+    assert snap["nxdomain"].last_error == "cannot resolve no-such-host.invalid: Name or service not known"
     assert snap["bad-port"].last_error == "port 0 is out of range 1-65535"
     assert snap["bad-proto"].last_error.startswith("protocol 'UDP'")
     checks = snap["good"].checks
@@ -281,14 +307,23 @@ def test_unresolvable_host_fails_alone(monitor: HealthMonitor, http_server: Serv
     assert state(monitor, "good") is State.HEALTHY
 
 
-def test_resolved_hostname(monitor: HealthMonitor, http_server: Server, recorder: Recorder) -> None:
-    monitor.set_targets({"local": (http("local", http_server.port, address="localhost"), FAST)})
-    monitor.start()
-    wait_until(lambda: state(monitor, "local") is not State.UNKNOWN)
-    h = monitor.snapshot()["local"]
-    if h.state is State.UNHEALTHY:  # localhost resolving to ::1 first, with the server on IPv4
-        pytest.skip(f"localhost did not reach 127.0.0.1: {h.last_error}")
-    assert recorder.requests[0][1]["host"] == "localhost"
+def test_resolved_hostname(http_server: Server, recorder: Recorder) -> None:
+    names = TableResolver({"api.internal.test": ["127.0.0.1", "127.0.0.2"]})  # the first is probed (.2: refused)
+    monitor = HealthMonitor(resolver=names)
+    try:
+        monitor.set_targets({"named": (http("named", http_server.port, address="api.internal.test"), FAST)})
+        monitor.start()
+        wait_until(lambda: state(monitor, "named") is State.HEALTHY)
+    finally:
+        monitor.stop()
+    assert recorder.requests[0][1]["host"] == "api.internal.test"
+    assert set(names.asked) == {"api.internal.test"}
+
+
+def test_system_resolver_returns_family_and_address() -> None:
+    # IP literals only: getaddrinfo converts them without asking /etc/hosts or DNS
+    assert asyncio.run(system_resolver("127.0.0.1", 80)) == [(socket.AF_INET, "127.0.0.1")]
+    assert asyncio.run(system_resolver("::1", 80)) == [(socket.AF_INET6, "::1")]
 
 
 # -- TCP ------------------------------------------------------------------------------------
@@ -331,7 +366,7 @@ def test_on_change_errors_do_not_stop_probing(http_server: Server) -> None:
     def boom(tid: str, old: TargetHealth, new: TargetHealth) -> None:
         raise RuntimeError("callback broke")
 
-    m = HealthMonitor(on_change=boom)
+    m = HealthMonitor(on_change=boom, resolver=NAMES)
     try:
         m.set_targets({"a": (http("a", http_server.port), FAST)})
         m.start()
@@ -431,8 +466,8 @@ def test_https_insecure_and_verified(https_server: Server, recorder: Recorder, s
         "verified": ProbeSpec("verified", "HTTPS", "127.0.0.1", port, "/v", host=TLS_HOST),
         "wrong-name": ProbeSpec("wrong-name", "HTTPS", "127.0.0.1", port, "/w", host="other.example.test"),
     }
-    default = HealthMonitor()  # the system CAs: a self-signed certificate fails verification
-    trusted = HealthMonitor(verify_context=trusting)  # trusts it: verified probes pass on the right name
+    default = HealthMonitor(resolver=NAMES)  # the system CAs: a self-signed certificate fails verification
+    trusted = HealthMonitor(verify_context=trusting, resolver=NAMES)  # trusts it: verified probes pass
     try:
         for m in (default, trusted):
             m.set_targets({tid: (spec, FAST) for tid, spec in targets.items()})
@@ -475,7 +510,7 @@ def test_https_against_plain_http(monitor: HealthMonitor, http_server: Server) -
 
 
 def test_stop_is_idempotent_and_start_once() -> None:
-    m = HealthMonitor()
+    m = HealthMonitor(resolver=NAMES)
     m.stop()
     m.start()
     m.start()

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitdns.adapters.coredns_delivery import DirectoryDelivery  # noqa: E402
-from gitdns.agent.orchestrator import DirectorySource, Orchestrator  # noqa: E402
+from gitdns.orchestrator.service import Orchestrator  # noqa: E402
+from gitdns.orchestrator.sources import DirectorySource  # noqa: E402
 from tests.e2e.orchestrator_kit import Dnsmasq, dnsmasq_path, free_port, start_nodes, write_desired  # noqa: E402
 
 INTERVAL, TIMEOUT, FAILURES, SUCCESSES = 1.0, 1.0, 2, 1
@@ -101,7 +102,8 @@ def bench_failover(reps: int) -> None:
 RSS_CHILD = r"""
 import json, resource, sys, threading, time
 from pathlib import Path
-from gitdns.agent.orchestrator import OrchestratorConfig, build
+from gitdns.orchestrator.config import OrchestratorConfig
+from gitdns.orchestrator.wiring import build
 root, targets, wait = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 config = OrchestratorConfig(repo=str(root / "desired"), node_pool="big", out=root / "out", listen="",
                             state_dir=root / "state", poll_interval=30)

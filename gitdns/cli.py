@@ -380,11 +380,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_orchestrator(args: argparse.Namespace) -> int:
-    from gitdns.agent import orchestrator
+    from gitdns.agent.health import secret_headers
+    from gitdns.orchestrator import wiring as orchestrator
+    from gitdns.orchestrator.config import config_from_flags
 
     orchestrator.setup_logging(args.log_level)
-    config = orchestrator.config_from_flags(vars(args))
-    orch = orchestrator.build(config)
+    config = config_from_flags(vars(args))
+    orch = orchestrator.build(config, headers=secret_headers(str(config.state_dir)))
     if args.once:
         delivered = orch.run_once()
         print(f"node pool {config.node_pool}: " + ("delivered" if delivered else "not delivered") +

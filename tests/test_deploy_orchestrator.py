@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gitdns.agent.orchestrator_metrics import OrchestratorMetrics
 from gitdns.cli import build_parser
 from gitdns.core.names import short_hash
+from gitdns.orchestrator.metrics import OrchestratorMetrics
 from tests.test_deploy import KUBERNETES_VERSION, kubernetes_validate_or_skip, load_documents, render, resource_id
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from gitdns.core.durations import parse_duration
 from gitdns.errors import ConfigError
 
 
@@ -87,17 +88,6 @@ def _coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
         except ValueError:
             raise ConfigError(f"{where}: {raw!r} is not a duration (e.g. 60, 60s, 5m, 1h)") from None
     return str(raw)
-
-
-def parse_duration(raw: Any) -> float:
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return float(raw)
-    text = str(raw).strip().lower()
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    for suffix in ("ms", "s", "m", "h"):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * scale[suffix]
-    return float(text)
 
 
 def _types() -> dict[str, Any]:

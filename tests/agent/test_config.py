@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.agent.config import AgentConfig, parse_duration, resolve
+from gitdns.agent.config import AgentConfig, resolve
 from gitdns.agent.main import JsonFormatter
+from gitdns.core.durations import parse_duration
 from gitdns.errors import ConfigError
 
 

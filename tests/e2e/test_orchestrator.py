@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from gitdns.adapters.coredns_delivery import DirectoryDelivery
-from gitdns.agent.orchestrator import DirectorySource, Orchestrator
+from gitdns.orchestrator.service import Orchestrator
+from gitdns.orchestrator.sources import DirectorySource
 from tests.e2e.orchestrator_kit import (
     Dnsmasq,
     NodeServer,

@@ -1,55 +1,30 @@
-"""`gitdns orchestrator`: seed 004's health orchestrator for one node pool (docs/health.md).
-
-    desired repo ──poll──▶ NodePool + Tenants ──▶ ProbeSpecs ──▶ HealthMonitor
-                                    │                                  │ on_change (wake)
-                                    ▼                                  ▼
-                              Layout (zone blocks) ──render──▶ hosts files + gitdns-<pool>.server
-                                                                       │ only what changed
-                                                                       ▼
-                                              DirectoryDelivery (+SIGHUP) | ConfigMapDelivery
-
-* One orchestrator per node pool at a time: a Kubernetes Lease (ConfigMap delivery in a
-  cluster) or an ``flock`` on ``<state-dir>/orchestrator-<pool>.lock``.  Only the holder
-  delivers; the monitor runs either way.
-* The desired state is re-read every ``poll_interval`` (a directory, or a git remote through
-  GitSource); a new tenant, node or setting takes effect then, without a restart.  A revision
-  that does not parse, or that rejects the pool, keeps the last good one; a rejected tenant
-  keeps its last good version.
-* Fail open: when no node of the pool is published by its health (all unhealthy) the last
-  published set stays (before any, every node), ``health_orchestrator_fail_open`` is 1 and
-  /status says so.  An empty hosts file is never written.
-"""
+"""The orchestrator of one node pool: poll the desired state, keep the lease, probe the
+nodes, render the CoreDNS files from the healthy ones and deliver only what changed."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import random
-import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Protocol, cast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import jinja2
 
-from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
-from gitdns.adapters.leases import FileLease, KubeLease, Lease, LeaseState, NoLease
+from gitdns.adapters.coredns_delivery import Delivery
+from gitdns.adapters.leases import Lease, LeaseState, NoLease
 from gitdns.adapters.probes import HealthMonitor
-from gitdns.adapters.repo import read_tree
 from gitdns.adapters.templates import load_template_sources
-from gitdns.agent.health import secret_headers
-from gitdns.agent.orchestrator_metrics import NodeSample, OrchestratorMetrics
 from gitdns.core.corefile import CorefileSettings, Layout, ZoneBlock, layout, render_hosts, render_server, sort_ips
 from gitdns.core.desired import Desired
-from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth, node_probe, published
+from gitdns.core.health import HealthSettings, State, TargetHealth, published
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.core.render import make_environment
 from gitdns.errors import ConfigError, GitdnsError
-from gitdns.reconcile.engine import from_files
+from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
+from gitdns.orchestrator.sources import DesiredSource, hold_good, pool_targets
 
 log = logging.getLogger(__name__)
 
@@ -57,137 +32,6 @@ TICK = 0.5  # seconds between housekeeping passes (lease, delivery retries)
 METRICS_EVERY = 1.0  # seconds between metric refreshes (10,000 nodes cost ~10 ms each)
 DEBOUNCE = 0.05  # after a wake-up, let a burst of health changes land before publishing
 RETRY_DELIVERY = 5.0  # seconds before a failed delivery is tried again
-HOLD_CODES = frozenset({"ParseError", "InvalidDocument", "NoKind", "UnknownKind", "WrongApiVersion"})
-Targets = dict[str, tuple[ProbeSpec, HealthSettings]]
-
-
-@dataclass(frozen=True, slots=True)
-class OrchestratorConfig:
-    repo: str
-    node_pool: str
-    out: Path | None = None
-    configmap: tuple[str, str] | None = None  # (namespace, name)
-    listen: str = "0.0.0.0:8080"
-    state_dir: Path = Path("/var/lib/gitdns")
-    poll_interval: float = 30.0
-    lease: str = "auto"  # auto | kubernetes | file | none
-    lease_duration: float = 30.0
-    discover_nodes: bool = False
-    branch: str = "main"
-    path: str = ""
-    signal_pid_file: Path | None = None
-    coredns_dir: str = "/etc/coredns/custom"
-    pod_name: str = ""
-    pod_namespace: str = "dns-failover"
-
-    def __post_init__(self) -> None:
-        if (self.out is None) == (self.configmap is None):
-            raise ConfigError("orchestrator: give exactly one of --out DIR and --configmap NS/NAME")
-        if self.lease not in ("auto", "kubernetes", "file", "none"):
-            raise ConfigError(f"--lease {self.lease}: expected auto, kubernetes, file or none")
-        if self.poll_interval <= 0:
-            raise ConfigError("--poll-interval must be positive")
-
-
-# --- the desired state ---------------------------------------------------------------------------
-
-
-class DesiredSource(Protocol):
-    def read(self) -> Desired | None: ...  # None: unchanged since the last read
-
-
-class DirectorySource:
-    """A plain directory, re-read every poll (only a change of its YAML files counts)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._files: dict[str, str] | None = None
-
-    def read(self) -> Desired | None:
-        if not self.root.is_dir():
-            raise ConfigError(f"desired repository {self.root} is not a directory")
-        files = read_tree(self.root)
-        if files == self._files:
-            return None
-        self._files = files
-        return from_files(self.root, files, None)
-
-
-class GitDesiredSource:
-    """A git remote through GitSource: ``ls-remote`` each poll, a fetch only for a new head."""
-
-    def __init__(self, source: Any, root: Path) -> None:
-        self.source = source
-        self.root = root
-        self._sha: str | None = None
-
-    def read(self) -> Desired | None:
-        sha = self.source.remote_head()
-        if sha == self._sha:
-            return None
-        fetched = self.source.fetch(sha)
-        self._sha = sha
-        return from_files(self.root, fetched.files, None)
-
-
-def hold_good(desired: Desired, previous: DesiredState | None, pool: str) -> tuple[DesiredState, list[str]]:
-    """The state to act on and notes on what was held back (ARCHITECTURE.md §1: a failure
-    never destroys what the last good revision built)."""
-    notes = [p.format() for p in desired.problems if p.code in HOLD_CODES]
-    if previous is not None and notes:
-        return previous, ["held the last good desired state: " + n for n in notes]
-    state = desired.state
-    if ("NodePool", pool) in desired.rejected and previous is not None:
-        kept = tuple(p for p in previous.node_pools if p.name == pool)
-        state = replace(state, node_pools=(*state.node_pools, *kept))
-        notes.append(f"NodePool {pool} does not validate: its last good version is kept")
-    if previous is not None:
-        held = tuple(t for t in previous.tenants if ("Tenant", t.name) in desired.rejected and t.node_pool == pool)
-        if held:
-            state = replace(state, tenants=(*state.tenants, *held))
-            notes += [f"Tenant {t.name} does not validate: its last good version is kept" for t in held]
-    return state, notes
-
-
-def pool_targets(pool: NodePool, nodes: tuple[Node, ...],
-                 headers: tuple[tuple[str, str], ...] = ()) -> tuple[Targets, list[str]]:
-    """One probe per node (target id: the node name; the first of a duplicated name wins);
-    ``headers`` come from the pool's ``healthCheck.headersSecret``."""
-    settings = HealthSettings.for_node_pool(pool.health)
-    targets: Targets = {}
-    notes: list[str] = []
-    for node in nodes:
-        if node.name in targets:
-            notes.append(f"node {node.name}: listed twice; the first is probed")
-            continue
-        try:
-            targets[node.name] = (node_probe(node.name, node, pool.health, headers=headers), settings)
-        except ValueError as exc:
-            notes.append(str(exc))
-    return targets, notes
-
-
-def discover_nodes(api: Any, pool: NodePool) -> tuple[Node, ...]:
-    """Kubernetes Nodes matching the pool's label selector, by InternalIP; their health
-    endpoint from the pool's check (``http://<ip>:15021/healthz/ready`` by default)."""
-    if not pool.discovery_selector:
-        return ()
-    found = []
-    for item in api.list_node(label_selector=pool.discovery_selector, _request_timeout=10).items:
-        addresses = (item.status.addresses or []) if item.status is not None else []
-        ip = next((a.address for a in addresses if a.type == "InternalIP"), None)
-        if ip is None:
-            continue
-        host = f"[{ip}]" if ":" in ip else ip
-        check = pool.health
-        found.append(Node(item.metadata.name, ip, f"{check.protocol.lower()}://{host}:{check.port}{check.path}"))
-    return tuple(sorted(found, key=lambda n: n.name))
-
-
-# --- one writer per node pool ------------------------------------------------------------------
-
-
-# --- the orchestrator ----------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -502,119 +346,3 @@ class Orchestrator:
 
     def alive(self, now: float | None = None) -> bool:
         return (now if now is not None else self.clock()) - self.last_tick < max(30.0, 10 * TICK)
-
-
-# --- wiring (the CLI calls these) -----------------------------------------------------------------
-
-
-def is_url(repo: str) -> bool:
-    return "://" in repo or (":" in repo and "@" in repo.split(":", 1)[0])
-
-
-def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None) -> Orchestrator:
-    """An Orchestrator from its configuration; the kubernetes client is imported only for
-    ConfigMap delivery, a Kubernetes Lease or node discovery."""
-    source: DesiredSource
-    if is_url(config.repo):
-        from gitdns.adapters.gitsource import GitSource
-
-        git = GitSource(config.repo, branch=config.branch, path=config.path, workdir=config.state_dir / "git")
-        source = GitDesiredSource(git, config.state_dir)
-    else:
-        source = DirectorySource(Path(config.repo) / config.path if config.path else Path(config.repo))
-    owner = config.node_pool
-    delivery: Delivery
-    if config.out is not None:
-        delivery = DirectoryDelivery(config.out, owner, pid_file=config.signal_pid_file)
-    else:
-        assert config.configmap is not None
-        delivery = ConfigMapDelivery(config.configmap[0], config.configmap[1], owner)
-    discovery = None
-    if config.discover_nodes:
-        from gitdns.adapters.coredns_delivery import load_core_api
-
-        api = load_core_api()
-        discovery = lambda pool: discover_nodes(api, pool)  # noqa: E731
-    return Orchestrator(config.node_pool, source, delivery, metrics=metrics, lease=make_lease(config),
-                        headers=secret_headers(str(config.state_dir)),
-                        settings=CorefileSettings(custom_dir=config.coredns_dir), discovery=discovery,
-                        poll_interval=config.poll_interval, lease_duration=config.lease_duration)
-
-
-def make_lease(config: OrchestratorConfig) -> Lease:
-    kind = config.lease
-    if kind == "auto":
-        kind = "kubernetes" if config.configmap is not None and os.environ.get("KUBERNETES_SERVICE_HOST") else "file"
-    if kind == "none":
-        return NoLease()
-    if kind == "file":
-        return FileLease(config.state_dir / f"orchestrator-{config.node_pool}.lock")
-    identity = config.pod_name or f"{socket.gethostname()}-{os.getpid()}"
-    return KubeLease(config.pod_namespace, f"orchestrator/{config.node_pool}", duration=config.lease_duration,
-                     clock=time.time, identity=identity)
-
-
-def serve(orchestrator: Orchestrator, listen: str) -> int:
-    """Run until SIGTERM/SIGINT, with the HTTP endpoint on ``listen`` ('' for none)."""
-    import signal
-
-    from gitdns.agent.httpserver import HttpServer
-    from gitdns.agent.metrics import Metrics
-
-    http = None
-    if listen:
-        host, _, port = listen.rpartition(":")
-        # HttpServer only renders metrics (no webhook here): the orchestrator's registry serves.
-        http = HttpServer(host or "0.0.0.0", int(port), metrics=cast(Metrics, orchestrator.metrics),
-                          status=orchestrator.status, ready=lambda: orchestrator.ready, live=orchestrator.alive)
-        http.start()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.info("stopping: signal=%d", signum)
-        orchestrator.stopped.set()
-        orchestrator.wake.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        orchestrator.run()
-    finally:
-        if http is not None:
-            http.stop()
-    return 0
-
-
-def config_from_flags(flags: Mapping[str, Any]) -> OrchestratorConfig:
-    """Flags (argparse names) -> OrchestratorConfig; POD_NAME / POD_NAMESPACE from the environment."""
-    from gitdns.agent.config import parse_duration
-
-    configmap = None
-    if flags.get("configmap"):
-        namespace, sep, name = str(flags["configmap"]).partition("/")
-        if not sep or not namespace or not name:
-            raise ConfigError(f"--configmap {flags['configmap']}: expected NAMESPACE/NAME")
-        configmap = (namespace, name)
-    values: dict[str, Any] = {
-        "repo": flags["repo"], "node_pool": flags["node_pool"], "configmap": configmap,
-        "out": Path(flags["out"]) if flags.get("out") else None,
-        "signal_pid_file": Path(flags["signal_pid_file"]) if flags.get("signal_pid_file") else None,
-        "discover_nodes": bool(flags.get("discover_nodes")),
-        "pod_name": os.environ.get("POD_NAME", ""),
-        "pod_namespace": os.environ.get("POD_NAMESPACE", "dns-failover"),
-    }
-    for key in ("listen", "lease", "branch", "path", "coredns_dir"):
-        if flags.get(key) is not None:
-            values[key] = flags[key]
-    if flags.get("state_dir"):
-        values["state_dir"] = Path(flags["state_dir"])
-    for key in ("poll_interval", "lease_duration"):
-        if flags.get(key) is not None:
-            values[key] = parse_duration(flags[key])
-    return OrchestratorConfig(**values)
-
-
-def setup_logging(level: str = "info") -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with contextlib.suppress(Exception):
-        logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -1,4 +1,4 @@
-"""gitdns.agent.httpserver on 127.0.0.1, port 0, driven with urllib.request."""
+"""gitdns.adapters.httpserver on 127.0.0.1, port 0, driven with urllib.request."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.agent.httpserver import HttpServer, WebhookConfig
+from gitdns.adapters.httpserver import HttpServer, WebhookConfig
 from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import PushEvent, sign_github, sign_gitlab
 
@@ -279,7 +279,7 @@ def test_webhook_off_is_404() -> None:
 
 
 def test_secrets_never_reach_the_log(running: Running, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gitdns.agent.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
     body = gitlab_push()
     call(running.base + "/webhook?token=" + GITLAB_TOKEN, data=body, headers=gitlab_headers(body, "l-1"))
     call(running.base + "/webhook", data=body, headers=gitlab_headers(body, "l-2", token="guess"))

@@ -10,20 +10,15 @@ from typing import Any
 import pytest
 
 from gitdns.adapters.coredns_delivery import DeliveryResult, DirectoryDelivery
+from gitdns.adapters.leases import FileLease
 from gitdns.adapters.probes import ProbeTiming
-from gitdns.agent.orchestrator import (
-    DirectorySource,
-    FileLease,
-    Orchestrator,
-    OrchestratorConfig,
-    config_from_flags,
-    discover_nodes,
-    is_url,
-    make_lease,
-)
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
 from gitdns.core.model import HealthCheck, NodePool
 from gitdns.errors import ConfigError, UnreachableError
+from gitdns.orchestrator.config import OrchestratorConfig, config_from_flags, is_url
+from gitdns.orchestrator.service import Orchestrator
+from gitdns.orchestrator.sources import DirectorySource, discover_nodes
+from gitdns.orchestrator.wiring import make_lease
 from tests.e2e.orchestrator_kit import tenant_yaml
 
 POOL_YAML = """\

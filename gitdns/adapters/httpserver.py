@@ -1,4 +1,5 @@
-"""The agent's HTTP endpoint: health, readiness, status, metrics and git-host webhooks.
+"""The HTTP endpoint of the agent and the orchestrator: health, readiness, status, metrics and
+git-host webhooks (the agent's; the orchestrator serves no webhook).
 
 Routes
     ``GET /healthz``   200 ``ok`` while ``live()`` is true (the process loop is alive), else 503
@@ -45,10 +46,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import (
     GITHUB,
     GITLAB,
@@ -63,7 +63,7 @@ from gitdns.core.webhook import (
     verify_gitlab,
 )
 
-__all__ = ["MAX_BODY", "HttpServer", "WebhookConfig"]
+__all__ = ["MAX_BODY", "HttpServer", "MetricsPage", "WebhookConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,17 @@ WEBHOOK_PATHS = {"/webhook": None, "/webhook/github": GITHUB, "/webhook/gitlab":
 READ_TIMEOUT_SECONDS = 10.0
 LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
 POLL_SECONDS = 0.1  # how soon stop() is noticed
+
+
+class MetricsPage(Protocol):
+    """What the server needs of the process's metrics: the /metrics page and a count of
+    webhook deliveries by provider and result (`gitdns.agent.metrics.Metrics`)."""
+
+    content_type: str
+
+    def render(self) -> bytes: ...
+
+    def record_webhook(self, provider: str, result: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +128,7 @@ class HttpServer:
         host: str,
         port: int,
         *,
-        metrics: Metrics,
+        metrics: MetricsPage,
         status: Callable[[], Mapping[str, Any]],
         ready: Callable[[], bool],
         live: Callable[[], bool] | None = None,

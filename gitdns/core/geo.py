@@ -1,23 +1,21 @@
-"""Provider tables: which geo codes and weights each DNS provider accepts.
+"""Geo codes: the sets of codes DNS services accept for geo routing, as pure data.
 
-Pure data plus three look-ups, used by `gitdns.core.validate`:
+Which set a provider type uses is declared in its entry of `gitdns.core.providertypes`
+(``Capabilities.geo``); this module only holds the sets and their descriptions:
 
-- Route53 (and the embedded `local`/`memory` stores, `rfc2136`, `coredns`): continent codes
-  ``GEO-AF GEO-AN GEO-AS GEO-EU GEO-NA GEO-OC GEO-SA`` (Kuadrant's spelling of Route53's
-  ``AF AN AS EU NA OC SA``) or an ISO 3166-1 alpha-2 country code.
-- Google Cloud DNS geo routing: a Google Cloud region name such as ``europe-west1``.
-- Azure Traffic Manager geographic routing: ``WORLD``, its region groups ``GEO-AF GEO-AN GEO-AS
-  GEO-AP GEO-EU GEO-ME GEO-NA GEO-SA`` or an ISO 3166-1 alpha-2 country code.
+- `ROUTE53_STYLE`: continent codes ``GEO-AF GEO-AN GEO-AS GEO-EU GEO-NA GEO-OC GEO-SA``
+  (Kuadrant's spelling of Route53's ``AF AN AS EU NA OC SA``) or an ISO 3166-1 alpha-2 country
+  code.  Route53, and the stores that keep Kuadrant's codes (`local`, `memory`) or take the
+  flattened form (`rfc2136`).
+- `GOOGLE_STYLE`: a Google Cloud region name such as ``europe-west1`` (Cloud DNS geo routing).
+- `AZURE_STYLE`: Traffic Manager geographic routing: ``WORLD``, its region groups ``GEO-AF
+  GEO-AN GEO-AS GEO-AP GEO-EU GEO-ME GEO-NA GEO-SA`` or an ISO 3166-1 alpha-2 country code.
+- `ANY_CODE`: not checked here (the service that finally publishes the records checks).
 """
 
 from __future__ import annotations
 
-KNOWN_PROVIDERS = ("local", "memory", "rfc2136", "route53", "google", "azure", "coredns")
-
-# Providers without routing policies: the loadbalanced layout needs `flattened: true` there.
-# Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns does not
-# drive: its record sets hold no set identifiers, so it counts as plain.
-PLAIN_PROVIDERS = frozenset({"rfc2136", "coredns", "azure"})
+from dataclasses import dataclass
 
 ROUTE53_CONTINENTS = frozenset({"GEO-AF", "GEO-AN", "GEO-AS", "GEO-EU", "GEO-NA", "GEO-OC", "GEO-SA"})
 AZURE_REGIONS = frozenset(
@@ -50,49 +48,31 @@ GOOGLE_REGIONS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-_ROUTE53_STYLE = ROUTE53_CONTINENTS | ISO_COUNTRIES
-_GEO_TABLES: dict[str, frozenset[str]] = {
-    "route53": _ROUTE53_STYLE,
-    "local": _ROUTE53_STYLE,
-    "memory": _ROUTE53_STYLE,
-    "rfc2136": _ROUTE53_STYLE,
-    "coredns": _ROUTE53_STYLE,
-    "google": GOOGLE_REGIONS,
-    "azure": AZURE_REGIONS | ISO_COUNTRIES,
-}
-_GEO_HINTS = {
-    "google": "a Google Cloud region such as europe-west1 or us-east1",
-    "azure": "WORLD, a region group (GEO-AF GEO-AN GEO-AS GEO-AP GEO-EU GEO-ME GEO-NA GEO-SA) "
-    "or an ISO 3166-1 alpha-2 country code such as US",
-}
-_ROUTE53_HINT = (
+
+@dataclass(frozen=True, slots=True)
+class GeoCodes:
+    """The geo codes a service accepts: ``codes`` None accepts any code; ``hint`` says which
+    in words (for validation messages and the docs)."""
+
+    name: str
+    codes: frozenset[str] | None
+    hint: str
+
+    def accepts(self, code: str) -> bool:
+        return self.codes is None or code in self.codes
+
+
+ROUTE53_STYLE = GeoCodes(
+    "route53",
+    ROUTE53_CONTINENTS | ISO_COUNTRIES,
     "a continent code (GEO-AF GEO-AN GEO-AS GEO-EU GEO-NA GEO-OC GEO-SA) "
-    "or an ISO 3166-1 alpha-2 country code such as US or DE, upper-case"
+    "or an ISO 3166-1 alpha-2 country code such as US or DE, upper-case",
 )
-
-# Inclusive weight ranges of weighted routing per provider.
-WEIGHT_RANGES: dict[str, tuple[int, int]] = {
-    "route53": (0, 255),
-    "local": (0, 255),
-    "memory": (0, 255),
-    "rfc2136": (0, 255),
-    "coredns": (0, 255),
-    "google": (0, 1000),
-    "azure": (1, 1000),
-}
-
-
-def valid_geo(provider: str, code: str) -> bool:
-    """Whether ``provider`` accepts the geo code ``code`` (unknown providers accept anything)."""
-    table = _GEO_TABLES.get(provider)
-    return table is None or code in table
-
-
-def geo_hint(provider: str) -> str:
-    """What geo codes ``provider`` accepts, in words."""
-    return _GEO_HINTS.get(provider, _ROUTE53_HINT)
-
-
-def weight_range(provider: str) -> tuple[int, int]:
-    """The inclusive weight range of ``provider`` (unknown providers: Route53's)."""
-    return WEIGHT_RANGES.get(provider, WEIGHT_RANGES["route53"])
+GOOGLE_STYLE = GeoCodes("google", GOOGLE_REGIONS, "a Google Cloud region such as europe-west1 or us-east1")
+AZURE_STYLE = GeoCodes(
+    "azure",
+    AZURE_REGIONS | ISO_COUNTRIES,
+    "WORLD, a region group (GEO-AF GEO-AN GEO-AS GEO-AP GEO-EU GEO-ME GEO-NA GEO-SA) "
+    "or an ISO 3166-1 alpha-2 country code such as US",
+)
+ANY_CODE = GeoCodes("any", None, "any code (checked by the service that publishes the records)")

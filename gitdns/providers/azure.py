@@ -39,25 +39,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitdns.core.model import ProviderRef
+from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.store import group_changes
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError, UnsupportedError
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 
 log = logging.getLogger(__name__)
 
-RECORD_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA", "NS"})
-CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.NONE,
-    cas=CasGranularity.RECORD,
-    guards=False,
-    geo_codes="azure",
-    reads_per_minute=60.0,  # list operations (gets: 1,000 per minute)
-    writes_per_minute=40.0,
-)
+CAPABILITIES = capabilities_of("azure")  # declared in gitdns.core.providertypes
+RECORD_TYPES = CAPABILITIES.record_types
 DEFAULT_ENDPOINT = "https://management.azure.com"
 TXT_CHUNK = 255
 ROUTING_REFUSED = ("azure: the loadbalanced strategy needs Traffic Manager, which gitdns does not drive yet; "

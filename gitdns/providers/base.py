@@ -1,51 +1,24 @@
-"""The provider protocol (ARCHITECTURE.md §3).
+"""The provider protocol.
 
 A provider implements `zones()`, `read()` and `apply()` and declares `capabilities`.  It
 never diffs, never decides ownership and never chooses a retry policy: the planner decides
 what to write, the agent decides when to retry.  Conversion to and from the native shape
 and batching are pure functions beside each provider.
+
+`Capabilities` (with `Routing` and `CasGranularity`) is declared per provider type in the one
+table of `gitdns.core.providertypes`; a provider's ``capabilities`` is its entry's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from gitdns.core.providertypes import Capabilities, CasGranularity, Routing
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot
 
-
-class Routing(StrEnum):
-    NONE = "none"  # plain DNS: no set identifiers
-    WEIGHTED = "weighted"  # weighted rows only
-    GEO = "geo"  # weighted and geo rows
-
-
-class CasGranularity(StrEnum):
-    NONE = "none"  # the service cannot refuse a stale write (window documented)
-    RECORD = "record"  # per record set (exact match, ETag, prerequisite)
-    ZONE = "zone"  # whole-zone version
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    record_types: frozenset[str]
-    routing: Routing
-    cas: CasGranularity
-    guards: bool = False  # can it make a group conditional on other names (absent/present)?
-    max_changes_per_batch: int = 0  # 0: unlimited
-    max_values_per_batch: int = 0
-    max_chars_per_batch: int = 0
-    weight_zero_allowed: bool = True
-    geo_codes: str = "any"  # "any" | "route53" | "google" | "azure": which codes it accepts
-    # request budgets of the service (§5), per account; 0: unlimited.  The agent owns the
-    # budget (a token bucket per account); providers only report throttling.
-    reads_per_minute: float = 0.0
-    writes_per_minute: float = 0.0
-    # read cost: records per page of a whole-zone read (0: the whole zone in one call, as a
-    # local file or an AXFR); per-name reads cost one call per name
-    page_size: int = 0
+__all__ = ["ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo"]
 
 
 @dataclass(frozen=True, slots=True)

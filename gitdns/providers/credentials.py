@@ -11,10 +11,11 @@ A Zone names where its secret lives (``spec.provider.credentials``), never the s
 
 Kuadrant's secret types and keys are accepted as they are (``kuadrant.io/aws``:
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``kuadrant.io/gcp``:
-``GOOGLE``, ``PROJECT_ID``; ``kuadrant.io/azure``: ``azure.json``; ``kuadrant.io/coredns``:
-``NAMESERVERS``, ``ZONES``), so one Secret serves both.  gitdns's own Secret types are
+``GOOGLE``, ``PROJECT_ID``; ``kuadrant.io/azure``: ``azure.json``; ``kuadrant.io/endpoint``:
+the endpoint provider's settings), so one Secret serves both.  gitdns's own Secret types are
 ``gitdns.io/<provider type>`` (``gitdns.io/rfc2136``, ``gitdns.io/route53`` …), for providers
-Kuadrant has no type for.  Values are returned to the provider only: they never appear in an
+Kuadrant has no type for.  Which type names which provider is declared once, in
+`gitdns.core.providertypes`.  Values are returned to the provider only: they never appear in an
 error message, a log line or the status branch.
 """
 
@@ -30,27 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import CredentialsRef
+from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.errors import AuthError, ConfigError
-
-KUADRANT_TYPES = {
-    "route53": "kuadrant.io/aws",
-    "google": "kuadrant.io/gcp",
-    "azure": "kuadrant.io/azure",
-    "coredns": "kuadrant.io/coredns",
-    "endpoint": "kuadrant.io/endpoint",
-}
-GITDNS_TYPE_PREFIX = "gitdns.io/"  # gitdns's own Secret types: gitdns.io/<provider type>
-
-
-def provider_of_secret_type(secret_type: str | None) -> str | None:
-    """The provider type a Secret's ``type`` names (``kuadrant.io/aws`` -> ``route53``,
-    ``gitdns.io/rfc2136`` -> ``rfc2136``); None for ``Opaque`` and other types."""
-    for provider, kuadrant in KUADRANT_TYPES.items():
-        if secret_type == kuadrant:
-            return provider
-    if secret_type and secret_type.startswith(GITDNS_TYPE_PREFIX):
-        return secret_type.removeprefix(GITDNS_TYPE_PREFIX) or None
-    return None
 
 
 class Credentials(dict[str, str]):
@@ -183,8 +165,9 @@ def _from_secret(name: str, namespace: str | None, provider: str) -> Credentials
         if exc.status in (401, 403):
             raise AuthError(f"spec.provider.credentials.secret: not allowed to read Secret {ns}/{name}") from None
         raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name}: HTTP {exc.status}") from None
-    expected = KUADRANT_TYPES.get(provider)
-    if expected and secret.type not in (expected, GITDNS_TYPE_PREFIX + provider, "Opaque", None):
+    entry = PROVIDER_TYPES.get(provider)
+    allowed = (*entry.secret_types, "Opaque") if entry is not None else ()
+    if allowed and secret.type not in (*allowed, None):
         raise ConfigError(f"spec.provider.credentials.secret: Secret {ns}/{name} has type {secret.type}; "
-                          f"a {provider} zone takes {expected}, {GITDNS_TYPE_PREFIX}{provider} or Opaque")
+                          f"a {provider} zone takes {', '.join(allowed[:-1])} or Opaque")
     return Credentials(secret_data(secret.data or {}, secret.string_data or {}))

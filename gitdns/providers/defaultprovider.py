@@ -26,17 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import CredentialsRef, DesiredState, ProviderRef
+from gitdns.core.providertypes import GITDNS_SECRET_PREFIX, PROVIDER_TYPES, UNSERVED_SECRET_TYPES, type_of_secret
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.errors import AuthError, ConfigError, GitdnsError, UnreachableError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
-from gitdns.providers.credentials import (
-    GITDNS_TYPE_PREFIX,
-    KUADRANT_TYPES,
-    Credentials,
-    preloaded,
-    provider_of_secret_type,
-    secret_data,
-)
+from gitdns.providers.credentials import Credentials, preloaded, secret_data
+from gitdns.providers.factory import build_provider
 
 log = logging.getLogger(__name__)
 
@@ -131,18 +126,16 @@ def _settings(annotations: dict[str, str] | None) -> tuple[tuple[str, str], ...]
 
 def _provider_type(secret: Any, namespace: str) -> str:
     name, secret_type = secret.metadata.name, secret.type or "Opaque"
-    provider = provider_of_secret_type(secret_type)
+    unserved = UNSERVED_SECRET_TYPES.get(secret_type)
+    if unserved is not None:
+        raise ConfigError(f"default provider secret {namespace}/{name} has type {secret_type}: {unserved}; label "
+                          f"another Secret as the default, or set spec.provider on the zone")
+    provider = type_of_secret(secret_type)
     if provider is None:
-        kinds = ", ".join([*KUADRANT_TYPES.values(), f"{GITDNS_TYPE_PREFIX}<type>"])
+        kinds = ", ".join([*(t.kuadrant_secret for t in PROVIDER_TYPES.values() if t.kuadrant_secret),
+                           f"{GITDNS_SECRET_PREFIX}<type>"])
         raise ConfigError(f"default provider secret {namespace}/{name} has type {secret_type}, which names no "
                           f"provider; give it one of the types {kinds}")
-    if provider == "coredns":
-        from gitdns.providers.registry import known_types
-
-        if provider not in known_types():
-            raise ConfigError(f"default provider secret {namespace}/{name} has type {secret_type}: this "
-                              f"version of gitdns has no coredns provider to publish through it; label "
-                              f"another Secret as the default, or set spec.provider on the zone")
     return provider
 
 
@@ -173,14 +166,12 @@ def find_default_provider(namespace: str, *, api: Any | None = None) -> DefaultP
 
 
 def make_default_provider(zone_domain: str, found: DefaultProvider, base_dir: Path) -> Provider:
-    """The zone's provider from its default provider secret (the registry builds it, with the
-    credentials already read)."""
-    from gitdns.providers.registry import make_provider
-
+    """The zone's provider from its default provider secret (built from the provider table,
+    with the credentials already read)."""
     ref = found.provider_ref()
     assert ref.credentials is not None
     with preloaded(ref.credentials, found.credentials):
-        return make_provider(zone_domain, ref, base_dir)
+        return build_provider(zone_domain, ref, base_dir)
 
 
 def resolve_default_zone(zone_domain: str, ref: ProviderRef, base_dir: Path, *,

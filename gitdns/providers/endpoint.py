@@ -47,20 +47,16 @@ from gitdns.core.endpoints import (
     zone_selector,
 )
 from gitdns.core.model import ProviderRef
-from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
+from gitdns.core.providertypes import capabilities_of
+from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.GEO,  # setIdentifier with providerSpecific weight / geo-code
-    cas=CasGranularity.RECORD,  # exact per group, made atomic by the resourceVersion
-    guards=True,
-)
+CAPABILITIES = capabilities_of("endpoint")  # declared in gitdns.core.providertypes
 SETTING_KEYS = (GVR_KEY, GVK_KEY, "ENDPOINT_ZONE_RECORD_LABEL", "CRD_ZONE_RECORD_LABEL")
 REQUEST_TIMEOUT = (5.0, 30.0)  # connect, read
 

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from gitdns.core import registry
 from gitdns.core.model import ProviderRef
+from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import (
     RECORD_TYPES,
     Action,
@@ -61,7 +62,7 @@ from gitdns.errors import (
     ThrottledError,
     UnreachableError,
 )
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
@@ -70,15 +71,7 @@ log = logging.getLogger(__name__)
 Native = dict[str, Any]  # a ResourceRecordSet as JSON
 DEFAULT_GEO_LOCATION = "europe-west1"  # Kuadrant dns-operator's stand-in for geo "*"
 SCOPE = "https://www.googleapis.com/auth/ndev.clouddns.readwrite"
-CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.GEO,
-    cas=CasGranularity.RECORD,  # the unit is one rrset: name + type
-    guards=False,
-    geo_codes="google",
-    reads_per_minute=240.0,
-    writes_per_minute=60.0,
-)
+CAPABILITIES = capabilities_of("google")  # declared in gitdns.core.providertypes
 _THROTTLE_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _REQUEST_ID = re.compile(r"\s*\(?\b(?:request[ _-]?id|x-goog-request-id)\b[:= ]*[\w-]+\)?", re.IGNORECASE)
 

@@ -37,11 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from gitdns import fsutil
+from gitdns.core.model import ProviderRef
+from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
-from gitdns.providers.memory import STORE_CAPABILITIES, filter_names, snapshot_names, split_valid
+from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +165,7 @@ class LocalProvider:
     """The record store in ``directory`` (created on first write)."""
 
     name = "local"
-    capabilities = STORE_CAPABILITIES
+    capabilities = capabilities_of("local")
 
     def __init__(self, directory: Path, *, lock_timeout: float = 30.0) -> None:
         self.directory = Path(directory)
@@ -238,3 +240,14 @@ class LocalProvider:
         """Where rendered views of ``zone`` go: ``<dir>/<zone>.views/`` (see
         `gitdns.adapters.zonefile.write_views`)."""
         return self.path(zone).with_name(f"{normalize_name(zone)}.views")
+
+
+DEFAULT_PATH = "store"  # the store directory when spec.provider.settings.path is not given
+
+
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> LocalProvider:
+    """Settings: ``path``, the store directory (default ``store``; relative to ``base_dir``,
+    the repository or state directory).  No credentials."""
+    raw = ref.setting("path", DEFAULT_PATH) or DEFAULT_PATH
+    directory = Path(raw).expanduser()
+    return LocalProvider(directory if directory.is_absolute() else base_dir / directory)

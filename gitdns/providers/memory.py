@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 
+from gitdns.core.model import ProviderRef
+from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import (
     RECORD_TYPES,
     Change,
@@ -25,16 +28,9 @@ from gitdns.core.records import (
     normalize_name,
 )
 from gitdns.core.store import apply_changes, group_changes
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 
 log = logging.getLogger(__name__)
-
-STORE_CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.GEO,
-    cas=CasGranularity.RECORD,
-    guards=True,
-)
 
 
 def _invalid_reason(zone: str, change: Change) -> str:
@@ -96,7 +92,7 @@ class MemoryProvider:
     appears on its first write or through ``initial`` / `add_zone`."""
 
     name = "memory"
-    capabilities = STORE_CAPABILITIES
+    capabilities = capabilities_of("memory")  # declared in gitdns.core.providertypes
 
     def __init__(self, initial: Mapping[str, Iterable[RecordSet]] | None = None) -> None:
         self._lock = threading.Lock()
@@ -157,3 +153,8 @@ class MemoryProvider:
         return ApplyResult(
             applied=result.applied, refused=result.refused, failed=failed, change_ids=change_ids
         )
+
+
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> MemoryProvider:
+    """No settings, no credentials: an empty store that lives as long as the process."""
+    return MemoryProvider()

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gitdns.core.model import ProviderRef
+from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import (
     Action,
     Change,
@@ -41,7 +42,7 @@ from gitdns.core.records import (
 )
 from gitdns.core.store import group_changes
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 
@@ -52,13 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECORD_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "MX", "SRV", "CAA", "NS"})
-CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.NONE,
-    cas=CasGranularity.RECORD,
-    guards=True,
-)
+CAPABILITIES = capabilities_of("rfc2136")  # declared in gitdns.core.providertypes
+RECORD_TYPES = CAPABILITIES.record_types
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1", "hmac-md5")
 DEFAULT_PORT = 53
 DEFAULT_TIMEOUT = 10.0

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
+from gitdns.core.providertypes import capabilities_of
+from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.store import group_changes
 from gitdns.errors import AuthError, ConfigError, PermanentError, RetryableError, ThrottledError, UnreachableError
 from gitdns.providers import route53_listing
-from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Routing, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 from gitdns.providers.route53_batch import (
@@ -56,18 +57,7 @@ from gitdns.providers.route53_batch import (
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = Capabilities(
-    record_types=RECORD_TYPES,
-    routing=Routing.GEO,
-    cas=CasGranularity.RECORD,
-    guards=False,
-    max_values_per_batch=1000,
-    max_chars_per_batch=32000,
-    geo_codes="route53",
-    reads_per_minute=300.0,  # 5 requests/s per account, shared by every call
-    writes_per_minute=300.0,
-    page_size=300,  # ListResourceRecordSets pages: per-name reads win for small changes
-)
+CAPABILITIES = capabilities_of("route53")  # declared in gitdns.core.providertypes
 NAME_PAGE = "100"
 ZONE_PAGE = "300"
 CONNECT_TIMEOUT = 5.0

@@ -22,13 +22,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitdns.core.records import RECORD_TYPES, Action, Change, RecordKey, RecordSet, normalize_name
+from gitdns.core.providertypes import capabilities_of
+from gitdns.core.records import Action, Change, RecordKey, RecordSet, normalize_name
 
+_CAPABILITIES = capabilities_of("route53")  # the limits are declared in gitdns.core.providertypes
+RECORD_TYPES = _CAPABILITIES.record_types
 TXT_CHUNK = 255
-MAX_VALUES = 1000
-MAX_CHARS = 32000
+MAX_VALUES = _CAPABILITIES.max_values_per_batch
+MAX_CHARS = _CAPABILITIES.max_chars_per_batch
 ALIAS_PREFIX = "ALIAS "
-MAX_WEIGHT = 255
+MAX_WEIGHT = _CAPABILITIES.weights[1]
 
 Native = dict[str, Any]
 

@@ -348,7 +348,7 @@ def test_the_registry_builds_it(server: Server) -> None:
 
     ref = ProviderRef("google", (("endpoint", server.url), ("project", PROJECT)))
     provider = make_provider(ZONE, ref, Path("."))
-    assert provider.name == "google" and provider.capabilities.geo_codes == "google"
+    assert provider.name == "google" and provider.capabilities.geo.name == "google"
     assert provider.capabilities.reads_per_minute == 240 and provider.capabilities.writes_per_minute == 60
 
 

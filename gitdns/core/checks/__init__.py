@@ -1,0 +1,1 @@
+"""The semantic checks of `gitdns.core.validate`, one module per topic."""

@@ -1,0 +1,55 @@
+"""Failover group names and the ActiveGroups document of every grouped zone."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gitdns.core.checks.index import Index, on, problem
+from gitdns.core.model import ActiveGroups, Cluster
+from gitdns.core.problems import Path, Problem
+
+MAX_GROUP_NAME = 16
+GROUP_FORBIDDEN = ";&, \"'"
+
+
+def _bad_group(name: str) -> str | None:
+    if len(name) > MAX_GROUP_NAME:
+        return f"group name {name!r} is {len(name)} characters long"
+    bad = sorted({ch for ch in name if ch in GROUP_FORBIDDEN}, key=GROUP_FORBIDDEN.index)
+    return f"group name {name!r} contains {' '.join(repr(ch) for ch in bad)}" if bad else None
+
+
+def group_names(ix: Index) -> Iterable[Problem]:
+    hint = f"at most {MAX_GROUP_NAME} characters and none of ; & , space \" '"
+    named: list[tuple[Cluster | ActiveGroups, str, Path]] = [
+        (c, c.group, ("spec", "group")) for c in ix.state.clusters if c.group is not None
+    ]
+    named += [
+        (g, name, ("spec", "groups", i)) for g in ix.state.active_groups for i, name in enumerate(g.groups)
+    ]
+    for obj, name, path in named:
+        message = _bad_group(name)
+        if message is not None:
+            yield on(ix, obj, path, message, hint, "InvalidGroupName")
+
+
+def groups_need_active_groups(ix: Index) -> Iterable[Problem]:
+    covered = {g.zone for g in ix.state.active_groups} | {n for k, n in ix.rejected if k == "ActiveGroups"}
+    first: dict[str, list[Cluster]] = defaultdict(list)
+    for cluster in ix.state.clusters:
+        if cluster.group is not None:
+            for zone_name in ix.zones_of(cluster):
+                if zone_name not in covered and "ActiveGroups" not in ix.rejected_kinds:
+                    first[zone_name].append(cluster)
+    for zone_name, clusters in first.items():
+        more = f" and {len(clusters) - 1} more grouped clusters" if len(clusters) > 1 else ""
+        message = (
+            f"Cluster {clusters[0].name!r} (group {clusters[0].group!r}){more} serve(s) zone "
+            f"{zone_name!r}, which has no ActiveGroups document"
+        )
+        hint = f"add an ActiveGroups document with spec.zone: {zone_name}, listing the active groups"
+        yield problem(
+            clusters[0].origin, ("spec", "group"), message, hint, (zone_name,), "MissingActiveGroups"
+        )
+

@@ -222,6 +222,7 @@ def bench_tick(root: Path, ticks: int) -> None:
     from gitdns.agent.config import AgentConfig
     from gitdns.agent.cycle import Agent
     from gitdns.agent.main import StatusPublisher, make_lease, make_source
+    from gitdns.agent.ports import AgentPorts
 
     repo = new_repo(root / "tick")
     state = root / "tick" / "state"
@@ -233,9 +234,8 @@ def bench_tick(root: Path, ticks: int) -> None:
         return wrappers.setdefault(zone.name, Counting(LocalProvider(repo.zones)))
 
     status = StatusPublisher(config)
-    agent = Agent(config, source=make_source(config), factory=factory, status=status, clock=time.time)
-    agent.lease_builder = make_lease(config, factory)
-    agent.restore = status.applied_revision
+    agent = Agent(config, AgentPorts(source=make_source(config), factory=factory, status=status, clock=time.time,
+                                     lease_builder=make_lease(config, factory), restore=status.applied_revision))
     started = time.perf_counter()
     first = agent.run("start", force=True)
     first_s = time.perf_counter() - started

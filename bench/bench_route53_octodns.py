@@ -566,6 +566,7 @@ def agent_child(spec_path: str) -> int:
 
     from gitdns.agent.config import AgentConfig
     from gitdns.agent.cycle import Agent
+    from gitdns.agent.ports import AgentPorts
     from gitdns.core.model import Revision, Zone
     from gitdns.providers.base import Provider
     from gitdns.providers.registry import make_provider
@@ -617,7 +618,7 @@ def agent_child(spec_path: str) -> int:
     source.commit(spec["files1"])
     cfg = AgentConfig(repo="mem://bench", cluster="c1", state_dir=spec["state_dir"], status=False, lease="none",
                       listen="")
-    agent = Agent(cfg, source=source, factory=factory, clock=lambda: 10_000.0, rng=random.Random(1))
+    agent = Agent(cfg, AgentPorts(source=source, factory=factory, clock=lambda: 10_000.0, rng=random.Random(1)))
     out: dict[str, object] = {"changed": spec["changed"]}
     for label, files in (("first", None), ("second", spec["files2"])):
         if files is not None:

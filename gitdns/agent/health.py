@@ -9,6 +9,7 @@ cycle, not at the next poll.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -58,10 +59,18 @@ class MonitorHealth:
         self.settings: dict[str, HealthSettings] = {}
         self.started = False
         self.current: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
+        self._changed_flag = threading.Event()
 
     def _changed(self, target_id: str, before: TargetHealth, after: TargetHealth) -> None:
         log.info("target %s: target=%s error=%s", after.state.value, target_id, after.last_error or "-")
+        self._changed_flag.set()
         self.on_change()
+
+    def take_changed(self) -> bool:
+        """Whether a target changed state since the last call (the next pass re-plans)."""
+        changed = self._changed_flag.is_set()
+        self._changed_flag.clear()
+        return changed
 
     def set_targets(self, targets: list[HealthTarget]) -> None:
         wanted: dict[str, tuple[ProbeSpec, HealthSettings]] = {}

@@ -1,4 +1,4 @@
-"""Who the agent is, across restarts and removals (functions of the `Agent`).
+"""Who the agent is, across restarts and removals.
 
 The Cluster git names for this agent (by id or metadata.name) is remembered in the state
 directory (``cluster.json``: id, name, mode), so an agent started after its Cluster was removed
@@ -9,6 +9,7 @@ from git still knows whose records to clean up; failing that, the desired histor
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,50 +18,50 @@ from gitdns.core.model import Cluster, Mode
 from gitdns.errors import GitdnsError
 
 if TYPE_CHECKING:
-    from gitdns.agent.cycle import Agent
+    from gitdns.agent.config import AgentConfig
+    from gitdns.agent.state import AgentState
     from gitdns.core.desired import Desired
 
 log = logging.getLogger(__name__)
 
-
-def identity_file(agent: Agent) -> Path:
-    return agent.root / "cluster.json"
+IDENTITY_FILE = "cluster.json"
 
 
-def save_identity(agent: Agent, cluster: Cluster) -> None:
+def save_identity(root: Path, cluster: Cluster) -> None:
     import json
 
+    path = root / IDENTITY_FILE
     try:
-        agent.root.mkdir(parents=True, exist_ok=True)
-        identity_file(agent).write_text(json.dumps({"id": cluster.id, "name": cluster.name,
-                                                     "mode": cluster.mode.value}) + "\n")
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"id": cluster.id, "name": cluster.name, "mode": cluster.mode.value}) + "\n")
     except OSError as exc:
-        log.warning("cannot keep the cluster identity: path=%s error=%s", identity_file(agent), exc)
+        log.warning("cannot keep the cluster identity: path=%s error=%s", path, exc)
 
 
-def load_identity(agent: Agent) -> Cluster | None:
+def load_identity(root: Path, configured: str) -> Cluster | None:
     import json
 
     try:
-        doc = json.loads(identity_file(agent).read_text())
+        doc = json.loads((root / IDENTITY_FILE).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or not doc.get("id"):
         return None
-    if agent.config.cluster not in (doc.get("id"), doc.get("name")):
+    if configured not in (doc.get("id"), doc.get("name")):
         return None
     raw = str(doc.get("mode") or "")
     mode = Mode(raw) if raw in {m.value for m in Mode} else Mode.DEFAULT
     return Cluster(name=str(doc.get("name") or doc["id"]), id=str(doc["id"]), mode=mode)
 
 
-def cluster_from_history(agent: Agent) -> Cluster | None:
+def cluster_from_history(state: AgentState, config: AgentConfig, source: object,
+                         desired_at: Callable[[str], Desired | None]) -> Cluster | None:
     """The Cluster git last named for us, from this state dir or the desired history
     (an agent started after its Cluster was removed must still clean up)."""
-    known = load_identity(agent)
+    known = load_identity(Path(config.state_dir), config.cluster)
     if known is not None:
         return known
-    log_fn = getattr(agent.source, "log", None)
+    log_fn = getattr(source, "log", None)
     if not callable(log_fn):
         return None
     try:
@@ -69,29 +70,30 @@ def cluster_from_history(agent: Agent) -> Cluster | None:
         log.warning("history lookup failed: error=%s", exc)
         return None
     for commit in reversed(commits):  # newest first
-        old = agent._desired_at(commit.sha)
+        old = desired_at(commit.sha)
         if old is not None:
-            found = old.state.cluster(agent.config.cluster)
+            found = old.state.cluster(config.cluster)
             if found is not None:
-                agent.history_desired = old
+                state.history_desired = old
                 return found
     return None
 
 
-def resolve_identity(agent: Agent, desired: Desired) -> None:
+def resolve_identity(state: AgentState, config: AgentConfig, desired: Desired, cluster: Cluster | None,
+                     history: Callable[[], Cluster | None]) -> None:
     """Set ``cluster_problem`` when git does not name a usable Cluster for us."""
-    agent.cluster_problem = None
-    if agent.cluster_of(desired) is not None:
+    state.cluster_problem = None
+    if cluster is not None:
         return
     rejected = {name for kind, name in desired.rejected if kind == "Cluster"}
-    if agent.known_cluster is None:
-        agent.known_cluster = cluster_from_history(agent)
-    names = {agent.config.cluster} | ({agent.known_cluster.name} if agent.known_cluster else set())
+    if state.known_cluster is None:
+        state.known_cluster = history()
+    names = {config.cluster} | ({state.known_cluster.name} if state.known_cluster else set())
     if names & rejected:
-        agent.cluster_problem = Condition(
+        state.cluster_problem = Condition(
             "Ready", False, "ValidationFailed",
             "this cluster's Cluster document does not validate: every zone keeps its last good revision")
-    elif agent.known_cluster is None:
-        agent.cluster_problem = Condition(
+    elif state.known_cluster is None:
+        state.cluster_problem = Condition(
             "Ready", False, "InvalidConfiguration",
-            f"no Cluster {agent.config.cluster} in git (by id or metadata.name), now or in recent history")
+            f"no Cluster {config.cluster} in git (by id or metadata.name), now or in recent history")

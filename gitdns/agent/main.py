@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,9 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.lease import TxtLease
 from gitdns.agent.metrics import Metrics
+from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
 from gitdns.core.desired import Desired
-from gitdns.core.model import Cluster, Mode
+from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.status import ClusterReport, summary_document, summary_line
 from gitdns.errors import ConfigError
 from gitdns.reconcile.engine import ProviderFactory, default_factory
@@ -146,29 +147,23 @@ def instance_identity(state_dir: Path) -> str:
         return ident
 
 
-def make_lease(config: AgentConfig, factory: ProviderFactory, remote: Any = lambda: False,
-               zones_of: Any = None) -> Any:
-    """A callable choosing the lease once the cluster's zones are known (a remote writes no
-    zone: no lock TXT for it, only a Kubernetes Lease when in a cluster)."""
-    def build(desired: Desired, cluster: Cluster) -> Lease:
+def make_lease(config: AgentConfig, factory: ProviderFactory) -> LeaseBuilder:
+    """Chooses the lease once the cluster's zones are known (a remote writes no zone: no lock
+    TXT for it, only a Kubernetes Lease when in a cluster; a primary's zones include its
+    remotes', even with no gateway of its own)."""
+    def build(desired: Desired, cluster: Cluster, zones: list[Zone], mode: Mode) -> Lease:
         kind = config.lease
         if kind == "auto":
             kind = "kubernetes" if in_cluster() else "txt"
-        if kind == "none" or (kind == "txt" and remote()):
+        if kind == "none" or (kind == "txt" and mode is Mode.REMOTE):
             return NoLease()
         identity = config.pod_name or instance_identity(Path(config.state_dir))
         if kind == "kubernetes":
             return KubeLease(config.pod_namespace or "gitdns-system", cluster.id,
                              duration=config.lease_duration, clock=time.time, identity=identity)
-        from gitdns.core import builder
-
-        # a primary writes the zones of its remotes too, even with no gateway of its own
-        zones = zones_of(desired, cluster) if zones_of is not None else builder.zones_for_cluster(desired.state,
-                                                                                                   cluster)
         if not zones:
             return NoLease()
-        zone = zones[0]
-        return TxtLease(factory(zone), zone.domain, cluster.id, duration=config.lease_duration,
+        return TxtLease(factory(zones[0]), zones[0].domain, cluster.id, duration=config.lease_duration,
                         clock=time.time, identity=identity)
     return build
 
@@ -189,16 +184,8 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     from gitdns.agent.budget import Budgets
 
     plain = default_factory(Path(config.state_dir), namespace=config.pod_namespace or None)
-    holder: dict[str, Agent] = {}
-
-    def fleet() -> int:
-        agent = holder.get("agent")
-        if not agent or not agent.current:
-            return 1
-        # remotes never call a provider: the account's budget is shared by the clusters that write
-        return max(1, sum(1 for c in agent.current.state.clusters if c.mode is not Mode.REMOTE))
-
-    budgets = Budgets(fleet)
+    fleet = FleetSize()
+    budgets = Budgets(fleet.get)
     wrapped: dict[str, Any] = {}
 
     def factory(zone: Any) -> Any:  # every provider call is paid from the account's budget
@@ -206,36 +193,50 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
             wrapped[zone.name] = budgets.wrap(plain(zone))
         return wrapped[zone.name]
 
-    source = make_source(config)
+    wake = Wake()
     status = StatusPublisher(config) if config.status else None
-    agent = Agent(config, source=source, factory=factory, status=status, clock=time.time)
-    holder["agent"] = agent
-    agent.lease_builder = make_lease(config, factory, lambda: agent.role.mode is Mode.REMOTE, agent.role.zones)
-    wire_role(agent, config)
-    if status is not None:
-        agent.restore = status.applied_revision
-    agent.identity_check = lambda cluster: check_cluster_identity(config, cluster)
-    agent.health_source = make_health(agent, config)
-    if status is not None:
-        agent.fleet_health = fleet_health_reader(config, agent)
-    if in_cluster():
-        agent.report_hooks.append(gateway_hook())
+    hooks: list[Callable[[AgentView], None]] = [fleet.update]
     if config.kube_delegation:
-        agent.poll_hooks.append(kube_delegation_hook(agent, config, metrics))
-    return agent
+        hooks.append(kube_delegation_hook(config, metrics))
+    ports = AgentPorts(
+        source=make_source(config), factory=factory, clock=time.time, status=status,
+        lease_builder=make_lease(config, factory),
+        probes=make_health(config, wake),
+        fleet_health=fleet_health_reader(config) if status is not None else None,
+        restore=status.applied_revision if status is not None else None,
+        identity_check=lambda cluster: check_cluster_identity(config, cluster),
+        delegation=delegation_source(config), configmap_mode=configmap_reader(config),
+        report_hooks=(gateway_hook(),) if in_cluster() else (),
+        poll_hooks=tuple(hooks), wake=wake)
+    return Agent(config, ports)
 
 
-def kube_delegation_hook(agent: Agent, config: AgentConfig, metrics: Metrics) -> Any:
-    """Seed 001's Kubernetes path: while this agent is a primary, merge the Kuadrant DNSRecords
-    of the remote clusters behind the kubeconfig Secrets (gitdns/agent/kubedelegation.py)."""
+class FleetSize:
+    """The clusters that write (remotes never call a provider), from the revision in force:
+    an account's request budget is shared among them."""
+
+    def __init__(self) -> None:
+        self.size = 1
+
+    def get(self) -> int:
+        return self.size
+
+    def update(self, view: AgentView) -> None:
+        if view.current is not None:
+            self.size = max(1, sum(1 for c in view.current.state.clusters if c.mode is not Mode.REMOTE))
+
+
+def kube_delegation_hook(config: AgentConfig, metrics: Metrics) -> Callable[[AgentView], None]:
+    """The Kubernetes delegation path: while this agent is a primary, merge the Kuadrant
+    DNSRecords of the remote clusters behind the kubeconfig Secrets."""
     built: dict[str, Any] = {}
 
-    def run() -> None:
-        cluster = agent.known_cluster
-        if agent.role.mode is not Mode.PRIMARY or cluster is None:
+    def run(view: AgentView) -> None:
+        cluster = view.cluster
+        if view.mode is not Mode.PRIMARY or cluster is None:
             return
         if cluster.id not in built:
-            from gitdns.agent.kubedelegation import build_kube_delegation
+            from gitdns.kubedelegation.delegation import build_kube_delegation
 
             built.clear()
             built[cluster.id] = build_kube_delegation(config, cluster.id, metrics)
@@ -244,44 +245,42 @@ def kube_delegation_hook(agent: Agent, config: AgentConfig, metrics: Metrics) ->
     return run
 
 
-def wire_role(agent: Agent, config: AgentConfig) -> None:
-    """Seed 001: the mode ConfigMap, and for a primary the status branches of its remotes."""
-    from gitdns.agent.delegate import DelegationSource, status_reader
+def configmap_reader(config: AgentConfig) -> Callable[[], str | None]:
+    """The mode ConfigMap (keys GITDNS_MODE / DNS_MODE) in the pod's namespace."""
     from gitdns.agent.modes import configmap_mode
 
     namespace = config.pod_namespace or os.environ.get("POD_NAMESPACE", "")
-    agent.role.configmap = lambda: configmap_mode(namespace, config.mode_configmap)
-    if config.status:
-        read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation",
-                             config.git_timeout)
-        agent.role.delegation = DelegationSource(read, stale_after=config.stale_after,
-                                                 default_poll=config.poll_interval, clock=time.time)
+    return lambda: configmap_mode(namespace, config.mode_configmap)
 
 
-def make_health(agent: Agent, config: AgentConfig) -> Any:
-    """DNSPolicy probes; a state change marks the agent dirty and pokes the scheduler."""
+def delegation_source(config: AgentConfig) -> Any:
+    """A primary's view of its remotes: every status branch, read with one fetch."""
+    from gitdns.agent.delegate import DelegationSource, status_reader
+
+    if not config.status:
+        return None
+    read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation", config.git_timeout)
+    return DelegationSource(read, stale_after=config.stale_after, default_poll=config.poll_interval, clock=time.time)
+
+
+def make_health(config: AgentConfig, wake: Wake) -> Any:
+    """DNSPolicy probes; a state change marks them changed and wakes the scheduler."""
     from gitdns.agent.health import MonitorHealth, secret_headers
 
-    def changed() -> None:
-        agent.health_dirty = True
-        if agent.poke is not None:
-            agent.poke("health")
-
-    return MonitorHealth(changed, secret_headers(config.state_dir))
+    return MonitorHealth(lambda: wake.fire("health"), secret_headers(config.state_dir))
 
 
-def fleet_health_reader(config: AgentConfig, agent: Agent) -> Any:
+def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[int, int]]]:
     """The fleet's (unhealthy, total) targets per host, from every other cluster's
     ``health.yaml`` on the status branches; read at most once a minute, only when needed."""
     cache: dict[str, Any] = {"at": 0.0, "value": {}}
 
-    def read() -> dict[str, tuple[int, int]]:
+    def read(own: str) -> dict[str, tuple[int, int]]:
         if time.monotonic() - cache["at"] < 60:
             return dict(cache["value"])
         from gitdns.adapters.statusbranch import read_all
         from gitdns.core.statusdoc import load as load_yaml
 
-        own = agent.known_cluster.id if agent.known_cluster else ""
         trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",
                          timeout=config.git_timeout)
         shares: dict[str, tuple[int, int]] = {}
@@ -328,7 +327,6 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     from gitdns.agent.runner import Runner
 
     runner = Runner(agent, config, metrics)
-    agent.poke = runner.poke
     runner.first()  # before the scheduler: a refused identity or configuration exits here
     http = None
     if config.listen:
@@ -338,7 +336,7 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
             github_secret=_read_secret(config.webhook_github_secret_file),
             gitlab_token=token.decode() if token else None,
             gitlab_signing_secret=_read_secret(config.webhook_gitlab_signing_file),
-            cluster_id=agent.known_cluster.id if agent.known_cluster else None,
+            cluster_id=agent.state.known_cluster.id if agent.state.known_cluster else None,
         )
         http = HttpServer(host or "0.0.0.0", int(port), metrics=metrics, status=runner.status,
                           ready=lambda: agent.last_report is not None and agent.last_report.ready,

@@ -1,4 +1,4 @@
-"""The agent's report: zone documents, conditions and Ready (functions of the `Agent`).
+"""The agent's report: zone documents, conditions and Ready.
 
 `report` builds the `ClusterReport` the status branch, ``/status`` and the metrics show;
 `conditions` derives the conditions from the last pass (closed reasons, docs/agent.md);
@@ -17,18 +17,40 @@ from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError
 
 if TYPE_CHECKING:
-    from gitdns.agent.cycle import Agent, Cycle
+    from gitdns.agent.config import AgentConfig
+    from gitdns.agent.ports import AgentPorts
+    from gitdns.agent.roles import Role
+    from gitdns.agent.state import AgentState
+    from gitdns.agent.zones import Zones
     from gitdns.core.desired import Desired
 
 log = logging.getLogger(__name__)
 
 
-def report(agent: Agent, cycle: Cycle | None = None) -> ClusterReport:
-    desired = agent.current
-    cluster = agent.cluster_of(desired) if desired else None
+class Reporter:
+    """Builds the report from the agent's state and publishes it."""
+
+    def __init__(self, state: AgentState, config: AgentConfig, role: Role, ports: AgentPorts,
+                 zones: Zones) -> None:
+        self.state = state
+        self.config = config
+        self.role = role
+        self.ports = ports
+        self.zones = zones
+
+    def report(self) -> ClusterReport:
+        return report(self)
+
+    def publish(self) -> None:
+        publish(self)
+
+
+def report(agent: Reporter) -> ClusterReport:
+    desired = agent.state.current
+    cluster = agent.zones.cluster_of(desired) if desired else None
     zones = []
-    for name, track in sorted(agent.tracks.items()):
-        zone = agent._zone_in(track.desired, name)
+    for name, track in sorted(agent.state.tracks.items()):
+        zone = agent.zones.zone_in(track.desired, name)
         outcome = track.last
         zones.append(ZoneReport(
             zone=zone.domain, provider=zone.provider.type,
@@ -41,7 +63,7 @@ def report(agent: Agent, cycle: Cycle | None = None) -> ClusterReport:
             missing=outcome.pending_after_apply if outcome else 0,
             **agent.role.zone_extras(zone),
         ))
-    for name in sorted(agent.held_without_state - set(agent.tracks)):
+    for name in sorted(agent.state.held_without_state - set(agent.state.tracks)):
         zone_obj = desired.state.zone(name) if desired else None
         if zone_obj is None:
             continue
@@ -56,31 +78,31 @@ def report(agent: Agent, cycle: Cycle | None = None) -> ClusterReport:
         for zone in desired.state.zones:
             for host in builder.build_hosts(desired.state, cluster, zone):
                 policies.setdefault(host.policy, []).append(host.host)
-    me = cluster or agent.known_cluster
+    me = cluster or agent.state.known_cluster
     return ClusterReport(
         cluster=me.name if me else agent.config.cluster,
         cluster_id=me.id if me else agent.config.cluster,
         mode=agent.role.mode.value,
         group=me.group if me else None,
-        desired_revision=agent.fetched_sha,
-        applied_revision=agent.applied_sha,
+        desired_revision=agent.state.fetched_sha,
+        applied_revision=agent.state.applied_sha,
         attempted_revision=rev.sha if rev else None,
         conditions=tuple(conds), zones=tuple(zones), policies=policies,
-        heartbeat=agent.clock(),
-        health=agent.health_source.states() if agent.health_source is not None else {},
+        heartbeat=agent.ports.clock(),
+        health=agent.ports.probes.states() if agent.ports.probes is not None else {},
         groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
-                for z, g in agent.group_results.items()},
+                for z, g in agent.state.group_results.items()},
         poll_interval=agent.config.poll_interval,
         heartbeat_granularity=agent.role.granularity,
     )
 
 
-def conditions(agent: Agent, zones: list[ZoneReport]) -> list[Condition]:
-    out = [agent.source_condition]
-    if agent.lease_state is not None:
-        out.append(Condition("LeaseHeld", agent.lease_state.held,
-                             "LeaseAcquired" if agent.lease_state.held else "LeaseHeldByAnother",
-                             agent.lease_state.message))
+def conditions(agent: Reporter, zones: list[ZoneReport]) -> list[Condition]:
+    out = [agent.state.source_condition]
+    if agent.state.lease_state is not None:
+        out.append(Condition("LeaseHeld", agent.state.lease_state.held,
+                             "LeaseAcquired" if agent.state.lease_state.held else "LeaseHeldByAnother",
+                             agent.state.lease_state.message))
     conflicts = [c for z in zones if z.plan for c in z.plan.real_conflicts]
     if conflicts:
         first = conflicts[0]
@@ -91,8 +113,8 @@ def conditions(agent: Agent, zones: list[ZoneReport]) -> list[Condition]:
     healthy = healthy_condition(agent)
     if healthy is not None:
         out.append(healthy)
-    diverged = sorted(z for z, g in agent.group_results.items() if g["diverged"])
-    if agent.group_results:
+    diverged = sorted(z for z, g in agent.state.group_results.items() if g["diverged"])
+    if agent.state.group_results:
         out.append(Condition("GroupsDivergedFromGit", bool(diverged),
                              "ZoneSerialAhead" if diverged else "GroupsLevelWithGit",
                              f"the zone holds a higher active-groups serial than git (break-glass) in "
@@ -108,15 +130,15 @@ def conditions(agent: Agent, zones: list[ZoneReport]) -> list[Condition]:
     return out
 
 
-def healthy_condition(agent: Agent) -> Condition | None:
-    if agent.health_source is None:
+def healthy_condition(agent: Reporter) -> Condition | None:
+    if agent.ports.probes is None:
         return None
-    down = sorted({f"{host} {addr}" for r in agent.health_results.values()
+    down = sorted({f"{host} {addr}" for r in agent.state.health_results.values()
                    for host, addrs in r.unhealthy.items() for addr in addrs})
     if not down:
         return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
-    frozen = sorted({h for r in agent.health_results.values() for h in r.frozen})
-    failopen = [n for r in agent.health_results.values() for n in r.notes if "fail open" in n]
+    frozen = sorted({h for r in agent.state.health_results.values() for h in r.frozen})
+    failopen = [n for r in agent.state.health_results.values() for n in r.notes if "fail open" in n]
     if frozen:
         return Condition("Healthy", False, "WithdrawalsFrozen",
                          f"unhealthy: {', '.join(down)}; withdrawals frozen for {', '.join(frozen)} "
@@ -127,9 +149,9 @@ def healthy_condition(agent: Agent) -> Condition | None:
     return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
 
 
-def ready_condition(agent: Agent, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
-    if agent.cluster_problem is not None:
-        return agent.cluster_problem
+def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
+    if agent.state.cluster_problem is not None:
+        return agent.state.cluster_problem
     stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
     if stalled:
         return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")
@@ -146,24 +168,23 @@ def ready_condition(agent: Agent, zones: list[ZoneReport], conditions: list[Cond
     if any(c.type == "UnresolvedConflictDiscovered" for c in conditions):
         return Condition("Ready", False, "ReconcileFailed", "conflicts left as they are (see conditions)")
     return Condition("Ready", True, "ReconcileSucceeded",
-                     f"applied {agent.applied_sha[:7]}" if agent.applied_sha else "nothing to apply")
+                     f"applied {agent.state.applied_sha[:7]}" if agent.state.applied_sha else "nothing to apply")
 
 
-def publish(agent: Agent, cycle: Cycle) -> bool:
-    built = report(agent, cycle)
-    agent.last_report = built
-    if agent.status is not None and agent.config.status:
+def publish(agent: Reporter) -> None:
+    built = report(agent)
+    agent.state.last_report = built
+    if agent.ports.status is not None and agent.config.status:
         try:
-            agent.status.publish(built)
+            agent.ports.status.publish(built)
             agent.role.reported(built.heartbeat)
         except GitdnsError as exc:
             log.warning("status push failed: error=%s", exc)
-    for hook in agent.report_hooks:
+    for hook in agent.ports.report_hooks:
         try:
-            hook(built, agent.current)
+            hook(built, agent.state.current)
         except GitdnsError as exc:
             log.warning("report hook failed: error=%s", exc)
-    return True
 
 
 def _owned(desired: Desired, cluster: Cluster | None, zone: Zone) -> tuple[Any, ...]:

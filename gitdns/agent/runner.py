@@ -53,6 +53,7 @@ class Runner:
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             timezone=UTC,
         )
+        agent.ports.wake.listen(self.poke)  # probes and webhooks: run a pass now
 
     # --- jobs --------------------------------------------------------------------
     def poke(self, why: str = "webhook") -> None:
@@ -133,15 +134,15 @@ class Runner:
                     self.metrics.record_desired_set_change(zone)
             if outcome.refused_retries:
                 self.metrics.record_stale_retries(zone, outcome.refused_retries)
-        if self.agent.applied_sha:
-            self.metrics.set_revision(self.agent.applied_sha[:12])
-        for zone, verdict in self.agent.group_results.items():
+        if self.agent.state.applied_sha:
+            self.metrics.set_revision(self.agent.state.applied_sha[:12])
+        for zone, verdict in self.agent.state.group_results.items():
             if verdict.get("group"):
                 self.metrics.set_group(zone, str(verdict["group"]), bool(verdict["active"]),
                                        int(verdict["records"]), int(verdict["targets"]))
-        if self.agent.current is not None:
+        if self.agent.state.current is not None:
             problems: dict[str, int] = {}
-            for problem in self.agent.current.problems:
+            for problem in self.agent.state.current.problems:
                 for zone_name in problem.zones or ("*",):
                     problems[zone_name] = problems.get(zone_name, 0) + 1
             self.metrics.set_validation_problems(problems)
@@ -159,7 +160,7 @@ class Runner:
         due = self.agent.next_validation()
         if due is None or self.stopping:
             return
-        delay = max(due - self.agent.clock(), 0.0)
+        delay = max(due - self.agent.ports.clock(), 0.0)
         job = self.scheduler.get_job("validate")
         when = datetime.now(UTC) + timedelta(seconds=delay)
         if job is None:

@@ -68,18 +68,16 @@ class PrimariesFleet(Fleet):
     stores: dict[str, LocalProvider] = field(default_factory=dict)
 
     def agent(self, name: str, *, remote: bool = False, **config: object) -> Agent:
-        agent = super().agent(name, remote=remote, **config)
-        if not remote:
-            store = self.stores[name] = LocalProvider(self.tmp / name / "store")
+        if remote:
+            return super().agent(name, remote=remote, **config)
+        store = self.stores[name] = LocalProvider(self.tmp / name / "store")
 
-            def factory(zone: Zone) -> Provider:
-                return store if zone.provider.type == "local" else self.zone
+        def factory(zone: Zone) -> Provider:
+            return store if zone.provider.type == "local" else self.zone
 
-            agent.factory = factory
-            # the TXT lease as the agent's wiring builds it: its lock lands in the first zone
-            # it reconciles, the served zone, so the views must leave it out to stay identical
-            agent.lease_builder = make_lease(agent.config, factory, lambda: False, agent.role.zones)
-        return agent
+        # the TXT lease as the agent's wiring builds it: its lock lands in the first zone
+        # it reconciles, the served zone, so the views must leave it out to stay identical
+        return super().agent(name, remote=remote, factory=factory, lease_builder=make_lease, **config)
 
     def run(self, *names: str) -> None:
         for name in names:

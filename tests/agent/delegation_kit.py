@@ -7,10 +7,12 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, files_of
 from gitdns.agent.delegate import DelegationSource
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
 from gitdns.core.status import ClusterReport
@@ -106,15 +108,16 @@ class Fleet:
     zone: MemoryProvider = field(default_factory=MemoryProvider)
     agents: dict[str, Agent] = field(default_factory=dict)
 
-    def agent(self, name: str, *, remote: bool = False, cluster: str | None = None, **config: object) -> Agent:
+    def agent(self, name: str, *, remote: bool = False, cluster: str | None = None, factory: Any = None,
+              lease_builder: Any = None, **config: object) -> Agent:
         cfg = AgentConfig(repo="mem://", cluster=cluster or name, state_dir=str(self.tmp / name),
                           poll_interval=POLL, **config)  # type: ignore[arg-type]
-        factory = NoProvider() if remote else (lambda zone: self.zone)
-        agent = Agent(cfg, source=self.source, factory=factory, status=self.hub.sink(), clock=self.clock,
-                      rng=random.Random(1))
-        agent.role.delegation = DelegationSource(self.hub.read, stale_after=cfg.stale_after,
-                                                 default_poll=POLL, clock=self.clock)
-        agent.role.env = {}
+        factory = factory or (NoProvider() if remote else (lambda zone: self.zone))
+        delegation = DelegationSource(self.hub.read, stale_after=cfg.stale_after, default_poll=POLL,
+                                      clock=self.clock)
+        agent = Agent(cfg, AgentPorts(source=self.source, factory=factory, status=self.hub.sink(), clock=self.clock,
+                                      rng=random.Random(1), delegation=delegation, mode_env={},
+                                      lease_builder=lease_builder(cfg, factory) if lease_builder else None))
         self.agents[name] = agent
         return agent
 

@@ -9,6 +9,7 @@ import pytest
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import UnreachableError
@@ -48,7 +49,7 @@ def make_agent(world: tuple[FakeSource, dict[str, CountingProvider], Clock], tmp
         return providers.setdefault(zone.domain, CountingProvider())
 
     cfg = AgentConfig(repo="mem://", cluster=cluster, state_dir=str(tmp_path), **config)  # type: ignore[arg-type]
-    return Agent(cfg, source=source, factory=factory, clock=clock, rng=random.Random(1))
+    return Agent(cfg, AgentPorts(source=source, factory=factory, clock=clock, rng=random.Random(1)))
 
 
 def data(provider: MemoryProvider, zone: str = "example.com") -> dict[RecordKey, tuple[str, ...]]:
@@ -60,7 +61,7 @@ def test_first_cycle_applies_and_reports_ready(world, tmp_path: Path) -> None:  
     agent.run()
     source, providers, _ = world
     assert RecordKey("api.example.com", "CNAME") in data(providers["example.com"])
-    assert agent.applied_sha == source.head
+    assert agent.state.applied_sha == source.head
     report = agent.last_report
     assert report is not None and report.ready, report.conditions
 
@@ -78,7 +79,7 @@ def test_validation_ramps_and_reapplies_missing_records(world, tmp_path: Path) -
     agent = make_agent(world, tmp_path)
     agent.run()
     _, providers, clock = world
-    track = next(t for t in agent.tracks.values() if t.last and t.last.zone.domain == "example.com")
+    track = next(t for t in agent.state.tracks.values() if t.last and t.last.zone.domain == "example.com")
     first = track.next_validation
     assert first is not None and 1005.0 <= first <= 1010.0  # 5 s + up to 5 s jitter
     clock.now = 1010.0
@@ -123,10 +124,10 @@ def test_unreachable_remote_keeps_the_zone_and_reports(world, tmp_path: Path) ->
     with pytest.raises(UnreachableError):
         agent.run()
     assert data(providers["example.com"]) == before
-    assert agent.source_condition.reason == "GitUnreachable"
+    assert agent.state.source_condition.reason == "GitUnreachable"
     source.up = True
     agent.run(force=True)
-    assert agent.source_condition.status
+    assert agent.state.source_condition.status
 
 
 def test_force_push_to_an_older_commit_is_refused(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -140,11 +141,11 @@ def test_force_push_to_an_older_commit_is_refused(world, tmp_path: Path) -> None
                                    "values: [192.0.2.99]}\n")
     second = source.commit(files, "add extra")
     agent.run()
-    assert agent.applied_sha == second
+    assert agent.state.applied_sha == second
     source.commit(source.files_at(first), "force-push back", parent=None)  # unrelated history
     agent.run()
-    assert agent.applied_sha == second
-    assert agent.source_condition.reason == "RollbackRefused"
+    assert agent.state.applied_sha == second
+    assert agent.state.source_condition.reason == "RollbackRefused"
     assert RecordKey("extra.example.com", "A") in data(providers["example.com"])
 
 
@@ -155,7 +156,7 @@ def test_rollback_allowed_when_configured(world, tmp_path: Path) -> None:  # typ
     agent.run()
     source.commit(source.files_at(first), "force-push back", parent=None)
     agent.run()
-    assert agent.applied_sha == source.head
+    assert agent.state.applied_sha == source.head
 
 
 def test_removed_cluster_cleans_its_own_records_only(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -206,7 +207,7 @@ def test_heartbeat_is_refreshed_and_stale_unknown_owners_pruned_when_opted_in(wo
     agent = make_agent(world, tmp_path, prune_stale_owners_after=3600.0)
     agent.run()
     rows = {r.owner: r for r in owners(prov.read("example.com"), set())}
-    assert rows[agent.known_cluster.id].heartbeat == int(clock.now)  # type: ignore[union-attr]
+    assert rows[agent.state.known_cluster.id].heartbeat == int(clock.now)  # type: ignore[union-attr]
     assert ghost.key not in data(prov)
     assert "dead-cluster" not in {r.owner for r in owners(prov.read("example.com"), set()) if r.records}
 

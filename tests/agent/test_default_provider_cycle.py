@@ -13,6 +13,7 @@ import pytest
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.reconcile.engine import ProviderFactory, default_factory
 from tests.agent.fakes import Clock, FakeSource, example_files
@@ -40,8 +41,8 @@ def zones_of(report: ClusterReport | None) -> dict[str, ZoneReport]:
 
 
 def own_names(factory: ProviderFactory, agent: Agent, zone_name: str) -> set[str]:
-    assert agent.current is not None
-    zone = agent.current.state.zone(zone_name)
+    assert agent.state.current is not None
+    zone = agent.state.current.state.zone(zone_name)
     assert zone is not None
     return {r.name for r in factory(zone).read(zone.domain).records if not r.name.startswith("kuadrant-")}
 
@@ -53,7 +54,7 @@ def test_a_zone_without_provider_waits_for_its_default_secret_alone(in_cluster: 
     clock = Clock()
     factory = default_factory(tmp_path)
     cfg = AgentConfig(repo="mem://", cluster=CLUSTER, state_dir=str(tmp_path))
-    agent = Agent(cfg, source=source, factory=factory, clock=clock, rng=random.Random(1))
+    agent = Agent(cfg, AgentPorts(source=source, factory=factory, clock=clock, rng=random.Random(1)))
 
     agent.run()
     zones = zones_of(agent.last_report)
@@ -89,7 +90,8 @@ def test_two_default_secrets_hold_the_zone_naming_both(in_cluster: FakeKube, tmp
     source = FakeSource()
     source.commit(files_without_org_provider(), "example.org on the default provider secret")
     cfg = AgentConfig(repo="mem://", cluster=CLUSTER, state_dir=str(tmp_path))
-    agent = Agent(cfg, source=source, factory=default_factory(tmp_path), clock=Clock(), rng=random.Random(1))
+    agent = Agent(cfg, AgentPorts(source=source, factory=default_factory(tmp_path), clock=Clock(),
+                                  rng=random.Random(1)))
     agent.run()
     zones = zones_of(agent.last_report)
     error = zones["example.org"].error

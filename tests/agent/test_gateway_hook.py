@@ -12,6 +12,7 @@ import pytest
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.main import gateway_hook
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
@@ -45,9 +46,9 @@ def test_policy_affected_is_set_once_and_not_rewritten(fake: FakeKube, tmp_path:
     def factory(zone: Zone) -> Provider:
         return providers.setdefault(zone.domain, MemoryProvider())
 
-    agent = Agent(AgentConfig(repo="mem://", cluster="eu-west-1", state_dir=str(tmp_path)), source=source,
-                  factory=factory, clock=Clock(), rng=random.Random(1))
-    agent.report_hooks.append(gateway_hook())
+    agent = Agent(AgentConfig(repo="mem://", cluster="eu-west-1", state_dir=str(tmp_path)),
+                  AgentPorts(source=source,
+                  factory=factory, clock=Clock(), rng=random.Random(1), report_hooks=(gateway_hook(),)))
     agent.run()
     gateway: dict[str, Any] = fake.get(*GW, "api-gw", namespace="ingress")
     conditions = {c["type"]: c for c in gateway["status"]["conditions"]}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.groups import gitdns_name, kuadrant_name
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
@@ -47,8 +48,8 @@ class World:
         self.agents: dict[str, Agent] = {}
         for name in clusters:
             self.agents[name] = Agent(AgentConfig(repo="mem://", cluster=name, state_dir=str(tmp / name)),
-                                      source=self.source, factory=self.factory, clock=Clock(),
-                                      rng=random.Random(1))
+                                      AgentPorts(source=self.source, factory=self.factory, clock=Clock(),
+                                      rng=random.Random(1)))
 
     def factory(self, zone: Zone) -> Provider:
         return self.provider

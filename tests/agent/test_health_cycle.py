@@ -9,6 +9,7 @@ from typing import Any
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
+from gitdns.agent.ports import AgentPorts
 from gitdns.core.healthfilter import HealthTarget
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
@@ -30,6 +31,12 @@ class FakeHealth:
     def unhealthy(self) -> frozenset[str]:
         return frozenset(t.target_id for t in self.targets if t.address in self.down)
 
+    changed = False  # a target changed state (the next pass re-plans)
+
+    def take_changed(self) -> bool:
+        changed, self.changed = self.changed, False
+        return changed
+
     def states(self) -> Mapping[str, Mapping[str, Any]]:
         return {t.target_id: {"state": "unhealthy" if t.address in self.down else "healthy"} for t in self.targets}
 
@@ -43,13 +50,14 @@ def with_health_check(files: dict[str, str]) -> dict[str, str]:
 
 
 def make(tmp_path: Path, cluster: str, providers: dict[str, MemoryProvider], source: FakeSource,
-         health: FakeHealth) -> Agent:
+         health: FakeHealth, fleet: dict[str, tuple[int, int]] | None = None) -> Agent:
     def factory(zone: Zone) -> Provider:
         return providers.setdefault(zone.domain, MemoryProvider())
 
-    agent = Agent(AgentConfig(repo="mem://", cluster=cluster, state_dir=str(tmp_path / cluster)), source=source,
-                  factory=factory, clock=Clock(), rng=random.Random(1))
-    agent.health_source = health
+    agent = Agent(AgentConfig(repo="mem://", cluster=cluster, state_dir=str(tmp_path / cluster)),
+                  AgentPorts(source=source,
+                  factory=factory, clock=Clock(), rng=random.Random(1), probes=health,
+                             fleet_health=(lambda own: fleet) if fleet is not None else None))
     return agent
 
 
@@ -70,19 +78,19 @@ def test_withdraw_readd_and_fail_open(tmp_path: Path) -> None:
     assert values(providers) == ("192.0.2.20", "203.0.113.20")
     assert "app.example.org|192.0.2.20" in {t.target_id for t in eu.targets}
     eu.down = {"192.0.2.20"}
-    a.health_dirty = True
+    a.ports.probes.changed = True
     a.run()
     assert values(providers) == ("203.0.113.20",)  # withdrawn: the other cluster still answers
     healthy = next(c for c in a.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
     assert (healthy.status, healthy.reason) == (False, "TargetsWithdrawn") and "192.0.2.20" in healthy.message
     us.down = {"203.0.113.20"}
-    b.health_dirty = True
+    b.ports.probes.changed = True
     b.run()
     assert values(providers) == ("203.0.113.20",)  # the last path stays: fail open
     healthy = next(c for c in b.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
     assert healthy.reason == "AllTargetsUnhealthy"
     eu.down = set()
-    a.health_dirty = True
+    a.ports.probes.changed = True
     a.run()
     assert values(providers) == ("192.0.2.20", "203.0.113.20")  # re-added on recovery
     assert a.last_report is not None and "health.yaml" not in a.last_report.health
@@ -93,13 +101,14 @@ def test_a_fleet_wide_failure_freezes_withdrawals(tmp_path: Path) -> None:
     source.commit(with_health_check(example_files()))
     providers: dict[str, MemoryProvider] = {}
     eu, us = FakeHealth(), FakeHealth()
-    a = make(tmp_path, "eu-west-1", providers, source, eu)
+    fleet: dict[str, tuple[int, int]] = {}
+    a = make(tmp_path, "eu-west-1", providers, source, eu, fleet)
     b = make(tmp_path, "us-east-1", providers, source, us)
     a.run()
     b.run()
-    a.fleet_health = lambda: {HOST: (2, 2)}  # the other clusters' targets are failing too
+    fleet[HOST] = (2, 2)  # the other clusters' targets are failing too
     eu.down = {"192.0.2.20"}
-    a.health_dirty = True
+    a.ports.probes.changed = True
     a.run()
     assert values(providers) == ("192.0.2.20", "203.0.113.20")  # nothing withdrawn
     healthy = next(c for c in a.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
@@ -123,7 +132,7 @@ def test_failures_right_after_a_revision_change_are_frozen(tmp_path: Path) -> No
     assert values(providers) == ("192.0.2.20", "203.0.113.20")
     healthy = next(c for c in a.last_report.conditions if c.type == "Healthy")  # type: ignore[union-attr]
     assert healthy.reason == "WithdrawalsFrozen"
-    a.clock.advance(a.revision_grace + 1)  # type: ignore[attr-defined]
-    a.health_dirty = True
+    a.ports.clock.advance(a.health.revision_grace + 1)  # type: ignore[attr-defined]
+    a.ports.probes.changed = True
     a.run()
     assert values(providers) == ("203.0.113.20",)

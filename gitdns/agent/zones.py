@@ -1,0 +1,151 @@
+"""Which zones a pass reconciles, under which desired state, and when each is validated again.
+
+Validation holds per zone: a zone the new revision breaks keeps the last desired state under
+which it validated (also after a restart: the applied revision's files).  A zone that left the
+cluster, or a Cluster removed from git, is still reconciled so its records are removed.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from gitdns.agent import identity
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.ports import Source
+from gitdns.agent.roles import Role
+from gitdns.agent.state import AgentState, ZoneTrack
+from gitdns.core import builder
+from gitdns.core.desired import Desired
+from gitdns.core.model import Cluster, DesiredState, Zone
+from gitdns.errors import GitdnsError
+from gitdns.reconcile.engine import from_files
+from gitdns.reconcile.zonepass import ZoneOutcome
+
+Planned = tuple[Zone, Desired, bool]  # (zone, the desired state to use for it, held?)
+
+
+class Zones:
+    def __init__(self, state: AgentState, config: AgentConfig, source: Source, role: Role,
+                 rng: random.Random) -> None:
+        self.state = state
+        self.config = config
+        self.source = source
+        self.role = role
+        self.rng = rng
+        self.root = Path(config.state_dir)
+
+    def cluster_of(self, desired: Desired) -> Cluster | None:
+        """The Cluster git names for us (by the configured id or name, else the last known id)."""
+        known = self.state.known_cluster
+        cluster = desired.state.cluster(self.config.cluster)
+        if cluster is None and known is not None:
+            cluster = desired.state.cluster(known.id)
+        if cluster is not None and cluster != known:
+            self.state.known_cluster = cluster
+            identity.save_identity(self.root, cluster)
+        return cluster
+
+    def planned(self, desired: Desired) -> list[Planned]:
+        """Every zone to reconcile this pass."""
+        out: list[Planned] = []
+        cluster = self.cluster_of(desired)
+        if cluster is None and self.state.cluster_problem is not None:
+            return self._hold_all()
+        if cluster is None:
+            self._track_removed_zones()
+        wanted = self.role.zones(desired, cluster) if cluster else []
+        names = {z.name for z in wanted}
+        for zone in wanted:
+            if zone.name not in desired.blocked:
+                out.append((zone, desired, False))
+                continue
+            track = self.state.tracks.get(zone.name) or self._track_from_applied(zone)
+            if track is not None:
+                out.append((zone, track.desired, True))
+            else:
+                self.state.held_without_state.add(zone.name)
+        for name, track in self.state.tracks.items():
+            if name not in names and name not in desired.blocked:
+                out.append((self.zone_in(track.desired, name), desired, False))  # left the cluster
+        return out
+
+    def _track_removed_zones(self) -> None:
+        """Our Cluster was removed from git: the zones it published (per the applied revision,
+        or the last revision that named it) are tracked so its records are cleaned up, even by
+        an agent that starts after the removal."""
+        known = self.state.known_cluster
+        old = self.desired_at(self.state.applied_sha) or self.state.history_desired
+        if known is None or old is None:
+            return
+        cluster = old.state.cluster(known.id) or known
+        for zone in builder.zones_for_cluster(old.state, cluster):
+            self.state.tracks.setdefault(zone.name, ZoneTrack(old))
+
+    def _hold_all(self) -> list[Planned]:
+        """Our own Cluster document is broken (or unknown): keep every zone as it was."""
+        known = self.state.known_cluster
+        old = self.desired_at(self.state.applied_sha)
+        if old is not None and known is not None:
+            for zone in builder.zones_for_cluster(old.state, known):
+                if zone.name not in self.state.tracks:
+                    self._track_from_applied(zone)
+        return [(self.zone_in(t.desired, name), t.desired, True) for name, t in self.state.tracks.items()]
+
+    def _track_from_applied(self, zone: Zone) -> ZoneTrack | None:
+        """The last good state of a zone after a restart: the applied revision's files."""
+        old = self.desired_at(self.state.applied_sha)
+        if old is None or zone.name in old.blocked or old.state.zone(zone.name) is None:
+            return None
+        track = self.state.tracks[zone.name] = ZoneTrack(old)
+        return track
+
+    @staticmethod
+    def zone_in(desired: Desired, name: str) -> Zone:
+        zone = desired.state.zone(name)
+        assert zone is not None
+        return zone
+
+    def desired_at(self, sha: str | None) -> Desired | None:
+        if not sha:
+            return None
+        try:
+            return from_files(self.root, self.source.files_at(sha), None)
+        except GitdnsError:
+            return None
+
+    def state_at(self, sha: str) -> DesiredState | None:
+        if self.state.applied_state is not None and sha == self.state.applied_sha:
+            return self.state.applied_state
+        old = self.desired_at(sha)
+        return old.state if old is not None else None
+
+    # --- the validation schedule ---------------------------------------------------------
+    def track(self, zone: Zone, desired: Desired) -> ZoneTrack:
+        track = self.state.tracks.get(zone.name)
+        if track is None:
+            track = self.state.tracks[zone.name] = ZoneTrack(desired)
+        return track
+
+    def schedule(self, zone: Zone, desired: Desired, outcome: ZoneOutcome, now: float) -> None:
+        """Validate soon (5 s + jitter) after a write or a failure; otherwise back off to the
+        quiet period."""
+        track = self.track(zone, desired)
+        if zone.name not in desired.blocked:
+            track.desired = desired
+        track.memory.last = outcome
+        delay = self.config.validate_delay
+        if outcome.applied or outcome.pending_after_apply or outcome.errors:
+            track.interval = delay
+            track.next_validation = now + delay + self.rng.uniform(0, delay)
+        elif track.next_validation is None or track.next_validation <= now:
+            track.interval = min(max(track.interval * 2, delay), self.config.quiet_period)
+            track.next_validation = now + track.interval
+
+    def due(self, now: float) -> list[tuple[str, ZoneTrack]]:
+        return [(n, t) for n, t in self.state.tracks.items()
+                if t.next_validation is not None and t.next_validation <= now]
+
+    def next_validation(self) -> float | None:
+        times = [t.next_validation for t in self.state.tracks.values() if t.next_validation is not None]
+        return min(times) if times else None

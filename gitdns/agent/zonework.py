@@ -1,0 +1,153 @@
+"""One zone, one pass, in the agent: the pipeline for its role, then what only a running agent
+does around it (what the report shows of the pass, the heartbeat TXT, a primary's clean-up of a
+remote's old claims, opt-in pruning of silent owners)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.healthinputs import HealthInputs
+from gitdns.agent.ports import AgentPorts
+from gitdns.agent.roles import Role as AgentRole
+from gitdns.agent.state import AgentState
+from gitdns.agent.zones import Zones
+from gitdns.core.desired import Desired
+from gitdns.core.model import Cluster, Mode, Zone
+from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
+from gitdns.core.plan import Authority, Intent
+from gitdns.core.planner import plan as make_plan
+from gitdns.errors import GitdnsError
+from gitdns.providers.base import Provider
+from gitdns.reconcile import pipeline
+from gitdns.reconcile.engine import policy_for_zone
+from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneOutcome, ZonePass
+
+log = logging.getLogger(__name__)
+
+
+class ZoneWork:
+    def __init__(self, state: AgentState, config: AgentConfig, ports: AgentPorts, role: AgentRole, zones: Zones,
+                 health: HealthInputs) -> None:
+        self.state = state
+        self.config = config
+        self.ports = ports
+        self.role = role
+        self.zones = zones
+        self.health = health
+
+    def run(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool,
+            validation: bool = False) -> ZoneOutcome:
+        outcome = ZoneOutcome(zone)
+        cluster = self._cluster(zdesired, newest)
+        track = self.zones.track(zone, zdesired)
+        remote = self.role.mode is Mode.REMOTE
+        zpass: ZonePass | None = None
+        try:
+            provider = NO_PROVIDER if remote else self.ports.factory(zone)  # a remote holds no credentials
+            unhealthy, frozen = self.health.inputs()
+            zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome, memory=track.memory,
+                             validation=validation, owners=tuple(c.id for c in newest.state.clusters),
+                             always_verify=self.config.once, unhealthy=unhealthy, frozen=frozen,
+                             primary=None if remote else self.role.primary_inputs(zdesired, cluster, zone))
+            pipeline.run(zpass, _role(remote, zpass))
+            self._note(zone, cluster, zpass)
+            if outcome.plan is None and track.last is not None and not remote:
+                outcome.plan = track.last.plan  # nothing was read: the last verdict stands
+            if can_write and not remote:
+                self._after(zone, zdesired, newest, cluster, provider, zpass)
+        except GitdnsError as exc:
+            outcome.errors.append(f"{exc.reason}: {exc}")
+        self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
+        if remote:
+            track.next_validation = None
+        _remember(zpass, outcome, remote)
+        if self.ports.on_apply is not None:
+            self.ports.on_apply(zone.domain, outcome)
+        return outcome
+
+    def _cluster(self, zdesired: Desired, newest: Desired) -> Cluster:
+        cluster = self.zones.cluster_of(newest)
+        if cluster is not None:
+            return cluster
+        known = self.state.known_cluster
+        ident = known.id if known else self.config.cluster
+        if zdesired is not newest:  # held: the cluster as it was in the zone's last good state
+            cluster = zdesired.state.cluster(ident)
+        if cluster is None:  # removed from git: remove our own records (a reviewed removal)
+            cluster = Cluster(name=known.name if known else self.config.cluster, id=ident)
+        return cluster
+
+    def _note(self, zone: Zone, cluster: Cluster, zpass: ZonePass) -> None:
+        """What the report shows of this pass: endpoints, merge verdicts, groups, health."""
+        if self.role.mode is Mode.REMOTE:
+            self.role.endpoints[zone.name] = zpass.endpoints
+        if zpass.merged is not None:
+            self.role.record_merge(zone, zpass.merged)
+        if zpass.groups is not None:
+            self.state.group_results[zone.domain] = _groups_verdict(cluster, zpass)
+        else:
+            self.state.group_results.pop(zone.domain, None)
+        if zpass.health is not None:
+            self.state.health_results[zone.name] = zpass.health
+        else:
+            self.state.health_results.pop(zone.name, None)
+
+    def _after(self, zone: Zone, zdesired: Desired, newest: Desired, cluster: Cluster, provider: Provider,
+               zpass: ZonePass) -> None:
+        self._housekeeping(zone, provider, cluster, newest)
+        if zpass.primary is not None and not zpass.outcome.errors:
+            zpass.outcome.applied += self.role.clean_remote_claims(zdesired, zone, provider)
+
+    def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
+        """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
+        that no Cluster in git names and whose heartbeat went silent (opt-in)."""
+        now = self.ports.clock()
+        if now - self.state.heartbeats.get(zone.name, 0.0) < self.config.heartbeat_interval:
+            return
+        after = self.config.prune_stale_owners_after
+        # the heartbeat alone reads one name; the opt-in pruning needs every owner's heartbeat
+        snapshot = (provider.read(zone.domain) if after > 0
+                    else provider.read(zone.domain, [heartbeat_name(cluster.id, zone.domain)]))
+        result = provider.apply(zone.domain, [heartbeat_change(snapshot, cluster.id, zone.domain, now)])
+        if result.ok:
+            self.state.heartbeats[zone.name] = now
+        if after <= 0:
+            return
+        known = {c.id for c in desired.state.clusters}
+        for row in owners(snapshot, known):
+            if row.stale(now, after):
+                log.warning("pruning stale owner: zone=%s owner=%s silent_for=%.0fs", zone.domain,
+                            row.owner, now - (row.heartbeat or 0))
+                pol = replace(policy_for_zone(desired, zone, force=True), authority=Authority.PRUNE_OWNER,
+                              prune_owner=row.owner)
+                plan = make_plan(Intent(row.owner, (), None), provider.read(zone.domain), pol)
+                provider.apply(zone.domain, plan.changes, plan.guards)
+
+
+def _role(remote: bool, zpass: ZonePass) -> pipeline.Role:
+    if remote:
+        return pipeline.Role.REMOTE
+    return pipeline.Role.PRIMARY if zpass.primary is not None else pipeline.Role.DEFAULT
+
+
+def _groups_verdict(cluster: Cluster, zpass: ZonePass) -> dict[str, object]:
+    assert zpass.groups is not None
+    records = zpass.intent.records if zpass.intent and not zpass.inactive else ()
+    return {"group": cluster.group, "active": not zpass.inactive, "activeGroups": sorted(zpass.groups.active),
+            "serial": zpass.groups.serial, "diverged": zpass.groups.diverged, "records": len(records),
+            "targets": sum(len(r.values) for r in records if r.type in ("A", "AAAA", "CNAME"))}
+
+
+def _remember(zpass: ZonePass | None, outcome: ZoneOutcome, remote: bool) -> None:
+    """Keep what this pass wanted, so the next revision reads only what changed."""
+    if zpass is None:
+        return
+    plan = outcome.plan
+    ok = not outcome.errors and not outcome.pending_after_apply and not (
+        plan is not None and (plan.stalled or (plan.changes and not outcome.applied)))
+    if ok and zpass.intent is not None and not zpass.inactive and not remote:
+        zpass.memory.intent = zpass.intent.records
+    else:
+        zpass.memory.intent = None  # next pass plans in full (after a failure, or once active again)

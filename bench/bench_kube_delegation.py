@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.agent.kube_fleet import DNSR, NS, Fleet, a_endpoint, record
+from tests.kubedelegation.kube_fleet import DNSR, NS, Fleet, a_endpoint, record
 
 
 def counts(fleet: Fleet) -> Counter[str]:

@@ -90,7 +90,7 @@ def test_the_primary_rbac_covers_a_delegation_pass(primary: list[dict[str, Any]]
     """Run a delegation pass against fakes and check every request on the primary against the
     rules (cluster-wide ClusterRole, the kuadrant-system Role, the per-namespace reader)."""
     pytest.importorskip("kubernetes.client")
-    from tests.agent.kube_fleet import Fleet, a_endpoint, record
+    from tests.kubedelegation.kube_fleet import Fleet, a_endpoint, record
 
     cluster_rules = kind(primary, "ClusterRole")[0]["rules"]
     (role,) = kind(primary, "Role")
@@ -130,7 +130,7 @@ def test_the_primary_rbac_covers_a_delegation_pass(primary: list[dict[str, Any]]
 
 def test_the_remote_rbac_covers_what_a_primary_does_there(remote: list[dict[str, Any]], tmp_path: Path) -> None:
     pytest.importorskip("kubernetes.client")
-    from tests.agent.kube_fleet import Fleet, a_endpoint, record
+    from tests.kubedelegation.kube_fleet import Fleet, a_endpoint, record
 
     (role,) = kind(remote, "ClusterRole")
     fleet = Fleet(store=tmp_path / "store")

@@ -9,8 +9,8 @@ One pass (`KubeDelegation.run_once`, safe to call every agent cycle):
    and check seed 001's namespace requirements: the namespace must exist on the primary
    (else the group is refused and said so on each record), and the default provider secret
    must be in it (else the group is merged but not published);
-3. merge each group into its authoritative record (`gitdns.agent.kubemerge`), publish the
-   record's data to the zone's provider (`gitdns.agent.kubepublish`), delete the record once
+3. merge each group into its authoritative record (`gitdns.kubedelegation.merge`), publish the
+   record's data to the zone's provider (`gitdns.kubedelegation.publish`), delete the record once
    it is empty and withdrawn from DNS;
 4. write this primary's entry in ``status.remoteRecordStatuses[<cluster id>]`` of every
    source record, by merge patch on ``/status`` (other primaries' entries are untouched),
@@ -30,17 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.dnsrecords import AuthRecords, core_api, list_dnsrecords, namespace_names, patch_dnsrecord_status
 from gitdns.adapters.kubeclusters import ClusterSecrets, Discovery
-from gitdns.agent.kubemerge import AuthRecords, ClusterView, GroupMerge, GroupResult, merge_group
-from gitdns.agent.kubepublish import ProviderFactory, Published, Publisher
-from gitdns.core.endpoints import (
-    DNSRECORD_GROUP,
-    DNSRECORD_PLURAL,
-    DNSRECORD_VERSION,
-    endpoints_from_records,
-    is_authoritative,
-    root_host,
-)
+from gitdns.core.endpoints import endpoints_from_records, is_authoritative, root_host
 from gitdns.core.kubesources import (
     DUPLICATE_OWNER,
     INVALID_ENDPOINTS,
@@ -57,10 +49,11 @@ from gitdns.core.kubesources import (
     status_entry,
 )
 from gitdns.errors import GitdnsError, UnreachableError
+from gitdns.kubedelegation.merge import ClusterView, GroupMerge, GroupResult, merge_group
+from gitdns.kubedelegation.publish import ProviderFactory, Published, Publisher
 
 log = logging.getLogger(__name__)
 
-REQUEST_TIMEOUT = (5.0, 20.0)
 MAX_MESSAGE = 1024
 PUBLISH_REASONS = ("DefaultProviderNotFound", "MultipleDefaultProviders", "NoZoneForHost")
 
@@ -131,21 +124,19 @@ class KubeDelegation:
                  provider_factory: ProviderFactory | None = None, base_dir: Path = Path("."),
                  owner_id: str | None = None, clock: Callable[[], float] = time.time,
                  republish_interval: float = 900.0, metrics: Any | None = None) -> None:
-        from kubernetes import client
-
         self.primary = primary
         self.cluster_id = cluster_id
         self.secrets = secrets
         self.clock = clock
         self.auth = AuthRecords(primary)
-        self._core: Any = client.CoreV1Api(primary)
+        self._core: Any = core_api(primary)
         self.publisher = Publisher(self._core, owner_id or cluster_id, base_dir=base_dir,
                                    factory=provider_factory, clock=clock,
                                    republish_interval=republish_interval, metrics=metrics)
 
     @property
     def metrics(self) -> Any | None:
-        """The agent's `gitdns.agent.metrics.Metrics` (zone writes and stale-write retries)."""
+        """The agent's metrics (zone writes and stale-write retries)."""
         return self.publisher.metrics
 
     @metrics.setter
@@ -196,32 +187,16 @@ class KubeDelegation:
 
     # --- listing ----------------------------------------------------------------------------
 
-    def _list_records(self, api_client: Any) -> list[dict[str, Any]]:
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            api: Any = client.CustomObjectsApi(api_client)
-            listed = api.list_cluster_custom_object(
-                DNSRECORD_GROUP, DNSRECORD_VERSION, DNSRECORD_PLURAL, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            raise UnreachableError(f"list DNSRecords: HTTP {exc.status}") from None
-        except (HTTPError, OSError) as exc:
-            raise UnreachableError(f"list DNSRecords: {type(exc).__name__}") from None
-        items: list[dict[str, Any]] = listed.get("items") or []
-        return items
-
     def _list(self, discovery: Discovery) -> _Listing:
         listing = _Listing()
-        local = self._list_records(self.primary)  # the primary must answer: else the pass stops
+        local = list_dnsrecords(self.primary)  # the primary must answer: else the pass stops
         clusters: list[tuple[str, Any, list[dict[str, Any]] | None]] = [(LOCAL_CLUSTER, self.primary, local)]
         clusters += [(name, api, None) for name, api in sorted(discovery.clients.items())]
         for name in sorted(discovery.problems):
             listing.reports.append(ClusterReport(name, False, error=discovery.problems[name]))
         for name, api_client, items in clusters:
             try:
-                objs = items if items is not None else self._list_records(api_client)
+                objs = items if items is not None else list_dnsrecords(api_client)
             except UnreachableError as exc:
                 listing.reports.append(ClusterReport(name, False, error=str(exc)))
                 log.warning("remote cluster unreachable: cluster=%s error=%s", name, exc)
@@ -239,14 +214,7 @@ class KubeDelegation:
         return listing
 
     def _namespaces(self) -> frozenset[str]:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            listed = self._core.list_namespace(_request_timeout=REQUEST_TIMEOUT)
-        except (ApiException, HTTPError, OSError) as exc:
-            raise UnreachableError(f"list namespaces on the primary: {type(exc).__name__}") from None
-        return frozenset(ns.metadata.name for ns in listed.items or [])
+        return namespace_names(self._core)
 
     # --- per group --------------------------------------------------------------------------
 
@@ -315,10 +283,6 @@ class KubeDelegation:
     # --- status write-back ------------------------------------------------------------------
 
     def _write_statuses(self, listing: _Listing, outcomes: Mapping[str, Outcome]) -> int:
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
         now = _timestamp(self.clock)
         writes = 0
         for src in listing.sources:
@@ -331,14 +295,10 @@ class KubeDelegation:
                 continue
             body = {"status": {REMOTE_STATUSES: {self.cluster_id: entry}}}
             try:
-                client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
-                    DNSRECORD_GROUP, DNSRECORD_VERSION, src.namespace, DNSRECORD_PLURAL, src.name, body,
-                    _request_timeout=REQUEST_TIMEOUT)
+                patch_dnsrecord_status(api_client, src.namespace, src.name, body)
                 writes += 1
-            except (ApiException, HTTPError, OSError) as exc:
-                status = getattr(exc, "status", None)
-                log.warning("status write failed: source=%s error=%s", src.ref,
-                            f"HTTP {status}" if status else type(exc).__name__)
+            except UnreachableError as exc:
+                log.warning("status write failed: source=%s error=%s", src.ref, exc)
         return writes
 
 
@@ -351,12 +311,12 @@ def build_kube_delegation(config: Any, cluster_id: str, metrics: Any | None = No
     ``cluster_secret_namespace`` (empty: ``pod_namespace``, else kuadrant-system) labelled
     ``cluster_secret_label``; ``state_dir`` anchors a `local` store's relative path; an
     unchanged record is republished every ``quiet_period``.  Set ``.metrics`` to the agent's."""
+    from gitdns.adapters.kubeclient import api_client
     from gitdns.errors import ConfigError
-    from gitdns.providers.endpoint import api_client_for
 
     if not getattr(config, "kube_delegation", False):
         raise ConfigError("kube delegation is off: set --kube-delegation (GITDNS_KUBE_DELEGATION=true)")
-    primary = api_client_for(None)
+    primary = api_client("kube delegation")
     namespace = config.cluster_secret_namespace or getattr(config, "pod_namespace", "") or ""
     secrets = ClusterSecrets(primary, namespace, config.cluster_secret_label)
     base_dir = Path(getattr(config, "state_dir", ".") or ".")

@@ -21,21 +21,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitdns.core.endpoints import (
-    AUTHORITATIVE_HASH_LABEL,
-    AUTHORITATIVE_LABEL,
-    DNSRECORD_GROUP,
-    DNSRECORD_PLURAL,
-    DNSRECORD_VERSION,
-    authoritative_labels,
-    authoritative_record_name,
-    kuadrant_hash,
-    records_from_endpoints,
-)
+from gitdns.adapters.dnsrecords import AuthRecords
+from gitdns.core.endpoints import AUTHORITATIVE_HASH_LABEL, AUTHORITATIVE_LABEL, kuadrant_hash, records_from_endpoints
 from gitdns.core.kubesources import (
     CONFLICT,
     DUPLICATE_OWNER,
@@ -52,7 +43,7 @@ from gitdns.core.plan import Intent, PlanPolicy
 from gitdns.core.planner import decode_zone, plan
 from gitdns.core.records import RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes
-from gitdns.errors import GitdnsError, StaleWriteError, UnreachableError
+from gitdns.errors import GitdnsError, StaleWriteError
 from gitdns.providers.endpoint import EndpointProvider
 
 log = logging.getLogger(__name__)
@@ -60,7 +51,6 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
-REQUEST_TIMEOUT = (5.0, 30.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,82 +106,6 @@ def snapshot_of(obj: Mapping[str, Any], root: str) -> ZoneSnapshot:
     records = records_from_endpoints((obj.get("spec") or {}).get("endpoints"))
     return ZoneSnapshot(root, tuple(sorted(records, key=lambda r: (r.name, r.type, r.set_id))), True,
                         str((obj.get("metadata") or {}).get("resourceVersion", "")))
-
-
-class AuthRecords:
-    """Authoritative DNSRecords on the primary (create, label, annotate, delete)."""
-
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
-
-        self.api_client = api_client
-        self._api: Any = client.CustomObjectsApi(api_client)
-
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            return fn(DNSRECORD_GROUP, DNSRECORD_VERSION, *args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
-        except ApiException as exc:
-            if exc.status == 409:
-                raise StaleWriteError(f"{what}: conflict") from None
-            if exc.status == 404:
-                raise LookupError(what) from None
-            raise UnreachableError(f"{what}: HTTP {exc.status}") from None
-        except (HTTPError, OSError) as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}") from None
-
-    def get(self, namespace: str, name: str) -> dict[str, Any]:
-        obj: dict[str, Any] = self._call(f"get {namespace}/{name}", self._api.get_namespaced_custom_object,
-                                         namespace, DNSRECORD_PLURAL, name)
-        return obj
-
-    def ensure(self, namespace: str, root: str, existing: dict[str, Any] | None) -> dict[str, Any]:
-        """The authoritative record, created when missing, its labels completed."""
-        name = authoritative_record_name(root)
-        labels = authoritative_labels(root)
-        obj = existing
-        if obj is None:
-            body = {"apiVersion": f"{DNSRECORD_GROUP}/{DNSRECORD_VERSION}", "kind": "DNSRecord",
-                    "metadata": {"name": name, "namespace": namespace, "labels": labels,
-                                 "annotations": {OWNERS_ANNOTATION: "{}"}},
-                    "spec": {"rootHost": root, "endpoints": []}}
-            try:
-                obj = self._call(f"create {namespace}/{name}", self._api.create_namespaced_custom_object,
-                                 namespace, DNSRECORD_PLURAL, body)
-                log.info("authoritative record created: record=%s/%s root=%s", namespace, name, root)
-            except StaleWriteError:  # created meanwhile (409 AlreadyExists)
-                obj = self.get(namespace, name)
-        assert obj is not None
-        have = (obj.get("metadata") or {}).get("labels") or {}
-        if any(have.get(k) != v for k, v in labels.items()):
-            obj = self.patch_meta(namespace, name, str(obj["metadata"]["resourceVersion"]), labels=labels)
-        return obj
-
-    def patch_meta(self, namespace: str, name: str, version: str, *, labels: Mapping[str, str] | None = None,
-                   annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Merge-patch labels / annotations with a resourceVersion precondition (StaleWriteError on 409)."""
-        meta: dict[str, Any] = {"resourceVersion": version}
-        if labels:
-            meta["labels"] = dict(labels)
-        if annotations:
-            meta["annotations"] = dict(annotations)
-        obj: dict[str, Any] = self._call(f"patch {namespace}/{name}", self._api.patch_namespaced_custom_object,
-                                         namespace, DNSRECORD_PLURAL, name, {"metadata": meta})
-        return obj
-
-    def delete(self, namespace: str, name: str, version: str) -> bool:
-        """Delete when still at ``version``; False when it changed (or is gone)."""
-        from kubernetes import client
-
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=version))
-        try:
-            self._call(f"delete {namespace}/{name}", self._api.delete_namespaced_custom_object,
-                       namespace, DNSRECORD_PLURAL, name, body=options)
-        except (StaleWriteError, LookupError):
-            return False
-        return True
 
 
 def _sleep(attempt: int) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from gitdns.adapters.kubeclusters import ClusterSecrets
 from gitdns.errors import AuthError, UnreachableError
-from tests.agent.kube_fleet import kubeconfig
 from tests.fakes.kube_apiserver import FakeKube
+from tests.kubedelegation.kube_fleet import kubeconfig
 
 client = pytest.importorskip("kubernetes.client")
 

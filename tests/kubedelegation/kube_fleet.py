@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.kubeclusters import ClusterSecrets
-from gitdns.agent.kubedelegation import KubeDelegation
 from gitdns.core.endpoints import authoritative_record_name
+from gitdns.kubedelegation.delegation import KubeDelegation
 from gitdns.providers.local import LocalProvider
 from tests.fakes.kube_apiserver import FakeKube
 

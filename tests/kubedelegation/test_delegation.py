@@ -14,7 +14,8 @@ import pytest
 from gitdns.agent.metrics import Metrics
 from gitdns.core.endpoints import authoritative_record_name, kuadrant_hash
 from gitdns.core.kubesources import OWNERS_ANNOTATION, decode_owners
-from tests.agent.kube_fleet import (
+from tests.fakes.kube_apiserver import FakeKube, Request
+from tests.kubedelegation.kube_fleet import (
     CLUSTER_LABEL,
     DNSR,
     NS,
@@ -31,7 +32,6 @@ from tests.agent.kube_fleet import (
     zone_data,
     zone_owners,
 )
-from tests.fakes.kube_apiserver import FakeKube, Request
 
 pytest.importorskip("kubernetes.client")
 

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from gitdns.agent.config import AgentConfig
-from gitdns.agent.kubedelegation import build_kube_delegation
 from gitdns.core import builder
 from gitdns.core.endpoints import endpoints_from_records
 from gitdns.core.plan import Intent, PlanPolicy
 from gitdns.core.planner import plan
 from gitdns.errors import ConfigError
+from gitdns.kubedelegation.delegation import build_kube_delegation
 from gitdns.providers.local import LocalProvider
 from gitdns.providers.memory import MemoryProvider
-from tests.agent.kube_fleet import DNSR, NS, Fleet, a_endpoint, kubeconfig, record, zone_data
 from tests.core import worked_example as we
+from tests.kubedelegation.kube_fleet import DNSR, NS, Fleet, a_endpoint, kubeconfig, record, zone_data
 
 pytest.importorskip("kubernetes.client")
 
@@ -98,7 +98,7 @@ def test_primaries_that_see_a_change_at_different_moments_converge(fleet: Fleet)
 
 
 def test_owner_id_can_differ_from_the_cluster_id(fleet: Fleet) -> None:
-    from tests.agent.kube_fleet import remote_status, zone_owners
+    from tests.kubedelegation.kube_fleet import remote_status, zone_owners
 
     record(fleet.remotes["remote-1"], "api", "api.example.com", [a_endpoint("api.example.com", "192.0.2.1")])
     assert fleet.delegation("primary-a", owner_id="primary-a-k8s").run_once().ok

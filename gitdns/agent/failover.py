@@ -5,15 +5,15 @@
     endpoint_diff(before, after) -> EndpointDiff
     to_text(switch) / to_markdown(switch)
 
-The switch is computed for every cluster in the repository, the way the agents will enact it:
-the zone's ActiveGroups is replaced by the target groups (serial + 1), then every cluster that
-is ungrouped or in an active group plans in turn onto a copy of what the zone holds now.
-Grouped active clusters plan with `Authority.INACTIVE_GROUPS`, so they remove the records,
-values and ownership TXT of inactive groups; clusters in inactive groups publish nothing (they
-do not even withdraw their own records: the active agents do).  The plans are marked as
-reviewed, as the agents' plans are after a merged switch (exempt from the mass-change guard).
-The passes repeat until nothing changes (agents converge over cycles); membership is an exact
-match (`gitdns.core.groups.is_active`).
+The switch is computed with the agents' own pipeline (`gitdns.reconcile.preview`): the zone's
+ActiveGroups is replaced by the target groups (serial + 1), then every cluster serving the zone
+runs its steps in turn against a copy of what the zone holds now — the active-groups mirror,
+its own records, and for grouped active clusters the removal of inactive groups' records,
+values and ownership TXT; clusters in inactive groups publish nothing (they do not even
+withdraw their own records: the active agents do).  The switch counts as reviewed, as it is
+for the agents after the merge (exempt from the mass-change guard).  The passes repeat until
+nothing changes (agents converge over cycles); membership is an exact match
+(`gitdns.core.groups.is_active`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ from gitdns.core import builder, groups
 from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
 from gitdns.core.owners import HEARTBEAT_PREFIX
-from gitdns.core.plan import Authority, Plan, PlanPolicy
+from gitdns.core.plan import Plan
 from gitdns.core.planner import decode_zone
-from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
-from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.providers.base import Provider
-from gitdns.reconcile.engine import intent_for, policy_for_zone
+from gitdns.providers.memory import MemoryProvider
+from gitdns.reconcile.preview import preview_zone
 
 MAX_PASSES = 4
 _MARKER_PREFIXES = (groups.KUADRANT_PREFIX, groups.GITDNS_PREFIX, HEARTBEAT_PREFIX, "gitdns-lock-")
@@ -140,49 +139,36 @@ def effective_groups(desired: Desired, zone: Zone, now: ZoneSnapshot | None) -> 
     return tuple(sorted(decision.active)), decision.serial, decision.diverged
 
 
-def _policy(desired: Desired, zone: Zone, cluster: Cluster, active: frozenset[str]) -> PlanPolicy:
-    base = policy_for_zone(desired, zone, reviewed=True)
-    # An empty active set means every group is active: nothing is removed by authority
-    # (the planner's INACTIVE_GROUPS would otherwise treat every group as inactive).
-    if cluster.group is not None and active:
-        return replace(base, authority=Authority.INACTIVE_GROUPS, active_groups=active)
-    return base
-
-
 def simulate_switch(desired: Desired, zone: Zone, now: ZoneSnapshot, target: Sequence[str], *,
                     serial: int | None = None, notes: Sequence[str] = ()) -> Switch:
-    """Every active or ungrouped cluster planned in turn onto a copy of ``now``, with the
-    zone's active groups set to ``target`` (empty: every group active)."""
+    """Every cluster serving the zone runs the agents' own pipeline in turn (the preview role)
+    on a copy of ``now``, with the zone's active groups set to ``target`` (empty: every group
+    active), as a merged switch: the removals it causes are reviewed.  Passes repeat until the
+    zone stops changing (agents converge over cycles)."""
     before_groups, in_force, _ = effective_groups(desired, zone, now)
     serial = serial if serial is not None else in_force + 1
     active = frozenset(target)
     state = with_groups(desired.state, zone, target, serial)
-    switched = replace(desired, state=state)
-    records = now.by_key()
+    switched = replace(desired, state=state, previous=lambda: desired.state)
     mirror = groups.decide(state.groups_for_zone(zone.name), groups.read_zone_groups(now, zone.domain), zone.domain)
-    records = apply_changes(records, mirror.write).records
     clusters = serving(state, zone)
-    publishing = [c for c in clusters if groups.is_active(c.group, active)]
-    silent = [c.name for c in clusters if not groups.is_active(c.group, active)]
     plans: list[tuple[str, Plan]] = []
+    after = now
     for attempt in range(MAX_PASSES):
-        moved = False
-        for cluster in publishing:
-            snap = ZoneSnapshot(zone.domain, tuple(records.values()))
-            plan = make_plan(intent_for(switched, cluster, zone), snap, _policy(switched, zone, cluster, active))
+        sim = preview_zone(switched, zone, MemoryProvider({zone.domain: after.records}), clusters=clusters)
+        for cluster, plan in sim.plans:
             if attempt == 0 or plan.changes:
                 plans.append((cluster.name if attempt == 0 else f"{cluster.name} (pass {attempt + 1})", plan))
-            if plan.applicable:
-                moved = True
-                records = apply_changes(records, plan.applicable, plan.guards).records
-        if not moved:
+        if sim.after.records == after.records:
             break
-    after = ZoneSnapshot(zone.domain, tuple(records[k] for k in sorted(records)))
+        after = sim.after
     extra = list(notes)
     if mirror.diverged:
         extra.append(f"the zone holds serial {mirror.serial} (groups {_show(mirror.active)}), above the "
                      f"simulated serial {serial}: agents keep the zone's groups until git's serial is higher")
-    return Switch(zone, before_groups, tuple(sorted(active)), serial, tuple(c.name for c in publishing),
+    publishing = [c.name for c in clusters if groups.is_active(c.group, active)]
+    silent = [c.name for c in clusters if not groups.is_active(c.group, active)]
+    return Switch(zone, before_groups, tuple(sorted(active)), serial, tuple(publishing),
                   tuple(silent), tuple(plans), now, after, endpoint_diff(now, after), tuple(extra))
 
 

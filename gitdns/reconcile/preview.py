@@ -101,7 +101,11 @@ def effective_plan(outcome: ZoneOutcome, cluster: Cluster, overlay: Overlay, fir
     change the pass wrote, whichever step wrote it."""
     base = outcome.plan or Plan(zone=overlay.zone, owner=cluster.id, authority=Authority.OWN)
     extra = tuple(n for n in notes if n not in base.notes)
-    return replace(base, changes=tuple(overlay.changes[first:]), guards=(), notes=(*base.notes, *extra))
+    changes = tuple(overlay.changes[first:])
+    # removals of inactive groups' records are the one authority beyond its own a pass uses
+    authority = (Authority.INACTIVE_GROUPS if any(c.reason.startswith("authority") for c in changes)
+                 else base.authority)
+    return replace(base, changes=changes, guards=(), notes=(*base.notes, *extra), authority=authority)
 
 
 def preview_pass(desired: Desired, cluster: Cluster, zone: Zone, overlay: Overlay, *, health: HealthView,

@@ -1,10 +1,47 @@
-"""Shared fixtures: the worked example of ARCHITECTURE.md §4 as store records."""
+"""Shared fixtures: the worked example of ARCHITECTURE.md §4 as store records.
+
+Before anything else, the cloud SDKs are told never to look for instance metadata
+(169.254.169.254, metadata.google.internal): set here, at import, so that every test module,
+fixture and subprocess (agents, moto_server) of the session inherits it.  Their default
+credential chains hold nothing and end without a request: a test that wants credentials
+gives them (a secret, a fake endpoint, a fake TokenCredential).  A developer's own cloud
+credentials never reach the tests.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from gitdns.core.records import RecordSet
+
+CLOSED = "127.0.0.1:1"  # nothing listens there: a connection is refused at once
+
+
+def _no_cloud_metadata() -> None:
+    os.environ.update({
+        # botocore: no IMDS credential or region lookup
+        "AWS_EC2_METADATA_DISABLED": "true",
+        # google-auth: no GCE check (its metadata server, were it asked anyway, on loopback);
+        # no gcloud configuration (a path that cannot exist)
+        "NO_GCE_CHECK": "true",
+        "GCE_METADATA_HOST": CLOSED,
+        "GCE_METADATA_IP": CLOSED,
+        "CLOUDSDK_CONFIG": os.path.join(os.devnull, "gcloud"),
+        # azure-identity: DefaultAzureCredential tries the environment alone (no managed identity,
+        # no az/azd/pwsh); IMDS, were a ManagedIdentityCredential asked, on loopback
+        "AZURE_TOKEN_CREDENTIALS": "EnvironmentCredential",
+        "AZURE_POD_IDENTITY_AUTHORITY_HOST": f"http://{CLOSED}",
+    })
+    for name in ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID",
+                 "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_USERNAME", "AZURE_PASSWORD", "AZURE_FEDERATED_TOKEN_FILE",
+                 "AZURE_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "MSI_ENDPOINT", "IMDS_ENDPOINT"):
+        os.environ.pop(name, None)
+
+
+_no_cloud_metadata()
 
 
 def worked_example_records() -> tuple[RecordSet, ...]:

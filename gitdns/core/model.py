@@ -57,7 +57,7 @@ DEFAULT_PROVIDER = "default"
 
 @dataclass(frozen=True, slots=True)
 class ProviderRef:
-    type: str  # local | memory | rfc2136 | route53 | google | azure | coredns | default
+    type: str  # a name in gitdns.core.providertypes.PROVIDER_TYPES, or `default`
     settings: tuple[tuple[str, str], ...] = ()  # non-secret settings, sorted
     credentials: CredentialsRef | None = None
     # the namespace searched for the default provider secret (type `default` only; None: the

@@ -8,8 +8,8 @@ the Kubernetes Secret type Kuadrant gives it, and the pip extra that brings its 
 
 Who reads it:
 
-- validation (`gitdns.core.validate`): which types exist, which record types, routing, geo
-  codes and weights each accepts, whether it takes credentials;
+- validation (`gitdns.core.checks.providers`): which types exist, which record types,
+  routing, geo codes and weights each accepts, which credentials and required settings;
 - the factory (`gitdns.providers.factory`): imports ``module`` and calls its
   ``from_ref(zone_domain, ref, base_dir)``; a missing SDK names ``extra``;
 - credentials (`gitdns.providers.credentials`): which Secret types name which provider;
@@ -85,6 +85,8 @@ class ProviderType:
     capabilities: Capabilities
     credentials: tuple[str, ...] = CREDENTIAL_REFERENCES  # references it takes; () takes none
     kuadrant_secret: str | None = None  # the Secret type Kuadrant gives this provider
+    required_settings: tuple[str, ...] = ()  # spec.provider.settings it cannot run without ...
+    settings_from_credentials: bool = False  # ... unless its credentials (when named) may hold them
     extra: str | None = None  # the pip extra that brings its SDK (None: in the base install)
     page: str | None = None  # its page under docs/
 
@@ -115,7 +117,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
         ProviderType(
             "rfc2136", "gitdns.providers.rfc2136", "BIND, PowerDNS or any RFC 2136 server (dynamic update, AXFR)",
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, guards=True, geo=ROUTE53_STYLE),
-            page="providers/rfc2136.md",
+            required_settings=("server",), page="providers/rfc2136.md",
         ),
         ProviderType(
             "route53", "gitdns.providers.route53", "AWS Route53",
@@ -129,7 +131,8 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             "google", "gitdns.providers.google", "Google Cloud DNS",
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD,  # the unit is one rrset
                          geo=GOOGLE_STYLE, weights=(0, 1000), reads_per_minute=240.0, writes_per_minute=60.0),
-            kuadrant_secret="kuadrant.io/gcp", extra="google", page="providers/google.md",
+            kuadrant_secret="kuadrant.io/gcp", required_settings=("project",),  # or PROJECT_ID, the key's project_id
+            settings_from_credentials=True, extra="google", page="providers/google.md",
         ),
         ProviderType(
             # Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns
@@ -138,7 +141,8 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, geo=AZURE_STYLE, weights=(1, 1000),
                          reads_per_minute=60.0,  # list operations (gets: 1,000 per minute)
                          writes_per_minute=40.0),
-            kuadrant_secret="kuadrant.io/azure", extra="azure", page="providers/azure.md",
+            kuadrant_secret="kuadrant.io/azure", required_settings=("subscriptionId", "resourceGroup"),
+            settings_from_credentials=True, extra="azure", page="providers/azure.md",  # or in azure.json
         ),
         ProviderType(
             "endpoint", "gitdns.providers.endpoint",
@@ -147,7 +151,9 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             # service that publishes the resource checks the codes and weights
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD,  # made atomic by resourceVersion
                          guards=True, geo=ANY_CODE, weights=(0, 1000)),
-            kuadrant_secret="kuadrant.io/endpoint", extra="kubernetes", page="providers/endpoint.md",
+            kuadrant_secret="kuadrant.io/endpoint", required_settings=("namespace",),
+            settings_from_credentials=True,  # a kuadrant.io/endpoint Secret may carry the settings
+            extra="kubernetes", page="providers/endpoint.md",
         ),
     )
 }

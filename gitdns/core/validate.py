@@ -33,6 +33,7 @@ CHECKS: tuple[Check, ...] = (
     references.zone_settings,
     references.default_provider_namespace,
     providers.provider_credentials,
+    providers.provider_settings,
     references.policy_targets,
     references.zone_references,
     references.tenant_node_pools,

@@ -20,17 +20,17 @@ spec: {domain: example.com, provider: {type: local}}
 apiVersion: gitdns.io/v1alpha1
 kind: Zone
 metadata: {name: plain-net}
-spec: {domain: plain.net, provider: {type: rfc2136}}
+spec: {domain: plain.net, provider: {type: rfc2136, settings: {server: 192.0.2.53}}}
 ---
 apiVersion: gitdns.io/v1alpha1
 kind: Zone
 metadata: {name: cloud-io}
-spec: {domain: cloud.io, provider: {type: google}, registry: none}
+spec: {domain: cloud.io, provider: {type: google, settings: {project: p}}, registry: none}
 ---
 apiVersion: gitdns.io/v1alpha1
 kind: Zone
 metadata: {name: azure-test}
-spec: {domain: azure.test, provider: {type: azure}}
+spec: {domain: azure.test, provider: {type: azure, settings: {subscriptionId: s, resourceGroup: rg}}}
 """
 
 CLUSTERS = """\
@@ -79,6 +79,13 @@ def cluster(name: str, ident: str, hosts: str, geo: str = "GEO-EU", extra: str =
         f"  gateways:\n    - name: {name}-gw\n      namespace: ns\n      addresses: [192.0.2.9]\n"
         f"      listeners: [{hosts}]\n"
     )
+
+
+def gateway(addresses: str) -> str:
+    """A Cluster serving g.example.com through one gateway with the given addresses line."""
+    return (f"{HEAD}kind: Cluster\nmetadata: {{name: g}}\nspec:\n  id: g-uid\n  geo: GEO-EU\n  gateways:\n"
+            f"    - name: g-gw\n      namespace: ns\n      {addresses}\n"
+            "      listeners: [{hostname: g.example.com}]\n")
 
 
 def policy(name: str, body: str) -> str:
@@ -354,6 +361,129 @@ FAILING = [
         "unknown provider type 'cloudflare'",
         ("z",),
     ),
+    (
+        "coredns-is-no-provider-type",
+        {
+            "z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n  provider:\n"
+            "    type: coredns  # <-\n"
+        },
+        "spec.provider.type",
+        "unknown provider type 'coredns'",
+        ("z",),
+    ),
+    (
+        "credentials-on-a-provider-that-takes-none",
+        {
+            "z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n  provider:\n"
+            "    type: local\n    credentials:  # <-\n      env: TOKEN\n"
+        },
+        "spec.provider.credentials",
+        "provider local takes no credentials",
+        ("z",),
+    ),
+    (
+        "rfc2136-without-its-server",
+        {
+            "z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n  provider:  # <-\n"
+            "    type: rfc2136\n    settings: {port: '53'}\n"
+        },
+        "spec.provider",
+        "provider rfc2136 needs spec.provider.settings server",
+        ("z",),
+    ),
+    (
+        "endpoint-without-its-namespace",
+        {
+            "z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n  provider:  # <-\n"
+            "    type: endpoint\n"
+        },
+        "spec.provider",
+        "provider endpoint needs spec.provider.settings namespace",
+        ("z",),
+    ),
+    (
+        "gateway-address-dotted-decimal-out-of-range",
+        {"c.yaml": gateway("addresses: [127.0.0.300]  # <-")},
+        "spec.gateways[0].addresses[0]",
+        "address '127.0.0.300' is not an IPv4 address (octet 300 (> 255) not permitted), and digits and dots "
+        "are not a host name",
+        ("example-com",),
+    ),
+    (
+        "gateway-address-three-octets",
+        {"c.yaml": gateway("addresses:\n        - 192.0.2.1\n        - 10.1.2  # <-")},
+        "spec.gateways[0].addresses[1]",
+        "'10.1.2' is not an IPv4 address (expected 4 octets)",
+        ("example-com",),
+    ),
+    (
+        "gateway-address-bad-ipv6",
+        {"c.yaml": gateway("addresses: ['2001:db8::zz']  # <-")},
+        "spec.gateways[0].addresses[0]",
+        "'2001:db8::zz' is not an IPv6 address",
+        ("example-com",),
+    ),
+    (
+        "gateway-address-bad-host-name",
+        {"c.yaml": gateway("addresses: [lb..example.net]  # <-")},
+        "spec.gateways[0].addresses[0]",
+        "'lb..example.net' is not a host name (an empty label",
+        ("example-com",),
+    ),
+    (
+        "listener-host-name-numeric",
+        {"c.yaml": gateway("addresses: [192.0.2.1]").replace("listeners: [{hostname: g.example.com}]",
+                                                             "listeners:\n        - hostname: g.example.300  # <-")},
+        "spec.gateways[0].listeners[0].hostname",
+        "'g.example.300' is not a host name (its last label '300' is all digits)",
+        (),
+    ),
+    (
+        "excluded-address-not-a-network",
+        {"p.yaml": policy("x", "  targetRef: {hosts: [x.example.com]}\n  excludeAddresses:\n"
+                               "    - 10.0.0.0/8\n    - 10.0.0.0/33  # <-\n")},
+        "spec.excludeAddresses[1]",
+        "excluded address '10.0.0.0/33' is not a network",
+        ("example-com",),
+    ),
+    (
+        "excluded-address-out-of-range",
+        {"p.yaml": policy("x", "  targetRef: {hosts: [x.example.com]}\n  excludeAddresses: [192.0.2.256]  # <-\n")},
+        "spec.excludeAddresses[0]",
+        "excluded address '192.0.2.256' is not an IPv4 address",
+        ("example-com",),
+    ),
+    (
+        "node-ip-out-of-range",
+        {
+            "t.yaml": f"{HEAD}kind: NodePool\nmetadata: {{name: edge}}\nspec:\n  nodes:\n"
+            "    - {name: n1, ip: 10.0.0.300}  # <-\n"
+            f"---\n{HEAD}kind: Tenant\nmetadata: {{name: t}}\nspec: {{nodePool: edge, domains: [t.example.com]}}\n"
+        },
+        "spec.nodes[0].ip",
+        "node 'n1': ip '10.0.0.300' is not an IPv4 address",
+        ("example-com",),
+    ),
+    (
+        "a-record-value-out-of-range",
+        {
+            "r.yaml": f"{HEAD}kind: RecordSet\nmetadata: {{name: r}}\nspec:\n  zone: example-com\n  records:\n"
+            "    - name: www\n      type: A\n      values: [192.0.2.1, 192.0.2.300]  # <-\n"
+        },
+        "spec.records[0].values[1]",
+        "A record 'www.example.com': value '192.0.2.300' is not an IPv4 address",
+        ("example-com",),
+    ),
+    (
+        "aaaa-record-holding-an-ipv4-address",
+        {
+            "r.yaml": f"{HEAD}kind: RecordSet\nmetadata: {{name: r}}\nspec:\n  zone: example-com\n  records:\n"
+            "    - name: www\n      type: AAAA\n      values: [192.0.2.1]  # <-\n"
+        },
+        "spec.records[0].values[0]",
+        "'192.0.2.1' is not an IPv6 address",
+        ("example-com",),
+    ),
 ]
 
 
@@ -429,6 +559,19 @@ PASSING = [
             " {name: '@', type: MX, values: ['10 mx.example.com.']}]\n"
         },
     ),
+    ("gateway-addresses-of-every-kind",
+     {"c.yaml": gateway("addresses: [192.0.2.1, '2001:db8::1', lb.example.net, LB-2.Example.NET.]")}),
+    ("excluded-addresses-and-networks",
+     {"p.yaml": policy("x", "  targetRef: {hosts: [x.example.com]}\n"
+                            "  excludeAddresses: [10.0.0.0/8, 192.0.2.7, '2001:db8::/32', '::1']\n")}),
+    ("reverse-zone-names-are-host-names",
+     {"z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: rev}}\nspec: {{domain: 2.0.192.in-addr.arpa, "
+                "provider: {type: memory}}\n"}),
+    ("endpoint-zone", {"z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n"
+                                 "  provider: {type: endpoint, settings: {namespace: dns}}\n"}),
+    ("settings-may-come-with-the-credentials",
+     {"z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n"
+                "  provider: {type: azure, credentials: {secret: azure-dns}}\n"}),
     (
         "tenant-with-pool-outside-zones",
         {
@@ -514,7 +657,7 @@ def test_loadbalanced_on_azure_needs_the_flattened_form() -> None:
 
     files = {
         "z.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata:\n  name: z\nspec:\n  domain: example.com\n"
-                  "  provider: {type: azure}\n",
+                  "  provider: {type: azure, settings: {subscriptionId: s, resourceGroup: rg}}\n",
         "c.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  id: c-uid\n"
                   "  gateways:\n    - {name: gw, namespace: ns, addresses: [192.0.2.1],"
                   " listeners: [{hostname: api.example.com}]}\n",

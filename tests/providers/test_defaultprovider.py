@@ -104,11 +104,11 @@ def test_an_opaque_default_secret_names_the_types_it_could_have(fake: FakeKube, 
         find_default_provider(NS, api=api)
 
 
-@pytest.mark.skipif("coredns" in known_types(), reason="gitdns has a coredns provider")
-def test_a_coredns_default_secret_is_refused_while_gitdns_has_no_coredns_provider(fake: FakeKube,
-                                                                                  api: Any) -> None:
+def test_a_coredns_default_secret_is_refused_saying_coredns_serves_the_local_store(fake: FakeKube,
+                                                                                   api: Any) -> None:
+    assert "coredns" not in known_types()
     add_secret(fake, "coredns", "kuadrant.io/coredns", {"NAMESERVERS": "10.0.0.1:53", "ZONES": "example.org"})
-    with pytest.raises(ConfigError, match=r"no coredns provider.*set spec\.provider"):
+    with pytest.raises(ConfigError, match=r"no coredns provider.*local store.*set spec\.provider"):
         find_default_provider(NS, api=api)
 
 

@@ -51,6 +51,19 @@ def provider_credentials(ix: Index) -> Iterable[Problem]:
             yield on(ix, zone, (*path, refused[0]), message, hint, "UnusedCredentials")
 
 
+def provider_settings(ix: Index) -> Iterable[Problem]:
+    for zone in ix.state.zones:
+        entry = PROVIDER_TYPES.get(zone.provider.type)
+        if entry is None or (entry.settings_from_credentials and zone.provider.credentials is not None):
+            continue  # the credentials may hold them: known only when the agent reads them
+        missing = [key for key in entry.required_settings if not zone.provider.setting(key)]
+        if missing:
+            elsewhere = " (or name credentials that hold them)" if entry.settings_from_credentials else ""
+            message = f"provider {entry.name} needs spec.provider.settings {', '.join(missing)}"
+            hint = f"set {', '.join(f'{key}: ...' for key in missing)} under spec.provider.settings{elsewhere}"
+            yield on(ix, zone, ("spec", "provider"), message, hint, "MissingSetting")
+
+
 def record_types(ix: Index) -> Iterable[Problem]:
     for doc in ix.state.record_sets:
         for i, record in enumerate(doc.records):

@@ -1,4 +1,5 @@
-"""The `gitdns` command line.  The only module that prints.
+"""The `gitdns` command line: parse the arguments, call one command (`gitdns.commands`), print
+its result.  The only module that prints.
 
 Imports are kept inside the command handlers so that `gitdns --help` starts fast and never
 loads a provider SDK, jinja2, jsonschema or ruamel.yaml.
@@ -8,21 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from gitdns.core.desired import Desired
-    from gitdns.core.plan import Plan
-    from gitdns.reconcile.zonepass import ZoneOutcome
-
-EXIT_OK = 0
-EXIT_ERROR = 1  # the desired state does not validate, or a command failed
-EXIT_USAGE = 2  # bad command line (argparse)
-EXIT_CHANGES = 3  # plan --exit-code: changes are pending
-EXIT_STALLED = 4  # apply: a zone stalled (mass change refused); nothing written there
-EXIT_CONFLICTS = 5  # apply: the rest applied, conflicting names left as they were
+from gitdns.commands import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Result
 
 EPILOG = """\
 exit codes:
@@ -40,6 +30,7 @@ examples:
   gitdns apply --repo example-repo --cluster eu-west-1
   gitdns zone show example.com --repo example-repo
 """
+
 
 
 def _add_repo(p: argparse.ArgumentParser) -> None:
@@ -128,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
+    _add_cluster_secret(sub)
     return parser
 
 
@@ -174,6 +166,7 @@ AGENT_HELP = {
     "cluster_secret_namespace": "where kubeconfig Secrets of remote clusters live (default: kuadrant-system)",
     "cluster_secret_label": "label marking a kubeconfig Secret (default: kuadrant.io/multicluster-kubeconfig)",
 }
+
 
 
 def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -260,400 +253,6 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                    help="adopt records the cluster's desired state does not contain (its next apply deletes them)")
 
 
-def _zone_and_provider(desired: Desired, ident: str, repo: Path) -> tuple[object, object]:
-    from gitdns.errors import ConfigError
-    from gitdns.reconcile.engine import default_factory
-
-    zone = next((z for z in desired.state.zones if ident in (z.name, z.domain)), None)
-    if zone is None:
-        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
-        raise ConfigError(f"zone {ident}: not in {repo} (known: {known})")
-    return zone, default_factory(repo)(zone)
-
-
-def cmd_owners(args: argparse.Namespace) -> int:
-    import json
-    from datetime import UTC, datetime
-
-    from gitdns.core.model import Zone
-    from gitdns.core.owners import owners
-    from gitdns.providers.base import Provider
-    from gitdns.reconcile.engine import load
-
-    desired = load(args.repo)
-    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
-    assert isinstance(zone, Zone) and isinstance(provider, Provider)
-    names = {c.id: c.name for c in desired.state.clusters}
-    rows = owners(provider.read(zone.domain), set(names))
-    if args.format == "json":
-        print(json.dumps([{"owner": r.owner, "cluster": names.get(r.owner), "records": r.records,
-                           "groups": list(r.groups), "revisions": list(r.revisions),
-                           "heartbeat": r.heartbeat, "knownToGit": r.known} for r in rows],
-                         indent=2, sort_keys=True))
-        return EXIT_OK
-    print(f"zone {zone.domain}: {len(rows)} owner(s)")
-    for r in rows:
-        beat = datetime.fromtimestamp(r.heartbeat, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if r.heartbeat else "never"
-        who = names.get(r.owner, "NOT IN GIT")
-        print(f"{r.owner}  {who}  records={r.records}  groups={','.join(r.groups) or '-'}  heartbeat={beat}")
-    return EXIT_OK
-
-
-def cmd_prune_owner(args: argparse.Namespace) -> int:
-    from gitdns.core import planfmt
-    from gitdns.core.model import Zone
-    from gitdns.core.plan import Intent
-    from gitdns.core.planner import plan as make_plan
-    from gitdns.providers.base import Provider
-    from gitdns.reconcile.engine import load, policy_for_zone
-
-    desired = load(args.repo)
-    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
-    assert isinstance(zone, Zone) and isinstance(provider, Provider)
-    named = desired.state.cluster(args.owner)
-    if named is not None and not args.force:
-        _err(f"owner {args.owner} is Cluster {named.name} in git: remove it from git instead "
-             "(its agent cleans up), or pass --force")
-        return EXIT_ERROR
-    policy = policy_for_zone(desired, zone, force=True)
-    plan = make_plan(Intent(args.owner, (), None), provider.read(zone.domain), policy)
-    print(planfmt.to_text([plan]), end="")
-    if not plan.changes:
-        print(f"owner {args.owner} owns nothing in {zone.domain}")
-        return EXIT_OK
-    if not args.yes:
-        answer = input(f"remove {len(plan.changes)} change(s) of owner {args.owner} from {zone.domain}? [yes/no] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("nothing changed")
-            return EXIT_OK
-    result = provider.apply(zone.domain, plan.changes, plan.guards)
-    print(f"applied {len(result.applied)} change(s); {len(result.refused)} refused as stale (run again)")
-    return EXIT_OK if result.ok else EXIT_ERROR
-
-
-def cmd_adopt(args: argparse.Namespace) -> int:
-    from gitdns.core import planfmt
-    from gitdns.core.model import Zone
-    from gitdns.core.owners import adopt_changes, foreign_records
-    from gitdns.providers.base import Provider
-    from gitdns.reconcile.engine import find_cluster, intent_for, load
-
-    desired = load(args.repo)
-    zone, provider = _zone_and_provider(desired, args.zone, args.repo)
-    assert isinstance(zone, Zone) and isinstance(provider, Provider)
-    cluster = find_cluster(desired, args.cluster)
-    names = [n.lower().rstrip(".") for n in args.names]
-    found = foreign_records(provider.read(zone.domain), names, args.rtype)
-    if not found:
-        _err(f"no foreign record at {', '.join(names)} in {zone.domain}")
-        return EXIT_ERROR
-    wanted = {r.key for r in intent_for(desired, cluster, zone).records}
-    outside = [r for r in found if r.key not in wanted]
-    if outside and not args.force:
-        for rec in outside:
-            _err(f"{rec.key}: not in {cluster.name}'s desired state; its next apply would delete it "
-                 "(add it to git first, or pass --force)")
-        return EXIT_ERROR
-    rev = desired.state.revision.label if desired.state.revision else None
-    changes = adopt_changes(found, cluster.id, zone.domain, rev=rev, group=cluster.group)
-    result = provider.apply(zone.domain, changes)
-    for change in result.applied:
-        print(f"adopted {change.group} ({planfmt.change_line(change)})")
-    return EXIT_OK if result.ok else EXIT_ERROR
-
-
-def cmd_agent(args: argparse.Namespace) -> int:
-    import os
-
-    from gitdns.agent.config import resolve
-    from gitdns.agent.main import build_agent, run_once, serve, setup_logging
-    from gitdns.agent.metrics import Metrics
-
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "version")}
-    config = resolve(flags, os.environ)
-    setup_logging(config)
-    metrics = Metrics()
-    agent = build_agent(config, metrics)
-    if config.once:
-        return run_once(agent)
-    return serve(agent, config, metrics)
-
-
-def cmd_orchestrator(args: argparse.Namespace) -> int:
-    from gitdns.agent.health import secret_headers
-    from gitdns.orchestrator import wiring as orchestrator
-    from gitdns.orchestrator.config import config_from_flags
-
-    orchestrator.setup_logging(args.log_level)
-    config = config_from_flags(vars(args))
-    orch = orchestrator.build(config, headers=secret_headers(str(config.state_dir)))
-    if args.once:
-        delivered = orch.run_once()
-        print(f"node pool {config.node_pool}: " + ("delivered" if delivered else "not delivered") +
-              f" to {orch.delivery.target}; published {' '.join(orch.published.ips) or 'nothing'}")
-        for note in orch.status()["notes"]:
-            print(f"note: {note}")
-        for step, error in orch.errors.items():
-            print(f"error: {step}: {error}")
-        return EXIT_OK if delivered else EXIT_ERROR
-    return orchestrator.serve(orch, config.listen)
-
-
-def _err(message: str) -> None:
-    print(f"gitdns: {message}", file=sys.stderr)
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    import json
-
-    from gitdns.reconcile.engine import load
-
-    desired = load(args.path)
-    problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
-    if args.format == "json":
-        doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],
-               "blockedZones": sorted(desired.blocked)}
-        print(json.dumps(doc, indent=2, sort_keys=True))
-    else:
-        for problem in problems:
-            print(problem.format())
-        state = desired.state
-        summary = (f"{len(state.zones)} zone(s), {len(state.clusters)} cluster(s), "
-                   f"{len(state.policies)} policy(ies), {len(state.record_sets)} record set(s), "
-                   f"{len(state.tenants)} tenant(s)")
-        from gitdns.providers.defaultprovider import default_provider_notes
-
-        for note in default_provider_notes(state):
-            print(f"note: {note}")
-        if problems:
-            held = ", ".join(sorted(desired.blocked)) or "none"
-            print(f"{len(problems)} problem(s); zones held: {held}; {summary}")
-        else:
-            print(f"valid: {summary}")
-    return EXIT_ERROR if problems else EXIT_OK
-
-
-def _print_problems(desired: Desired) -> None:
-    for problem in desired.problems:
-        _err(problem.format())
-    if desired.problems:
-        _err(f"{len(desired.problems)} problem(s); zones held: {', '.join(sorted(desired.blocked)) or 'none'}")
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    import time
-    from dataclasses import replace
-
-    from gitdns.core.plan import PlanMode
-    from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
-    from gitdns.reconcile.run import published_health, reconcile
-
-    loaded = load(args.repo)
-    desired = replace(loaded, previous=lambda: previous_state(loaded))
-    _print_problems(desired)
-    factory = default_factory(args.repo)
-    if args.all_clusters:
-        return _plan_all(args, desired, factory)
-    cluster = find_cluster(desired, args.cluster)
-    outcomes = reconcile(desired, cluster, factory, dry_run=True, force=args.force, zones=args.zone,
-                         mode=PlanMode(args.mode), health=published_health(desired), now=time.time())
-    plans: list[Plan] = []
-    for outcome in outcomes:
-        if outcome.skipped:
-            _err(f"zone {outcome.zone.domain}: {outcome.skipped}")
-        if outcome.plan is not None:
-            plans.append(outcome.plan)
-    names = {c.id: c.name for c in desired.state.clusters}
-    print(_format_plans(args.format, plans, names), end="")
-    return _plan_exit(desired, outcomes, plans, args.exit_code)
-
-
-def _plan_exit(desired: Desired, outcomes: Sequence[ZoneOutcome], plans: Sequence[Plan], exit_code: bool) -> int:
-    """As `apply --dry-run` would exit (held 1, stalled 4, conflicts 5); with --exit-code,
-    pending changes exit 3."""
-    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
-        return EXIT_ERROR
-    if any(p.stalled for p in plans):
-        return EXIT_STALLED
-    if any(p.real_conflicts for p in plans):
-        return EXIT_CONFLICTS
-    return EXIT_CHANGES if exit_code and any(p.changes for p in plans) else EXIT_OK
-
-
-def _format_plans(fmt: str, typed: list[Plan], names: dict[str, str] | None = None) -> str:
-    from gitdns.core import planfmt
-
-    if fmt == "json":
-        return planfmt.to_json(typed, names=names)
-    if fmt == "markdown":
-        return planfmt.to_markdown(typed, names=names)
-    return planfmt.to_text(typed, names=names)
-
-
-def _plan_all(args: argparse.Namespace, desired: Desired, factory: object) -> int:
-    import json
-    import time
-
-    from gitdns.core import inventory, planfmt
-    from gitdns.reconcile.engine import ProviderFactory
-    from gitdns.reconcile.preview import preview_zone
-    from gitdns.reconcile.run import published_health, revisions
-    from gitdns.reconcile.zonepass import ZoneOutcome as Outcome
-
-    assert callable(factory)
-    fac: ProviderFactory = factory
-    health = published_health(desired)
-    state_at = revisions(desired)
-    out_json: list[dict[str, object]] = []
-    all_plans: list[Plan] = []
-    outcomes: list[ZoneOutcome] = []
-    for zone in desired.state.zones:
-        if args.zone and zone.name not in args.zone and zone.domain not in args.zone:
-            continue
-        if zone.name in desired.blocked:
-            _err(f"zone {zone.domain}: held, its desired state does not validate")
-            outcomes.append(Outcome(zone, skipped="held"))
-            continue
-        if zone.publisher.value == "kuadrant":
-            _err(f"zone {zone.domain}: publisher is kuadrant: DNSRecords are rendered (gitdns render), not published")
-            continue
-        sim = preview_zone(desired, zone, fac(zone), health=health, force=args.force, state_at=state_at,
-                           now=time.time())
-        plans = [p for _, p in sim.plans]
-        names = {c.id: c.name for c, _ in sim.plans}
-        all_plans.extend(plans)
-        outcomes.extend(sim.outcomes)
-        rows = inventory.inventory(sim.after, names)
-        if args.format == "json":
-            out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p, names) for p in plans],
-                             "merged": json.loads(inventory.to_json(zone.domain, rows))["records"]})
-        elif args.format == "markdown":
-            print(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster", names=names))
-            print("<details><summary>Merged zone after every cluster applied</summary>\n\n```")
-            print(inventory.to_text(zone.domain, rows), end="")
-            print("```\n</details>\n")
-        else:
-            print(planfmt.to_text(plans, names=names), end="")
-            print("merged zone after every cluster applied:")
-            print(inventory.to_text(zone.domain, rows))
-    if args.format == "json":
-        print(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
-    return _plan_exit(desired, outcomes, all_plans, args.exit_code)
-
-
-def cmd_apply(args: argparse.Namespace) -> int:
-    import json
-
-    from gitdns.core.plan import PlanMode
-    from gitdns.reconcile.engine import default_factory, find_cluster, load
-    from gitdns.reconcile.run import reconcile
-
-    desired = load(args.repo)
-    _print_problems(desired)
-    factory = default_factory(args.repo)
-    # every cluster as its agent would: remotes first (the primaries merge what they publish)
-    clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if args.all_clusters
-                else [find_cluster(desired, args.cluster)])
-    names = {c.id: c.name for c in desired.state.clusters}
-    results: list[tuple[str, ZoneOutcome]] = []
-    for cluster in clusters:
-        for outcome in reconcile(desired, cluster, factory, dry_run=args.dry_run, force=args.force,
-                                 zones=args.zone, mode=PlanMode(args.mode), always_verify=args.verify):
-            results.append((cluster.name, outcome))
-    if args.format == "json":
-        print(json.dumps([_outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
-    else:
-        for cluster_name, outcome in results:
-            print(_outcome_text(cluster_name, outcome, args.dry_run, names))
-    return _apply_exit(desired, [o for _, o in results])
-
-
-def _apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
-    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
-        return EXIT_ERROR
-    if any(o.plan is not None and o.plan.stalled for o in outcomes):
-        return EXIT_STALLED
-    if any(o.plan is not None and o.plan.real_conflicts for o in outcomes):
-        return EXIT_CONFLICTS
-    return EXIT_OK
-
-
-def _outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[str, str]) -> str:
-    from gitdns.core import planfmt
-
-    head = f"[{cluster}] zone {outcome.zone.domain}"
-    if outcome.skipped:
-        return f"{head}: skipped: {outcome.skipped}"
-    lines: list[str] = []
-    if outcome.plan is not None:
-        lines.append(planfmt.to_text([outcome.plan], show_txt=False, names=names).rstrip("\n"))
-        verb = "would write" if dry_run else "applied"
-        count = len(outcome.plan.changes) if dry_run else outcome.applied
-        extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
-        lines.append(f"{head}: {verb} {count} change(s){extra}")
-    lines.extend(f"{head}: error: {e}" for e in outcome.errors)
-    if outcome.pending_after_apply:
-        lines.append(f"{head}: RecordsMissing: a fresh read still wants {outcome.pending_after_apply} "
-                     "change(s); the next apply retries")
-    if outcome.views:
-        lines.append(f"{head}: rendered {len(outcome.views)} geo view(s)")
-    return "\n".join(lines)
-
-
-def _outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
-    from gitdns.core import planfmt
-
-    return {
-        "cluster": cluster,
-        "zone": outcome.zone.domain,
-        "skipped": outcome.skipped or None,
-        "applied": outcome.applied,
-        "staleRetries": outcome.refused_retries,
-        "pendingAfterApply": outcome.pending_after_apply,
-        "errors": outcome.errors,
-        "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
-    }
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    from gitdns.agent.rendering import render_cluster
-    from gitdns.reconcile.engine import find_cluster, load
-
-    desired = load(args.repo)
-    _print_problems(desired)
-    cluster = find_cluster(desired, args.cluster)
-    written = render_cluster(desired, cluster, args.out, namespace=args.namespace,
-                             templates=args.templates, all_zones=args.all_zones)
-    for path in written:
-        print(path)
-    print(f"rendered {len(written)} DNSRecord manifest(s) into {args.out}", file=sys.stderr)
-    return EXIT_ERROR if desired.problems else EXIT_OK
-
-
-def cmd_zone_show(args: argparse.Namespace) -> int:
-    from gitdns.core import inventory
-    from gitdns.errors import ConfigError
-    from gitdns.reconcile.engine import default_factory, load
-
-    desired = load(args.repo)
-    zone = next((z for z in desired.state.zones if args.zone in (z.name, z.domain)), None)
-    if zone is None:
-        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
-        raise ConfigError(f"zone {args.zone}: not in {args.repo} (known: {known})")
-    snapshot = default_factory(args.repo)(zone).read(zone.domain)
-    rows = inventory.inventory(snapshot, {c.id: c.name for c in desired.state.clusters})
-    render = inventory.to_json if args.format == "json" else inventory.to_text
-    print(render(zone.domain, rows), end="")
-    return EXIT_OK
-
-
-def cmd_cluster_id(args: argparse.Namespace) -> int:
-    from gitdns.adapters.kube import kube_system_uid
-
-    print(kube_system_uid())
-    return EXIT_OK
-
-
 def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="aggregate every cluster's status branch (exit 0 when the fleet is ready)",
                        epilog="reads every gitdns-status/* branch of the repository; also shows which clusters\n"
@@ -678,26 +277,6 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--max-commits", type=int, default=200, metavar="N", help="newest N commits (default: 200)")
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from gitdns.agent import statusview
-    from gitdns.agent.statuscmd import fleet_status, lag_text
-
-    agg = fleet_status(args.repo, cluster=args.cluster, branch=args.branch, state_dir=args.state_dir)
-    if args.cluster and not agg["clusters"]:
-        _err(f"no status branch for cluster {args.cluster}")
-    print(statusview.to_json(agg) if args.format == "json" else statusview.to_text(agg) + lag_text(agg), end="")
-    return EXIT_OK if agg["ready"] else EXIT_ERROR
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    from gitdns.agent import history
-
-    result = history.history(args.name, args.repo, branch=args.branch, path=args.path,
-                             max_commits=args.max_commits, state_dir=args.state_dir)
-    print(history.to_json(result) if args.format == "json" else history.to_text(result), end="")
-    return EXIT_OK
 
 
 def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -745,35 +324,180 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     _add_format(f, ["text", "markdown"])
 
 
-def cmd_groups(args: argparse.Namespace) -> int:
-    from gitdns.agent import groupscmd
+CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster (seed 001)"
+CLUSTER_SECRET_EPILOG = """\
+On the remote: a ServiceAccount bound to the ClusterRole gitdns-remote-cluster (DNSRecords
+get/list/watch, their status get/patch/update) and a long-lived token Secret for it.
+On the primary: the Secret NAME labelled kuadrant.io/multicluster-kubeconfig=true holding a
+kubeconfig with that token.  Running it again changes nothing (or updates what differs).
 
-    opts = {k: v for k, v in vars(args).items() if k in groupscmd.Request.__dataclass_fields__}
-    req = groupscmd.Request(action=args.groups_command, zone=args.zone,
-                            groups=tuple(getattr(args, "groups", ())),
-                            provider_settings=tuple(getattr(args, "provider_setting", ())),
-                            **{k: v for k, v in opts.items() if k not in ("zone", "groups")})
-    result = groupscmd.run(req)
-    for line in result.err:
-        _err(line)
-    for line in result.out:
-        print(line)
-    return result.code
-
-
-def cmd_failover(args: argparse.Namespace) -> int:
-    from gitdns.agent import failover
-
-    print(failover.simulate_command(args.repo, args.zone, tuple(args.to), args.format), end="")
-    return EXIT_OK
+examples:
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary \\
+      --remote-server https://172.18.0.3:6443     # the address the primary reaches the remote at
+  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary --dry-run
+"""
 
 
-HANDLERS = {
+def _add_cluster_secret(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gitdns.commands.clusters import (
+        DEFAULT_LABEL,
+        DEFAULT_REMOTE_NAMESPACE,
+        DEFAULT_SECRET_NAMESPACE,
+        DEFAULT_SERVICE_ACCOUNT,
+    )
+
+    p = sub.add_parser("add-cluster-secret", help=CLUSTER_SECRET_HELP, epilog=CLUSTER_SECRET_EPILOG,
+                       description=CLUSTER_SECRET_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", help="the cluster Secret's name on the primary: how the primary names this remote")
+    p.add_argument("--remote-context", required=True, metavar="CONTEXT",
+                   help="kubeconfig context of the remote cluster (where the ServiceAccount is made)")
+    p.add_argument("--primary-context", metavar="CONTEXT",
+                   help="kubeconfig context of the primary cluster (where the Secret goes; default: current)")
+    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--remote-server", metavar="URL",
+                   help="API server URL the primary uses to reach the remote (default: the remote context's)")
+    p.add_argument("--remote-namespace", default=DEFAULT_REMOTE_NAMESPACE, metavar="NS",
+                   help=f"namespace of the ServiceAccount on the remote (default: {DEFAULT_REMOTE_NAMESPACE})")
+    p.add_argument("--service-account", default=DEFAULT_SERVICE_ACCOUNT, metavar="NAME",
+                   help=f"ServiceAccount on the remote (default: {DEFAULT_SERVICE_ACCOUNT})")
+    p.add_argument("--cluster-secret-namespace", default=DEFAULT_SECRET_NAMESPACE, metavar="NS",
+                   help=f"namespace of the cluster Secret on the primary (default: {DEFAULT_SECRET_NAMESPACE}; "
+                        "the agent's --cluster-secret-namespace)")
+    p.add_argument("--cluster-secret-label", default=DEFAULT_LABEL, metavar="KEY",
+                   help=f"label set to \"true\" on the Secret (default: {DEFAULT_LABEL}; the agent's "
+                        "--cluster-secret-label)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for the token controller to fill the token (default: 60)")
+    p.add_argument("--dry-run", action="store_true", help="print the manifests (token redacted); change nothing")
+
+
+# --- handlers: one command each ------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> Result:
+    from gitdns.commands.validate import validate
+
+    return validate(args.path, args.format)
+
+
+def cmd_plan(args: argparse.Namespace) -> Result:
+    from gitdns.commands.plan import plan
+
+    return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
+                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode)
+
+
+def cmd_apply(args: argparse.Namespace) -> Result:
+    from gitdns.commands.apply import apply
+
+    return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
+                 zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode)
+
+
+def cmd_render(args: argparse.Namespace) -> Result:
+    from gitdns.commands.render import render
+
+    return render(args.repo, args.cluster, args.out, namespace=args.namespace, templates=args.templates,
+                  all_zones=args.all_zones)
+
+
+def cmd_zone_show(args: argparse.Namespace) -> Result:
+    from gitdns.commands.zones import zone_show
+
+    return zone_show(args.repo, args.zone, args.format)
+
+
+def cmd_cluster_id(args: argparse.Namespace) -> Result:
+    from gitdns.commands.clusters import cluster_id
+
+    return cluster_id()
+
+
+def cmd_add_cluster_secret(args: argparse.Namespace) -> Result:
+    from gitdns.commands.clusters import add_cluster_secret
+
+    return add_cluster_secret(args.name, remote_context=args.remote_context, primary_context=args.primary_context,
+                              kubeconfig=args.kubeconfig, remote_server=args.remote_server,
+                              remote_namespace=args.remote_namespace, service_account=args.service_account,
+                              cluster_secret_namespace=args.cluster_secret_namespace,
+                              cluster_secret_label=args.cluster_secret_label, timeout=args.timeout,
+                              dry_run=args.dry_run)
+
+
+def cmd_agent(args: argparse.Namespace) -> Result:
+    from gitdns.commands.daemons import run_agent
+
+    return run_agent({k: v for k, v in vars(args).items() if k not in ("command", "version")})
+
+
+def cmd_orchestrator(args: argparse.Namespace) -> Result:
+    from gitdns.commands.daemons import run_orchestrator
+
+    return run_orchestrator(vars(args))
+
+
+def cmd_owners(args: argparse.Namespace) -> Result:
+    from gitdns.commands.owners import owners
+
+    return owners(args.repo, args.zone, args.format)
+
+
+def _ask(shown: str, question: str) -> bool:
+    print(shown, end="")
+    return input(question).strip().lower() in ("y", "yes")
+
+
+def cmd_prune_owner(args: argparse.Namespace) -> Result:
+    from gitdns.commands.owners import prune_owner
+
+    return prune_owner(args.repo, args.owner, args.zone, force=args.force, ask=None if args.yes else _ask)
+
+
+def cmd_adopt(args: argparse.Namespace) -> Result:
+    from gitdns.commands.owners import adopt
+
+    return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force)
+
+
+def cmd_status(args: argparse.Namespace) -> Result:
+    from gitdns.commands.status import status
+
+    return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir)
+
+
+def cmd_history(args: argparse.Namespace) -> Result:
+    from gitdns.commands.history import history_command
+
+    return history_command(args.name, args.repo, branch=args.branch, path=args.path,
+                           max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format)
+
+
+def cmd_groups(args: argparse.Namespace) -> Result:
+    from gitdns.commands.groups import Request, run
+
+    opts = {k: v for k, v in vars(args).items() if k in Request.__dataclass_fields__}
+    req = Request(action=args.groups_command, zone=args.zone, groups=tuple(getattr(args, "groups", ())),
+                  provider_settings=tuple(getattr(args, "provider_setting", ())),
+                  **{k: v for k, v in opts.items() if k not in ("zone", "groups")})
+    return run(req)
+
+
+def cmd_failover(args: argparse.Namespace) -> Result:
+    from gitdns.commands.failover import simulate
+
+    return simulate(args.repo, args.zone, tuple(args.to), args.format)
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "validate": cmd_validate,
     "plan": cmd_plan,
     "apply": cmd_apply,
     "render": cmd_render,
+    "zone": cmd_zone_show,
     "cluster-id": cmd_cluster_id,
+    "add-cluster-secret": cmd_add_cluster_secret,
     "agent": cmd_agent,
     "orchestrator": cmd_orchestrator,
     "owners": cmd_owners,
@@ -786,27 +510,19 @@ HANDLERS = {
 }
 
 
-# --- gitdns add-cluster-secret (seed 001): parser and handler live in gitdns/agent/clustersecret.py ---
-def cmd_add_cluster_secret(args: argparse.Namespace) -> int:
-    from gitdns.agent.clustersecret import run_command
-
-    return run_command(args)
+# --- printing ------------------------------------------------------------------------------------
 
 
-def _build_parser_with_add_cluster_secret() -> argparse.ArgumentParser:
-    from gitdns.agent.clustersecret import add_parser
-
-    parser = _build_parser_without_add_cluster_secret()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            add_parser(action)
-    return parser
+def _err(message: str) -> None:
+    print(f"gitdns: {message}", file=sys.stderr)
 
 
-_build_parser_without_add_cluster_secret = build_parser
-build_parser = _build_parser_with_add_cluster_secret
-HANDLERS["add-cluster-secret"] = cmd_add_cluster_secret
-# --- end of gitdns add-cluster-secret ---
+def _print(result: Result) -> int:
+    for line in result.err:
+        _err(line)
+    for text in result.out:
+        print(text, end="")
+    return result.code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -820,11 +536,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    handler = cmd_zone_show if args.command == "zone" else HANDLERS[args.command]
     from gitdns.errors import GitdnsError
 
     try:
-        return handler(args)
+        return _print(HANDLERS[args.command](args))
     except GitdnsError as exc:
         _err(f"{exc} (reason: {exc.reason})")
         return EXIT_ERROR

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.cli import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_STALLED, main
+from gitdns.cli import main
+from gitdns.commands import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, EXIT_STALLED
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from gitdns.agent.clustersecret import CLUSTER_ROLE, RULES, SecretPlan, remote_manifests
+from gitdns.commands.clusters import CLUSTER_ROLE, RULES, SecretPlan, remote_manifests
 from tests.test_deploy import KUBERNETES_VERSION, kubernetes_validate_or_skip, load_documents, render
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from typing import Any
 
 from gitdns.adapters.leases import KubeLease, Lease, NoLease
 from gitdns.agent.config import AgentConfig
-from gitdns.agent.cycle import Agent
+from gitdns.agent.cycle import Agent, Cycle
 from gitdns.agent.lease import TxtLease
 from gitdns.agent.metrics import Metrics
 from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
@@ -361,29 +361,11 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     return 0
 
 
-def run_once(agent: Agent) -> int:
+def run_once(agent: Agent) -> tuple[Cycle, ClusterReport | None]:
+    """One forced cycle (``--once``), the lease released afterwards: the cycle and the report
+    (`gitdns.commands.daemons` formats them)."""
     try:
         cycle = agent.run("once", force=True)
     finally:
         agent.lease.release()
-    report = agent.last_report
-    for outcome in cycle.outcomes:
-        plan = outcome.plan
-        line = f"zone {outcome.zone.domain}: "
-        line += outcome.skipped or (f"{outcome.applied} change(s) applied" if plan else "nothing planned")
-        if plan and plan.real_conflicts:
-            line += f", {len(plan.real_conflicts)} conflict(s)"
-        print(line)
-        for conflict in plan.real_conflicts if plan else ():
-            print(f"zone {outcome.zone.domain}: {conflict.reason}: {conflict.message}")
-        for error in outcome.errors:
-            print(f"zone {outcome.zone.domain}: error: {error}")
-    if report is None:
-        return 1
-    for condition in report.conditions:
-        abnormal_when_true = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")
-        bad = condition.status if condition.type in abnormal_when_true else not condition.status
-        if bad:
-            print(f"{condition.type}: {condition.reason}: {condition.message}")
-    print("Ready" if report.ready else "NotReady")
-    return 0 if report.ready else 1
+    return cycle, agent.last_report

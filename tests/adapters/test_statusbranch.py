@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, _Out, _remote_error, read_all, sanitize
-from gitdns.agent.statusview import aggregate, to_json, to_text
+from gitdns.commands.statusview import aggregate, to_json, to_text
 from gitdns.core.statusdoc import StatusTree, commit_message, dump, parse_trailers
 from gitdns.errors import ConfigError, RetryableError, UnreachableError
 

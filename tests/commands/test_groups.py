@@ -11,15 +11,18 @@ from pathlib import Path
 import pytest
 
 from gitdns.adapters.statusbranch import StatusBranch
-from gitdns.agent import groupscmd
-from gitdns.cli import EXIT_ERROR, EXIT_OK, main
+from gitdns.cli import main
+from gitdns.commands import EXIT_ERROR, EXIT_OK
+from gitdns.commands import groups as group_verbs
+from gitdns.commands.groupdirect import write_direct
+from gitdns.commands.groupfile import edit_text
 from gitdns.core import groups
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.core.statusdoc import dump
 from gitdns.providers.base import ApplyResult
 from gitdns.providers.memory import MemoryProvider
 from gitdns.reconcile.engine import default_factory, load
-from tests.agent.test_failover_simulate import SITES, publish_current, write_repo
+from tests.commands.test_failover import SITES, publish_current, write_repo
 
 GROUPS_FILE = "groups/example-com.yaml"
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
@@ -121,9 +124,9 @@ def test_add_and_remove_with_a_named_branch_and_push(work: Path, capsys: pytest.
 
 def test_a_change_that_does_not_validate_is_refused_and_the_file_untouched(work: Path) -> None:
     head, before = git("rev-parse", "HEAD", cwd=work), (work / GROUPS_FILE).read_text(encoding="utf-8")
-    request = groupscmd.Request("set", "example.com", ("site b",), work, force=True)
-    with pytest.raises(groupscmd.GroupsRefused, match=r"does not validate(.|\n)*\[InvalidGroupName\]"):
-        groupscmd.change(request)  # past the CLI's own name check: the repository validation refuses
+    request = group_verbs.Request("set", "example.com", ("site b",), work, force=True)
+    with pytest.raises(group_verbs.GroupsRefused, match=r"does not validate(.|\n)*\[InvalidGroupName\]"):
+        group_verbs.change(request)  # past the CLI's own name check: the repository validation refuses
     untouched(work, head, before)
     assert git("branch", "--list", "gitdns/*", cwd=work) == ""
 
@@ -241,7 +244,7 @@ class RefusesOnce(MemoryProvider):
 def test_direct_write_re_reads_and_retries_when_refused(work: Path) -> None:
     provider = RefusesOnce()
     zone = load(work).state.zones[0]
-    serial = groupscmd._write_direct(provider, zone, ("site-b",), 1, groups.ZoneGroups(None, None, None))
+    serial = write_direct(provider, zone, ("site-b",), 1, groups.ZoneGroups(None, None, None))
     state = groups.read_zone_groups(provider.read(zone.domain), zone.domain)
     assert serial == 8 and (state.serial, state.groups) == (8, ("site-b",))
 
@@ -249,7 +252,7 @@ def test_direct_write_re_reads_and_retries_when_refused(work: Path) -> None:
 def test_edit_text_keeps_block_lists_and_comments() -> None:
     text = ("---\n# head\nkind: ActiveGroups\nspec:\n  zone: z  # the zone\n  serial: 4\n  groups:\n"
             "    - site-a  # primary\n    - site-b\n")
-    out = groupscmd.edit_text(text, 0, ("site-a", "site-c"), 5)
+    out = edit_text(text, 0, ("site-a", "site-c"), 5)
     assert out.startswith("---\n# head\n")
     assert "  zone: z  # the zone\n" in out and "  serial: 5\n" in out
     assert "    - site-a  # primary\n" in out and "    - site-c\n" in out and "site-b" not in out

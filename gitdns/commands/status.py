@@ -1,5 +1,6 @@
 """`gitdns status`: the fleet's status branches, aggregated, and who lags the desired head.
 
+    status(repo, cluster=, branch=, fmt=, state_dir=) -> Result the command (exit 0: the fleet is ready)
     fleet_status(repo, cluster=, branch=, state_dir=) -> dict   statusview.aggregate + lag fields
     with_lag(agg, head, branch) -> dict                          pure: adds the lag fields
     lag_text(agg) -> str                                         the lines added below statusview.to_text
@@ -25,11 +26,23 @@ from typing import Any
 
 from gitdns.adapters.gitsource import GitSource
 from gitdns.adapters.statusbranch import read_all
-from gitdns.agent.history import repo_url, scratch_dir
-from gitdns.agent.statusview import aggregate
+from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+from gitdns.commands.history import repo_url, scratch_dir
+from gitdns.commands.statusview import aggregate, to_json, to_text
 from gitdns.errors import GitdnsError
 
 log = logging.getLogger(__name__)
+
+
+def status(repo: str, *, cluster: str | None = None, branch: str = "main", fmt: str = "text",
+           state_dir: str | Path | None = None) -> Result:
+    """``gitdns status``: exit 0 when every cluster and policy is Ready, else 1."""
+    agg = fleet_status(repo, cluster=cluster, branch=branch, state_dir=state_dir)
+    result = Result(EXIT_OK if agg["ready"] else EXIT_ERROR)
+    if cluster and not agg["clusters"]:
+        result.err.append(f"no status branch for cluster {cluster}")
+    result.out.append(to_json(agg) if fmt == "json" else to_text(agg) + lag_text(agg))
+    return result
 
 
 def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",

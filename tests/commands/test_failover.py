@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.agent import failover
-from gitdns.cli import EXIT_OK, main
+from gitdns.cli import main
+from gitdns.commands import EXIT_OK, failover
 from gitdns.core.records import Action, Change
 from gitdns.reconcile.engine import default_factory, load
 

@@ -13,8 +13,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitdns.adapters.kubeclusters import ClusterSecrets
-from gitdns.agent.clustersecret import CLUSTER_ROLE, RULES
 from gitdns.cli import main
+from gitdns.commands.clusters import CLUSTER_ROLE, RULES
 from tests.fakes.kube_apiserver import FakeKube
 
 client = pytest.importorskip("kubernetes.client")

@@ -1,4 +1,5 @@
-"""``gitdns add-cluster-secret``: let a primary read a remote cluster's DNSRecords (seed 001).
+"""``gitdns add-cluster-secret``: let a primary read a remote cluster's DNSRecords (seed 001);
+``gitdns cluster-id``: the id of the cluster the current credentials reach.
 
 On the REMOTE cluster (``--remote-context``) it ensures, idempotently:
 
@@ -23,7 +24,6 @@ The token never appears in output, logs or errors.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import os
 import time
@@ -31,7 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gitdns.errors import ConfigError, UnreachableError
+from gitdns.adapters.kubeclient import ClusterApi, api_client, server_and_ca
+from gitdns.commands import Result
+from gitdns.errors import UnreachableError
 
 CLUSTER_ROLE = "gitdns-remote-cluster"
 DEFAULT_SERVICE_ACCOUNT = "gitdns-delegation"
@@ -46,47 +48,6 @@ RULES = [
     {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords/status"], "verbs": ["get", "patch", "update"]},
 ]
-
-HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster (seed 001)"
-EPILOG = """\
-On the remote: a ServiceAccount bound to the ClusterRole gitdns-remote-cluster (DNSRecords
-get/list/watch, their status get/patch/update) and a long-lived token Secret for it.
-On the primary: the Secret NAME labelled kuadrant.io/multicluster-kubeconfig=true holding a
-kubeconfig with that token.  Running it again changes nothing (or updates what differs).
-
-examples:
-  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary
-  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary \\
-      --remote-server https://172.18.0.3:6443     # the address the primary reaches the remote at
-  gitdns add-cluster-secret remote-eu --remote-context kind-eu --primary-context kind-primary --dry-run
-"""
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("add-cluster-secret", help=HELP, epilog=EPILOG, description=HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", help="the cluster Secret's name on the primary: how the primary names this remote")
-    p.add_argument("--remote-context", required=True, metavar="CONTEXT",
-                   help="kubeconfig context of the remote cluster (where the ServiceAccount is made)")
-    p.add_argument("--primary-context", metavar="CONTEXT",
-                   help="kubeconfig context of the primary cluster (where the Secret goes; default: current)")
-    p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    p.add_argument("--remote-server", metavar="URL",
-                   help="API server URL the primary uses to reach the remote (default: the remote context's)")
-    p.add_argument("--remote-namespace", default=DEFAULT_REMOTE_NAMESPACE, metavar="NS",
-                   help=f"namespace of the ServiceAccount on the remote (default: {DEFAULT_REMOTE_NAMESPACE})")
-    p.add_argument("--service-account", default=DEFAULT_SERVICE_ACCOUNT, metavar="NAME",
-                   help=f"ServiceAccount on the remote (default: {DEFAULT_SERVICE_ACCOUNT})")
-    p.add_argument("--cluster-secret-namespace", default=DEFAULT_SECRET_NAMESPACE, metavar="NS",
-                   help=f"namespace of the cluster Secret on the primary (default: {DEFAULT_SECRET_NAMESPACE}; "
-                        "the agent's --cluster-secret-namespace)")
-    p.add_argument("--cluster-secret-label", default=DEFAULT_LABEL, metavar="KEY",
-                   help=f"label set to \"true\" on the Secret (default: {DEFAULT_LABEL}; the agent's "
-                        "--cluster-secret-label)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="how long to wait for the token controller to fill the token (default: 60)")
-    p.add_argument("--dry-run", action="store_true", help="print the manifests (token redacted); change nothing")
-
 
 @dataclass(frozen=True, slots=True)
 class SecretPlan:
@@ -161,48 +122,7 @@ def _b64decode(value: str | None) -> str:
     return base64.b64decode(value or "").decode("utf-8") if value else ""
 
 
-class Cluster:
-    """The few calls made on one cluster, through a ``kubernetes.client.ApiClient``."""
-
-    def __init__(self, api_client: Any, label: str) -> None:
-        from kubernetes import client
-
-        self.label = label
-        self.core: Any = client.CoreV1Api(api_client)
-        self.rbac: Any = client.RbacAuthorizationV1Api(api_client)
-
-    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """None on 404; UnreachableError naming the call on any other failure."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            return fn(*args, _request_timeout=(5.0, 30.0), **kwargs)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise UnreachableError(f"{self.label}: {what}: HTTP {exc.status} {exc.reason}") from None
-        except (HTTPError, OSError) as exc:
-            raise UnreachableError(f"{self.label}: {what}: {type(exc).__name__}") from None
-
-    def ensure(self, kind: str, namespace: str | None, body: dict[str, Any]) -> str:
-        """Create ``body`` when missing: 'created' or 'unchanged'."""
-        name = body["metadata"]["name"]
-        read, create = {
-            "Namespace": (self.core.read_namespace, self.core.create_namespace),
-            "ServiceAccount": (self.core.read_namespaced_service_account, self.core.create_namespaced_service_account),
-            "Secret": (self.core.read_namespaced_secret, self.core.create_namespaced_secret),
-            "ClusterRole": (self.rbac.read_cluster_role, self.rbac.create_cluster_role),
-            "ClusterRoleBinding": (self.rbac.read_cluster_role_binding, self.rbac.create_cluster_role_binding),
-        }[kind]
-        where = (namespace,) if namespace is not None else ()
-        if self.call(f"read {kind} {name}", read, name, *where) is not None:
-            return "unchanged"
-        self.call(f"create {kind} {name}", create, *where, body)
-        return "created"
-
-
-def _ensure_role_and_binding(remote: Cluster, plan: SecretPlan, manifests: list[dict[str, Any]]) -> None:
+def _ensure_role_and_binding(remote: ClusterApi, plan: SecretPlan, manifests: list[dict[str, Any]]) -> None:
     role = remote.call("read ClusterRole", remote.rbac.read_cluster_role, CLUSTER_ROLE)
     if role is None:
         remote.ensure("ClusterRole", None, cluster_role())
@@ -222,7 +142,7 @@ def _ensure_role_and_binding(remote: Cluster, plan: SecretPlan, manifests: list[
         remote.ensure("ClusterRoleBinding", None, binding)
 
 
-def _wait_for_token(remote: Cluster, plan: SecretPlan, timeout: float,
+def _wait_for_token(remote: ClusterApi, plan: SecretPlan, timeout: float,
                     sleep: Callable[[float], None]) -> tuple[str, str]:
     deadline = time.monotonic() + timeout
     while True:
@@ -241,7 +161,7 @@ def _wait_for_token(remote: Cluster, plan: SecretPlan, timeout: float,
 def provision(remote_client: Any, primary_client: Any, plan: SecretPlan, *, timeout: float = 60.0,
               ca_fallback: str = "", sleep: Callable[[float], None] = time.sleep) -> str:
     """Do it: 'created', 'updated' or 'unchanged' (the primary's Secret)."""
-    remote = Cluster(remote_client, "remote")
+    remote = ClusterApi(remote_client, "remote")
     manifests = remote_manifests(plan)
     remote.ensure("Namespace", None, manifests[0])
     remote.ensure("ServiceAccount", plan.remote_namespace, manifests[1])
@@ -249,7 +169,7 @@ def provision(remote_client: Any, primary_client: Any, plan: SecretPlan, *, time
     remote.ensure("Secret", plan.remote_namespace, manifests[4])
     token, ca_pem = _wait_for_token(remote, plan, timeout, sleep)
     wanted = cluster_secret(plan, kubeconfig_text(plan, ca_pem or ca_fallback, token))
-    primary = Cluster(primary_client, "primary")
+    primary = ClusterApi(primary_client, "primary")
     primary.ensure("Namespace", None, {"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": plan.secret_namespace}})
     found = primary.call("read cluster Secret", primary.core.read_namespaced_secret, plan.name,
@@ -269,35 +189,7 @@ def provision(remote_client: Any, primary_client: Any, plan: SecretPlan, *, time
     return "updated"
 
 
-# --- the command ----------------------------------------------------------------------------
-
-
-def _config_file(args: argparse.Namespace) -> str | None:
-    return args.kubeconfig or os.environ.get("KUBECONFIG") or None
-
-
-def _client(args: argparse.Namespace, context: str | None) -> Any:
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-
-    loader: Any = kube_config
-    try:
-        return loader.new_client_from_config(config_file=_config_file(args), context=context)
-    except (ConfigException, FileNotFoundError) as exc:
-        which = f"context {context}" if context else "the current context"
-        raise ConfigError(f"kubeconfig: {which} does not load ({type(exc).__name__}: {exc})") from None
-
-
-def _server_and_ca(api_client: Any) -> tuple[str, str]:
-    cfg = api_client.configuration
-    ca = ""
-    if cfg.ssl_ca_cert:
-        try:
-            with open(cfg.ssl_ca_cert, encoding="utf-8") as handle:
-                ca = handle.read()
-        except OSError:
-            ca = ""
-    return str(cfg.host), ca
+# --- the commands ------------------------------------------------------------------------------
 
 
 def _dump(doc: dict[str, Any], where: str) -> str:
@@ -310,33 +202,46 @@ def _dump(doc: dict[str, Any], where: str) -> str:
     return f"---\n# {where}\n{out.getvalue()}"
 
 
-def _dry_run(plan: SecretPlan, args: argparse.Namespace, with_ca: bool) -> str:
+def _dry_run(plan: SecretPlan, remote_context: str, primary_context: str | None, with_ca: bool) -> str:
     from ruamel.yaml.scalarstring import LiteralScalarString
 
     secret = cluster_secret(plan, "")
     del secret["data"]
     text = kubeconfig_text(plan, REDACTED if with_ca else "", REDACTED)
     secret["stringData"] = {"kubeconfig": LiteralScalarString(text)}
-    remote = f"on the remote cluster (context {args.remote_context})"
-    primary = f"on the primary cluster (context {args.primary_context or 'current'})"
+    remote = f"on the remote cluster (context {remote_context})"
+    primary = f"on the primary cluster (context {primary_context or 'current'})"
     return "".join([*(_dump(doc, remote) for doc in remote_manifests(plan)), _dump(secret, primary)])
 
 
-def run_command(args: argparse.Namespace) -> int:
-    try:
-        import kubernetes  # noqa: F401
-    except ImportError:
-        raise ConfigError("add-cluster-secret needs the kubernetes client: pip install 'gitdns[kubernetes]'") from None
-    remote_client = _client(args, args.remote_context)
-    server, ca = _server_and_ca(remote_client)
-    plan = SecretPlan(args.name, args.remote_namespace, args.service_account, args.cluster_secret_namespace,
-                args.cluster_secret_label, args.remote_server or server)
-    if args.dry_run:
-        print(_dry_run(plan, args, bool(ca)), end="")
-        return 0
-    primary_client = _client(args, args.primary_context)
-    outcome = provision(remote_client, primary_client, plan, timeout=args.timeout, ca_fallback=ca)
-    print(f"cluster secret {plan.secret_namespace}/{plan.name} {outcome} on the primary "
-          f"({args.primary_context or 'current context'}): remote {plan.server} as ServiceAccount "
-          f"{plan.remote_namespace}/{plan.service_account} bound to ClusterRole {CLUSTER_ROLE}")
-    return 0
+def add_cluster_secret(name: str, *, remote_context: str, primary_context: str | None = None,
+                       kubeconfig: str | None = None, remote_server: str | None = None,
+                       remote_namespace: str = DEFAULT_REMOTE_NAMESPACE,
+                       service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                       cluster_secret_namespace: str = DEFAULT_SECRET_NAMESPACE,
+                       cluster_secret_label: str = DEFAULT_LABEL, timeout: float = 60.0,
+                       dry_run: bool = False) -> Result:
+    """``gitdns add-cluster-secret``: the manifests (``dry_run``), or what was done."""
+    config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
+    remote_client = api_client("add-cluster-secret", context=remote_context, config_file=config_file,
+                               in_cluster=False)
+    server, ca = server_and_ca(remote_client)
+    plan = SecretPlan(name, remote_namespace, service_account, cluster_secret_namespace, cluster_secret_label,
+                      remote_server or server)
+    if dry_run:
+        return Result(out=[_dry_run(plan, remote_context, primary_context, bool(ca))])
+    primary_client = api_client("add-cluster-secret", context=primary_context, config_file=config_file,
+                                in_cluster=False)
+    outcome = provision(remote_client, primary_client, plan, timeout=timeout, ca_fallback=ca)
+    result = Result()
+    result.line(f"cluster secret {plan.secret_namespace}/{plan.name} {outcome} on the primary "
+                f"({primary_context or 'current context'}): remote {plan.server} as ServiceAccount "
+                f"{plan.remote_namespace}/{plan.service_account} bound to ClusterRole {CLUSTER_ROLE}")
+    return result
+
+
+def cluster_id() -> Result:
+    """``gitdns cluster-id``: the running cluster's kube-system namespace UID."""
+    from gitdns.adapters.kube import kube_system_uid
+
+    return Result(out=[kube_system_uid() + "\n"])

@@ -11,6 +11,8 @@ import logging
 from pathlib import Path
 
 from gitdns.adapters.templates import load_template_sources
+from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+from gitdns.commands.zones import problem_lines
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Publisher
@@ -43,3 +45,18 @@ def render_cluster(desired: Desired, cluster: Cluster, out: Path, *, namespace: 
                 path.write_text(text)
             written.append(path)
     return sorted(written)
+
+
+def render(repo: Path, cluster: str, out: Path, *, namespace: str = "default", templates: Path | None = None,
+           all_zones: bool = False) -> Result:
+    """``gitdns render``: the files written on stdout, one a line."""
+    from gitdns.reconcile.engine import find_cluster, load
+
+    desired = load(repo)
+    result = Result(err=problem_lines(desired))
+    written = render_cluster(desired, find_cluster(desired, cluster), out, namespace=namespace,
+                             templates=templates, all_zones=all_zones)
+    result.lines([str(path) for path in written])
+    result.err.append(f"rendered {len(written)} DNSRecord manifest(s) into {out}")
+    result.code = EXIT_ERROR if desired.problems else EXIT_OK
+    return result

@@ -4,6 +4,7 @@
     current_zone(desired, zone, provider) -> (snapshot, note)
     endpoint_diff(before, after) -> EndpointDiff
     to_text(switch) / to_markdown(switch)
+    simulate(repo, zone, groups, fmt) -> Result          the command
 
 The switch is computed with the agents' own pipeline (`gitdns.reconcile.preview`): the zone's
 ActiveGroups is replaced by the target groups (serial + 1), then every cluster serving the zone
@@ -22,6 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gitdns.commands import Result
+from gitdns.commands.groupcheck import check_group_names, show
+from gitdns.commands.zones import need_zone
 from gitdns.core import builder, groups
 from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
@@ -29,7 +33,7 @@ from gitdns.core.owners import HEARTBEAT_PREFIX
 from gitdns.core.plan import Plan
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
-from gitdns.errors import ConfigError, GitdnsError
+from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
 from gitdns.reconcile.preview import preview_zone
@@ -164,7 +168,7 @@ def simulate_switch(desired: Desired, zone: Zone, now: ZoneSnapshot, target: Seq
         after = sim.after
     extra = list(notes)
     if mirror.diverged:
-        extra.append(f"the zone holds serial {mirror.serial} (groups {_show(mirror.active)}), above the "
+        extra.append(f"the zone holds serial {mirror.serial} (groups {show(mirror.active)}), above the "
                      f"simulated serial {serial}: agents keep the zone's groups until git's serial is higher")
     publishing = [c.name for c in clusters if groups.is_active(c.group, active)]
     silent = [c.name for c in clusters if not groups.is_active(c.group, active)]
@@ -189,15 +193,10 @@ def current_zone(desired: Desired, zone: Zone, provider: Provider | None) -> tup
                        "desired state produces")
 
 
-def _show(groups_: Iterable[str]) -> str:
-    items = sorted(groups_)
-    return ", ".join(items) if items else "(all groups)"
-
-
 def summary_lines(switch: Switch) -> list[str]:
     return [
-        f"zone {switch.zone.domain}: active groups {_show(switch.groups_before)} -> "
-        f"{_show(switch.groups_after)} (serial {switch.serial_after})",
+        f"zone {switch.zone.domain}: active groups {show(switch.groups_before)} -> "
+        f"{show(switch.groups_after)} (serial {switch.serial_after})",
         f"publishing after the switch: {', '.join(switch.publishing) or 'no cluster'}",
         f"publishing nothing (inactive groups): {', '.join(switch.silent) or 'none'}",
     ]
@@ -229,7 +228,7 @@ def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
 def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] | None = None) -> str:
     from gitdns.core import inventory, planfmt
 
-    title = title or f"Failover of {switch.zone.domain}: {_show(switch.groups_before)} -> {_show(switch.groups_after)}"
+    title = title or f"Failover of {switch.zone.domain}: {show(switch.groups_before)} -> {show(switch.groups_after)}"
     out = [f"## {title}", ""]
     out += [f"- {line}" for line in summary_lines(switch)]
     out += [f"> {n}" for n in switch.notes]
@@ -249,17 +248,13 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     return "\n".join(out)
 
 
-def simulate_command(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -> str:
-    """`gitdns failover simulate ZONE --to GROUP...`: the output, text or markdown."""
-    from gitdns.agent.groupscmd import check_group_names, find_zone
+def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -> Result:
+    """``gitdns failover simulate ZONE --to GROUP...``: text or markdown."""
     from gitdns.reconcile.engine import default_factory, load
 
     check_group_names(target)
     desired = load(repo)
-    zone = find_zone(desired, ident)
-    if zone is None:
-        known = ", ".join(sorted(z.domain for z in desired.state.zones)) or "none"
-        raise ConfigError(f"zone {ident}: not in {repo} (known: {known})")
+    zone = need_zone(desired, ident, repo)
     notes: list[str] = []
     if zone.name in desired.blocked:
         notes.append(f"the desired state of {zone.domain} does not validate (`gitdns validate`): agents hold "
@@ -272,4 +267,4 @@ def simulate_command(repo: Path, ident: str, target: Sequence[str], fmt: str = "
     now, note = current_zone(desired, zone, provider)
     switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])])
     names = {c.id: c.name for c in desired.state.clusters}
-    return to_markdown(switch, names=names) if fmt == "markdown" else to_text(switch, names)
+    return Result(out=[to_markdown(switch, names=names) if fmt == "markdown" else to_text(switch, names)])

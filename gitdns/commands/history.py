@@ -1,6 +1,7 @@
 """`gitdns history NAME`: how a DNS name's desired records changed, commit by commit, and who
 changed them (what an auditor asks).
 
+    history_command(name, repo, ..., fmt=) -> Result                  the command
     history(name, repo, branch=, path=, max_commits=, state_dir=) -> History
     trace(name, commits, files_at, baseline=None) -> list[Entry]     the walk, without git
     merge(per_cluster) -> tuple[Merged, ...]                         the fleet's records per key
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitsource import CommitInfo, GitSource
+from gitdns.commands import Result
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.names import root_host_of
@@ -358,3 +360,10 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
 
 def to_json(result: History) -> str:
     return json.dumps([entry_dict(e) for e in result.entries], indent=2, sort_keys=True) + "\n"
+
+
+def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 200,
+                    state_dir: str | Path | None = None, fmt: str = "text") -> Result:
+    """``gitdns history NAME``: text or JSON."""
+    result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir)
+    return Result(out=[to_json(result) if fmt == "json" else to_text(result)])

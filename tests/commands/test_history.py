@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gitdns.adapters.gitsource import CommitInfo
-from gitdns.agent import history as hist
 from gitdns.cli import main
+from gitdns.commands import history as hist
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Revision
 from gitdns.core.names import cluster_target_name

@@ -1,0 +1,130 @@
+"""A git work tree holding the desired repository: read HEAD's files, commit one file on a new
+branch without touching the checkout, push that branch (``gitdns groups``'s pull requests).
+
+    open_worktree(repo) -> WorkTree       the work tree ``repo`` lies in (NotAWorkTree outside one)
+    head_files(wt) -> {path: text}        the desired repository's YAML files as HEAD has them
+    is_dirty(wt, path) / branch_exists(wt, branch)
+    commit_on_branch(wt, path, content, branch, message) -> sha
+    push_branch(wt, branch)               to ``origin`` (UnreachableError when the push fails)
+
+Git failures raise WorkTreeError naming the git command and its message.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from gitdns.errors import PermanentError, UnreachableError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class WorkTreeError(PermanentError):
+    reason = "GitWorkTreeRefused"
+
+
+class NotAWorkTree(WorkTreeError):
+    """The path lies in no git work tree."""
+
+
+@dataclass(slots=True)
+class WorkTree:
+    """The git work tree holding the desired repository at ``repo``."""
+
+    handle: git.Repo
+    root: Path  # the work tree root
+    prefix: str  # the desired repository's path inside it (posix, "" at the root)
+
+    def rel(self, repo_relative: str) -> str:
+        return f"{self.prefix}/{repo_relative}" if self.prefix else repo_relative
+
+    def origin_url(self) -> str | None:
+        try:
+            return str(self.handle.remotes["origin"].url)
+        except (IndexError, KeyError, ValueError):
+            return None
+
+
+def open_worktree(repo: Path) -> WorkTree:
+    try:
+        handle = git.Repo(repo, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise NotAWorkTree(f"{repo} is not inside a git work tree") from None
+    if handle.working_tree_dir is None:
+        raise WorkTreeError(f"{repo}: a bare repository; give the path of a work tree")
+    try:
+        handle.head.commit  # noqa: B018 - a repository without commits has no HEAD to branch from
+    except ValueError:
+        raise WorkTreeError(f"{repo}: the repository has no commit yet") from None
+    root = Path(handle.working_tree_dir).resolve()
+    prefix = Path(repo).resolve().relative_to(root).as_posix()
+    return WorkTree(handle, root, "" if prefix == "." else prefix)
+
+
+def head_files(wt: WorkTree) -> dict[str, str]:
+    """The YAML files of the desired repository as HEAD has them (as `read_tree` would list
+    them from a checkout of HEAD)."""
+    tree = wt.handle.head.commit.tree
+    if wt.prefix:
+        try:
+            tree = tree[wt.prefix]
+        except KeyError:
+            return {}
+    files: dict[str, str] = {}
+    start = len(wt.prefix) + 1 if wt.prefix else 0
+    for item in tree.traverse():
+        if not isinstance(item, git.Blob):
+            continue
+        rel = str(item.path)[start:]
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts) or not rel.endswith(YAML_SUFFIXES):
+            continue
+        files[rel] = item.data_stream.read().decode("utf-8", errors="replace")
+    return dict(sorted(files.items()))
+
+
+def run_git(wt: WorkTree, *args: str, env: Mapping[str, str] | None = None) -> str:
+    try:
+        out: str = wt.handle.git.execute(["git", *args], env=dict(env or {}), with_extended_output=False,
+                                         as_process=False, stdout_as_string=True)
+    except git.GitCommandError as exc:
+        raise WorkTreeError(f"git {args[0]} failed: {str(exc.stderr).strip() or exc}") from None
+    return out.strip()
+
+
+def is_dirty(wt: WorkTree, path: str) -> bool:
+    return bool(run_git(wt, "status", "--porcelain", "--", path))
+
+
+def branch_exists(wt: WorkTree, branch: str) -> bool:
+    return bool(run_git(wt, "branch", "--list", branch))
+
+
+def commit_on_branch(wt: WorkTree, path: str, content: str, branch: str, message: str) -> str:
+    """Commit HEAD's tree with ``path`` set to ``content`` on the new ``branch``, with a
+    temporary index: the checkout, the index and the current branch are not touched."""
+    head = wt.handle.head.commit.hexsha
+    with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
+        data = Path(tmp) / "blob"
+        data.write_bytes(content.encode("utf-8"))
+        blob = run_git(wt, "hash-object", "-w", "--no-filters", str(data))
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        run_git(wt, "read-tree", head, env=env)
+        run_git(wt, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        tree = run_git(wt, "write-tree", env=env)
+    commit = run_git(wt, "commit-tree", tree, "-p", head, "-m", message)
+    run_git(wt, "update-ref", "-m", "gitdns groups", f"refs/heads/{branch}", commit, "0" * 40)
+    return commit
+
+
+def push_branch(wt: WorkTree, branch: str) -> None:
+    try:
+        run_git(wt, "push", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
+    except WorkTreeError as exc:
+        raise UnreachableError(f"pushing {branch} to origin failed: {exc}; the branch is committed "
+                               f"locally, push it with `git push origin {branch}`") from None

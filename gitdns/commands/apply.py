@@ -1,0 +1,87 @@
+"""``gitdns apply``: reconcile a cluster's zones now (or every cluster's in turn, remotes first,
+as the agents' merge does).  Exit codes: held or failed 1, stalled 4, conflicts 5."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
+from gitdns.commands.zones import problem_lines
+from gitdns.core.desired import Desired
+from gitdns.core.plan import PlanMode
+from gitdns.reconcile.zonepass import ZoneOutcome
+
+
+def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
+          zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
+          mode: str = "sync") -> Result:
+    from gitdns.reconcile.engine import default_factory, find_cluster, load
+    from gitdns.reconcile.run import reconcile
+
+    desired = load(repo)
+    result = Result(err=problem_lines(desired))
+    factory = default_factory(repo)
+    # every cluster as its agent would: remotes first (the primaries merge what they publish)
+    clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if all_clusters
+                else [find_cluster(desired, cluster or "")])
+    names = {c.id: c.name for c in desired.state.clusters}
+    results: list[tuple[str, ZoneOutcome]] = []
+    for each in clusters:
+        for outcome in reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
+                                 mode=PlanMode(mode), always_verify=verify):
+            results.append((each.name, outcome))
+    if fmt == "json":
+        result.line(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
+    else:
+        result.lines([outcome_text(c, o, dry_run, names) for c, o in results])
+    result.code = apply_exit(desired, [o for _, o in results])
+    return result
+
+
+def apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
+    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
+        return EXIT_ERROR
+    if any(o.plan is not None and o.plan.stalled for o in outcomes):
+        return EXIT_STALLED
+    if any(o.plan is not None and o.plan.real_conflicts for o in outcomes):
+        return EXIT_CONFLICTS
+    return EXIT_OK
+
+
+def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[str, str]) -> str:
+    from gitdns.core import planfmt
+
+    head = f"[{cluster}] zone {outcome.zone.domain}"
+    if outcome.skipped:
+        return f"{head}: skipped: {outcome.skipped}"
+    lines: list[str] = []
+    if outcome.plan is not None:
+        lines.append(planfmt.to_text([outcome.plan], show_txt=False, names=names).rstrip("\n"))
+        verb = "would write" if dry_run else "applied"
+        count = len(outcome.plan.changes) if dry_run else outcome.applied
+        extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
+        lines.append(f"{head}: {verb} {count} change(s){extra}")
+    lines.extend(f"{head}: error: {e}" for e in outcome.errors)
+    if outcome.pending_after_apply:
+        lines.append(f"{head}: RecordsMissing: a fresh read still wants {outcome.pending_after_apply} "
+                     "change(s); the next apply retries")
+    if outcome.views:
+        lines.append(f"{head}: rendered {len(outcome.views)} geo view(s)")
+    return "\n".join(lines)
+
+
+def outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
+    from gitdns.core import planfmt
+
+    return {
+        "cluster": cluster,
+        "zone": outcome.zone.domain,
+        "skipped": outcome.skipped or None,
+        "applied": outcome.applied,
+        "staleRetries": outcome.refused_retries,
+        "pendingAfterApply": outcome.pending_after_apply,
+        "errors": outcome.errors,
+        "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
+    }

@@ -1,0 +1,121 @@
+"""Whether the groups a ``groups`` change activates have a healthy endpoint (seed 002).
+
+Activating a group is refused without ``--force`` unless the group has a healthy endpoint: its
+clusters publish at least one record in the zone, and (when the status branches on ``origin``
+can be read) none of them reports ``Ready`` false nor all its health-checked targets unhealthy.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gitdns.commands import Result
+from gitdns.commands.failover import serving
+from gitdns.commands.groupcheck import GroupsRefused
+from gitdns.core import builder
+from gitdns.core.desired import Desired
+from gitdns.core.model import Zone
+from gitdns.core.statusdoc import StatusTree
+from gitdns.core.statusdoc import load as load_yaml
+from gitdns.errors import GitdnsError
+from gitdns.reconcile.engine import intent_for
+
+log = logging.getLogger(__name__)
+
+STATUS_TIMEOUT = 15.0
+
+
+def own_records(desired: Desired, cluster_name: str, zone: Zone) -> int:
+    """Records the cluster's gateways publish in the zone (static records not counted)."""
+    cluster = desired.state.cluster(cluster_name)
+    if cluster is None:
+        return 0
+    static = {r.key for r in builder.static_records(desired.state, zone)}
+    return sum(1 for r in intent_for(desired, cluster, zone).records if r.key not in static)
+
+
+def _summary_not_ready(tree: StatusTree) -> bool:
+    text = tree.files.get("summary.yaml")
+    if text is None:
+        return False
+    try:
+        doc = load_yaml(text)
+    except ValueError:
+        return False
+    if doc.get("ready") is False:
+        return True
+    conditions = doc.get("conditions") or []
+    return any(isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") in (False, "False")
+               for c in conditions)
+
+
+def _all_targets_unhealthy(tree: StatusTree) -> int:
+    """The number of targets when every one is unhealthy, else 0."""
+    text = tree.files.get("health.yaml")
+    if text is None:
+        return 0
+    try:
+        targets = load_yaml(text).get("targets") or {}
+    except ValueError:
+        return 0
+    if not isinstance(targets, Mapping) or not targets:
+        return 0
+    states = [doc.get("state") if isinstance(doc, Mapping) else None for doc in targets.values()]
+    return len(states) if all(s == "unhealthy" for s in states) else 0
+
+
+def activation_problems(desired: Desired, zone: Zone, activated: Sequence[str],
+                        trees: Mapping[str, StatusTree] | None) -> list[str]:
+    """Why activating each group would leave the zone without a healthy endpoint."""
+    problems: list[str] = []
+    clusters = serving(desired.state, zone)
+    for group in sorted(set(activated)):
+        members = [c for c in clusters if c.group == group]
+        publishing = [c for c in members if own_records(desired, c.name, zone) > 0]
+        if not publishing:
+            who = f" (clusters in the group: {', '.join(c.name for c in members)})" if members else \
+                " (no Cluster in git has this group)"
+            problems.append(f"group {group}: no endpoint: none of its clusters publishes a record in zone "
+                            f"{zone.domain}{who}")
+            continue
+        if trees is None:
+            continue
+        for cluster in publishing:
+            tree = trees.get(cluster.id)
+            if tree is None:
+                continue
+            if _summary_not_ready(tree):
+                problems.append(f"group {group}: cluster {cluster.name} reports Ready false "
+                                f"(status branch gitdns-status/{cluster.id})")
+            count = _all_targets_unhealthy(tree)
+            if count:
+                problems.append(f"group {group}: cluster {cluster.name}: all {count} of its health-checked "
+                                f"targets are unhealthy (health.yaml on gitdns-status/{cluster.id})")
+    return problems
+
+
+def status_trees(url: str | None) -> dict[str, StatusTree] | None:
+    """Every status branch on ``url``; None when there is no remote or it cannot be read."""
+    if not url:
+        return None
+    from gitdns.adapters.statusbranch import read_all
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
+            trees = read_all(url, workdir=Path(tmp), timeout=STATUS_TIMEOUT)
+    except (GitdnsError, OSError) as exc:
+        log.debug("status branches not read: %s", exc)
+        return None
+    return trees or None
+
+
+def refuse_unhealthy(problems: list[str], force: bool, result: Result) -> None:
+    if not problems:
+        return
+    if not force:
+        raise GroupsRefused("activating a group without a healthy endpoint (pass --force to do it anyway):\n  "
+                            + "\n  ".join(problems))
+    result.err.extend(f"warning (--force): {p}" for p in problems)

@@ -1,0 +1,271 @@
+"""`gitdns groups get|add|remove|set|reconcile`: active failover groups (seed 002).
+
+git holds the truth (the zone's ``ActiveGroups`` document); agents mirror it into the zone's
+TXT (`gitdns.core.groups`).  A change is a pull request:
+
+    add/remove/set   edit the ActiveGroups file in place (`groupfile`), bump ``spec.serial``,
+                     validate the whole repository, commit on a NEW branch (never on the
+                     checked-out one; the work tree, the index and the checked-out branch stay
+                     as they were), optionally push it to ``origin``, and return the
+                     pull-request description with the merged-zone plan (`failover`).
+    --direct         break-glass when git is unreachable (`groupdirect`).
+    reconcile        the zone ahead of git (after --direct): write git level with the zone's
+                     serial and groups, on a new branch for a pull request.
+    get              git's ActiveGroups, the zone's TXT and whether they diverge.
+
+Activating a group is refused without ``--force`` unless the group has a healthy endpoint
+(`grouphealth`).  Refusals raise `GroupsRefused` (exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from gitdns.commands import Result, failover
+from gitdns.commands.groupcheck import (
+    ACTIONS,
+    GroupsRefused,
+    Request,
+    check_group_names,
+    read_groups,
+    show,
+    target_groups,
+)
+from gitdns.commands.groupdirect import direct
+from gitdns.commands.groupfile import GROUPS_DIR, edit_text, new_file_text, new_problems
+from gitdns.commands.grouphealth import activation_problems, refuse_unhealthy, status_trees
+from gitdns.commands.zones import need_zone
+from gitdns.core import groups
+from gitdns.core.desired import Desired
+from gitdns.core.model import Zone
+from gitdns.core.records import ZoneSnapshot
+from gitdns.errors import ConfigError, GitdnsError, UnreachableError
+from gitdns.providers.base import Provider
+from gitdns.reconcile.engine import default_factory, from_files, load
+
+if TYPE_CHECKING:
+    from gitdns.adapters.worktree import WorkTree
+
+__all__ = ["GroupsRefused", "Request", "change", "direct", "get", "reconcile", "run"]
+
+T = TypeVar("T")
+
+
+def _read_zone(provider: Provider, zone: Zone) -> tuple[ZoneSnapshot | None, str]:
+    try:
+        return provider.read(zone.domain), ""
+    except GitdnsError as exc:
+        return None, f"{exc} ({exc.reason})"
+
+
+def _provider(repo: Path, zone: Zone) -> tuple[Provider | None, str]:
+    try:
+        return default_factory(repo)(zone), ""
+    except GitdnsError as exc:
+        return None, f"{exc} ({exc.reason})"
+
+
+def run(req: Request) -> Result:
+    if req.action not in ACTIONS:
+        raise ConfigError(f"unknown groups command {req.action!r}")
+    check_group_names(req.groups)
+    if req.action == "get":
+        return get(req)
+    if req.direct:
+        if req.action == "reconcile":
+            raise ConfigError("--direct does not apply to reconcile (it writes git)")
+        return direct(req)
+    if req.action == "reconcile":
+        return reconcile(req)
+    return change(req)
+
+
+def get(req: Request) -> Result:
+    result = Result()
+    desired = load(req.repo)
+    zone = need_zone(desired, req.zone, desired.root)
+    git_doc = desired.state.groups_for_zone(zone.name)
+    result.line(f"zone {zone.domain} ({zone.name})")
+    if git_doc is None:
+        result.line("git: no ActiveGroups document: every group is active")
+    else:
+        result.line(f"git: ActiveGroups {git_doc.name} ({git_doc.origin.file}): serial {git_doc.serial}, "
+                    f"groups {show(git_doc.groups)}")
+    provider, why = _provider(req.repo, zone)
+    state: groups.ZoneGroups | None = None
+    if provider is not None:
+        try:
+            state = read_groups(provider, zone)
+        except GitdnsError as exc:
+            why = f"{exc} ({exc.reason})"
+    if state is None:
+        result.line(f"zone: not readable: {why}")
+        return result
+    _state_lines(result, desired, zone, provider, state)
+    return result
+
+
+def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provider | None,
+                 state: groups.ZoneGroups) -> None:
+    git_doc = desired.state.groups_for_zone(zone.name)
+    gitdns_part = ("absent" if state.groups is None
+                   else f"serial {state.serial if state.serial is not None else '?'}, groups {show(state.groups)}")
+    kuadrant_part = "absent" if state.kuadrant is None else show(state.kuadrant)
+    result.line(f"zone: {groups.gitdns_name(zone.domain)}: {gitdns_part}; "
+                f"{groups.kuadrant_name(zone.domain)}: {kuadrant_part}")
+    decision = groups.decide(git_doc, state, zone.domain)
+    if decision.diverged:
+        result.line(f"DIVERGED: the zone is ahead of git (serial {decision.serial} > "
+                    f"{git_doc.serial if git_doc else 0}); agents follow the zone and report "
+                    f"GroupsDivergedFromGit until `gitdns groups reconcile {zone.name}` is merged")
+    elif decision.write:
+        result.line(f"pending: agents will mirror git's serial {decision.serial} into the zone")
+    else:
+        result.line("level: the zone mirrors git")
+    if state.kuadrant is not None and state.groups is not None and state.kuadrant != state.groups:
+        result.line("note: Kuadrant's TXT lists other groups than gitdns's (written by a Kuadrant CLI?)")
+    result.line(f"active now: {show(decision.active)}")
+    snapshot, _ = _read_zone(provider, zone) if provider is not None else (None, "")
+    if snapshot is not None:
+        sim = failover.simulate_switch(desired, zone, snapshot, tuple(sorted(decision.active)),
+                                       serial=decision.serial)
+        result.line("still to converge (what the agents will add and remove):")
+        result.lines(failover.endpoint_lines(sim.diff))
+
+
+def _pr_text(title: str, zone: Zone, before: Sequence[str], after: Sequence[str], serials: tuple[int, int],
+             branch: str, pushed: bool, sim: failover.Switch, names: dict[str, str]) -> list[str]:
+    lines = [f"branch {branch} committed" + (" and pushed to origin" if pushed else
+                                              f" (push: git push origin {branch})"),
+             "", "--- pull request ---", f"title: {title}", "",
+             f"Active groups of zone `{zone.domain}`: **{show(before)}** -> **{show(after)}** "
+             f"(serial {serials[0]} -> {serials[1]}).", "",
+             "After the merge, agents in inactive groups publish nothing (their ownership labels stay); "
+             "agents in active groups remove the inactive groups' records, values and ownership TXT "
+             "(a reviewed switch: exempt from the mass-change guard).", ""]
+    lines.append(failover.to_markdown(sim, title="Merged zone plan", names=names).rstrip("\n"))
+    return lines
+
+
+def _commit_groups(req: Request, wt: WorkTree, desired: Desired, zone: Zone, target: tuple[str, ...],
+                   serial: int) -> tuple[str, str, str]:
+    """Edit (or create) the zone's ActiveGroups file, validate, commit on a new branch.
+    Returns (branch, repo-relative path, new text)."""
+    from gitdns.adapters import worktree
+
+    files = worktree.head_files(wt)
+    doc = desired.state.groups_for_zone(zone.name)
+    rel = doc.origin.file if doc is not None else f"{GROUPS_DIR}/{zone.name}.yaml"
+    if doc is None and rel in files:
+        raise GroupsRefused(f"{rel} exists but holds no ActiveGroups for zone {zone.name}: "
+                            "add the document by hand")
+    path = wt.rel(rel)
+    if _git(worktree.is_dirty, wt, path):
+        raise GroupsRefused(f"{path} has uncommitted changes in {wt.root}: commit or stash them first")
+    text = (edit_text(files[rel], doc.origin.index, target, serial) if doc is not None
+            else new_file_text(zone, target, serial))
+    problems = new_problems(desired, from_files(desired.root, {**files, rel: text}, desired.head), zone)
+    if problems:
+        raise GroupsRefused(f"the change does not validate; {rel} left as it is:\n  "
+                            + "\n  ".join(f"{p.format()} [{p.code}]" for p in problems))
+    branch = req.branch or f"gitdns/groups-{zone.name}-{serial}"
+    message = req.message or (f"groups({zone.name}): active groups {show(target)} (serial {serial})"
+                              if req.action != "reconcile" else
+                              f"groups({zone.name}): reconcile git with the zone: {show(target)} (serial {serial})")
+    if _git(worktree.branch_exists, wt, branch):
+        raise GroupsRefused(f"branch {branch} already exists: name another with --branch")
+    _git(worktree.commit_on_branch, wt, path, text, branch, message)
+    if req.push:
+        if wt.origin_url() is None:
+            raise GroupsRefused("--push: the work tree has no remote named origin")
+        worktree.push_branch(wt, branch)
+    return branch, rel, text
+
+
+def _git(fn: Callable[..., T], *args: Any) -> T:
+    """A work-tree call whose git failure refuses the change (GroupsRefused)."""
+    from gitdns.adapters.worktree import WorkTreeError
+
+    try:
+        return fn(*args)
+    except WorkTreeError as exc:
+        raise GroupsRefused(str(exc)) from None
+
+
+def _head_desired(req: Request) -> tuple[WorkTree, Desired]:
+    from gitdns.adapters import worktree
+    from gitdns.adapters.gitrev import head_info
+
+    try:
+        wt = worktree.open_worktree(req.repo)
+    except worktree.NotAWorkTree as exc:
+        raise GroupsRefused(f"{exc}: add/remove/set/reconcile commit a branch for a pull request "
+                            "(use --direct when git is unreachable)") from None
+    except worktree.WorkTreeError as exc:
+        raise GroupsRefused(str(exc)) from None
+    return wt, from_files(Path(req.repo), worktree.head_files(wt), head_info(Path(req.repo)))
+
+
+def change(req: Request) -> Result:
+    """add / remove / set through git."""
+    if req.action in ("add", "remove") and not req.groups:
+        raise ConfigError(f"groups {req.action}: name at least one group")
+    result = Result()
+    wt, desired = _head_desired(req)
+    zone = need_zone(desired, req.zone, desired.root)
+    doc = desired.state.groups_for_zone(zone.name)
+    before = tuple(sorted(doc.groups)) if doc else ()
+    old_serial = doc.serial if doc else 0
+    target = target_groups(req.action, before, req.groups)
+    if doc is not None and target == before:
+        result.line(f"zone {zone.domain}: active groups already {show(before)} (serial {old_serial}); "
+                    "nothing to change")
+        return result
+    serial = old_serial + 1
+    provider, _ = _provider(req.repo, zone)
+    now, note = failover.current_zone(desired, zone, provider)
+    zone_state = groups.read_zone_groups(now, zone.domain) if not note else None
+    if zone_state is not None and zone_state.serial is not None and zone_state.serial >= serial:
+        held = show(zone_state.groups or ())
+        result.err.append(f"warning: the zone holds serial {zone_state.serial} (groups {held}), not below "
+                          f"{serial}: agents keep the zone's groups until git's serial is higher; "
+                          f"run `gitdns groups reconcile {zone.name}` first")
+    activated = [g for g in target if not before or g not in before]
+    trees = status_trees(wt.origin_url()) if activated else None
+    refuse_unhealthy(activation_problems(desired, zone, activated, trees), req.force, result)
+    sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [])
+    branch, _, _ = _commit_groups(req, wt, desired, zone, target, serial)
+    title = f"DNS failover: {zone.domain} active groups {show(before)} -> {show(target)}"
+    result.lines(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
+                          {c.id: c.name for c in desired.state.clusters}))
+    return result
+
+
+def reconcile(req: Request) -> Result:
+    """Bring git level with a zone that is ahead (after a break-glass switch)."""
+    result = Result()
+    wt, desired = _head_desired(req)
+    zone = need_zone(desired, req.zone, desired.root)
+    doc = desired.state.groups_for_zone(zone.name)
+    git_serial = doc.serial if doc else 0
+    provider, why = _provider(req.repo, zone)
+    if provider is None:
+        raise UnreachableError(f"zone {zone.domain}: cannot build its provider: {why}")
+    state = read_groups(provider, zone)
+    if state.serial is None or state.groups is None or state.serial <= git_serial:
+        shown = "absent" if state.serial is None else f"serial {state.serial}"
+        result.line(f"zone {zone.domain}: git (serial {git_serial}) is not behind the zone ({shown}); "
+                    "nothing to reconcile")
+        return result
+    target = tuple(sorted(state.groups))
+    before = tuple(sorted(doc.groups)) if doc else ()
+    now, note = failover.current_zone(desired, zone, provider)
+    sim = failover.simulate_switch(desired, zone, now, target, serial=state.serial, notes=[note] if note else [])
+    branch, _, _ = _commit_groups(req, wt, desired, zone, target, state.serial)
+    title = f"DNS failover: record the break-glass switch of {zone.domain} in git ({show(target)})"
+    result.lines(_pr_text(title, zone, before, target, (git_serial, state.serial), branch, req.push, sim,
+                          {c.id: c.name for c in desired.state.clusters}))
+    return result
+

@@ -1,0 +1,96 @@
+"""A zone's owners: ``gitdns owners`` (list them, their heartbeats, whether git knows them),
+``gitdns prune-owner`` (remove a dead cluster's records and ownership TXT) and
+``gitdns adopt`` (take over foreign records)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+from gitdns.commands.zones import zone_and_provider
+
+Ask = Callable[[str, str], bool]  # (text to show first, question) -> yes
+
+
+def owners(repo: Path, zone_ident: str, fmt: str = "text") -> Result:
+    from gitdns.core.owners import owners as owner_rows
+    from gitdns.reconcile.engine import load
+
+    desired = load(repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    names = {c.id: c.name for c in desired.state.clusters}
+    rows = owner_rows(provider.read(zone.domain), set(names))
+    result = Result()
+    if fmt == "json":
+        result.line(json.dumps([{"owner": r.owner, "cluster": names.get(r.owner), "records": r.records,
+                                 "groups": list(r.groups), "revisions": list(r.revisions),
+                                 "heartbeat": r.heartbeat, "knownToGit": r.known} for r in rows],
+                               indent=2, sort_keys=True))
+        return result
+    result.line(f"zone {zone.domain}: {len(rows)} owner(s)")
+    for r in rows:
+        beat = datetime.fromtimestamp(r.heartbeat, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if r.heartbeat else "never"
+        who = names.get(r.owner, "NOT IN GIT")
+        result.line(f"{r.owner}  {who}  records={r.records}  groups={','.join(r.groups) or '-'}  heartbeat={beat}")
+    return result
+
+
+def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False, ask: Ask | None = None) -> Result:
+    """Remove ``owner``'s values and ownership TXT from the zone.  ``ask`` shows the plan and
+    asks before writing (None: no question, as ``--yes``)."""
+    from gitdns.core import planfmt
+    from gitdns.core.plan import Intent
+    from gitdns.core.planner import plan as make_plan
+    from gitdns.reconcile.engine import load, policy_for_zone
+
+    desired = load(repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    named = desired.state.cluster(owner)
+    if named is not None and not force:
+        return Result(EXIT_ERROR, err=[f"owner {owner} is Cluster {named.name} in git: remove it from git instead "
+                                       "(its agent cleans up), or pass --force"])
+    policy = policy_for_zone(desired, zone, force=True)
+    plan = make_plan(Intent(owner, (), None), provider.read(zone.domain), policy)
+    shown = planfmt.to_text([plan])
+    if not plan.changes:
+        return Result(EXIT_OK, [shown, f"owner {owner} owns nothing in {zone.domain}\n"])
+    result = Result()
+    if ask is None:
+        result.out.append(shown)
+    elif not ask(shown, f"remove {len(plan.changes)} change(s) of owner {owner} from {zone.domain}? [yes/no] "):
+        result.line("nothing changed")
+        return result
+    applied = provider.apply(zone.domain, plan.changes, plan.guards)
+    result.line(f"applied {len(applied.applied)} change(s); {len(applied.refused)} refused as stale (run again)")
+    result.code = EXIT_OK if applied.ok else EXIT_ERROR
+    return result
+
+
+def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
+          force: bool = False) -> Result:
+    """Take over foreign records (without an ownership TXT) as ``cluster``'s."""
+    from gitdns.core import planfmt
+    from gitdns.core.owners import adopt_changes, foreign_records
+    from gitdns.reconcile.engine import find_cluster, intent_for, load
+
+    desired = load(repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    who = find_cluster(desired, cluster)
+    bare = [n.lower().rstrip(".") for n in names]
+    found = foreign_records(provider.read(zone.domain), bare, rtype)
+    if not found:
+        return Result(EXIT_ERROR, err=[f"no foreign record at {', '.join(bare)} in {zone.domain}"])
+    wanted = {r.key for r in intent_for(desired, who, zone).records}
+    outside = [r for r in found if r.key not in wanted]
+    if outside and not force:
+        return Result(EXIT_ERROR, err=[f"{rec.key}: not in {who.name}'s desired state; its next apply would delete "
+                                       "it (add it to git first, or pass --force)" for rec in outside])
+    rev = desired.state.revision.label if desired.state.revision else None
+    changes = adopt_changes(found, who.id, zone.domain, rev=rev, group=who.group)
+    applied = provider.apply(zone.domain, changes)
+    result = Result(EXIT_OK if applied.ok else EXIT_ERROR)
+    result.lines([f"adopted {change.group} ({planfmt.change_line(change)})" for change in applied.applied])
+    return result

@@ -1,0 +1,35 @@
+"""``gitdns validate``: every problem of the desired state at once, with file:line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+
+
+def validate(path: Path, fmt: str = "text") -> Result:
+    from gitdns.reconcile.engine import load
+
+    desired = load(path)
+    problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
+    result = Result(EXIT_ERROR if problems else EXIT_OK)
+    if fmt == "json":
+        doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],
+               "blockedZones": sorted(desired.blocked)}
+        result.line(json.dumps(doc, indent=2, sort_keys=True))
+        return result
+    result.lines([problem.format() for problem in problems])
+    state = desired.state
+    summary = (f"{len(state.zones)} zone(s), {len(state.clusters)} cluster(s), "
+               f"{len(state.policies)} policy(ies), {len(state.record_sets)} record set(s), "
+               f"{len(state.tenants)} tenant(s)")
+    from gitdns.providers.defaultprovider import default_provider_notes
+
+    result.lines([f"note: {note}" for note in default_provider_notes(state)])
+    if problems:
+        held = ", ".join(sorted(desired.blocked)) or "none"
+        result.line(f"{len(problems)} problem(s); zones held: {held}; {summary}")
+    else:
+        result.line(f"valid: {summary}")
+    return result

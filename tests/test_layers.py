@@ -1,10 +1,23 @@
-"""The layer rules of ARCHITECTURE.md §3, checked two independent ways.
+"""The layers of the package (docs/architecture.md, "Layers and packages"), checked two
+independent ways.
 
-1. ``lint-imports`` with the contracts in pyproject.toml (layers, and a pure core).  Skipped
-   when import-linter is not installed, except under ``CI=true`` where that is a failure.
-2. An AST walk over every module of ``gitdns/core``: no import (top-level or inside a
+    gitdns.cli                               parse, call one command, print
+    gitdns.commands                          the one-shot verbs: output and exit codes
+    gitdns.agent | gitdns.orchestrator       the long-running processes (independent of each other)
+    gitdns.kubedelegation                    delegation through Kubernetes (a part of the agent)
+    gitdns.reconcile                         the per-zone pipeline
+    gitdns.providers | gitdns.adapters       all I/O
+    gitdns.core                              pure
+
+1. ``lint-imports`` with the contracts in pyproject.toml: the layers above, only the adapters
+   (and providers) import git, kubernetes and fcntl, and a pure core.  Skipped when
+   import-linter is not installed, except under ``CI=true`` where that is a failure.  The
+   contracts themselves are checked to say this (a weakened contract fails here), and the
+   module graph (grimp, import-linter's) to have no import circle.
+2. An AST walk: over every module of ``gitdns/core``, no import (top-level or inside a
    function, ``import x`` or ``from x import y``, or ``__import__``/``importlib.import_module``
-   with a literal name) of a module that does I/O, reads clocks or randomness, or logs.
+   with a literal name) of a module that does I/O, reads clocks or randomness, or logs; over
+   every module above the adapters, no import of git, kubernetes or fcntl.
 """
 
 from __future__ import annotations
@@ -14,12 +27,27 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "gitdns" / "core"
+
+LAYERS = [
+    "gitdns.cli",
+    "gitdns.commands",
+    "gitdns.agent | gitdns.orchestrator",
+    "gitdns.kubedelegation",
+    "gitdns.reconcile",
+    "gitdns.providers | gitdns.adapters",
+    "gitdns.core",
+]
+ABOVE_ADAPTERS = ("gitdns.cli", "gitdns.commands", "gitdns.agent", "gitdns.orchestrator", "gitdns.kubedelegation",
+                  "gitdns.reconcile")
+ONLY_ADAPTERS = frozenset({"git", "kubernetes", "fcntl"})
 
 FORBIDDEN_IN_CORE = frozenset(
     {
@@ -75,8 +103,8 @@ def _core_modules() -> list[Path]:
     return sorted(CORE.rglob("*.py"))
 
 
-def _forbidden(name: str) -> bool:
-    return any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN_IN_CORE)
+def _forbidden(name: str, forbidden: Iterable[str] = FORBIDDEN_IN_CORE) -> bool:
+    return any(name == bad or name.startswith(bad + ".") for bad in forbidden)
 
 
 def _imported_names(tree: ast.AST) -> list[tuple[int, str]]:
@@ -108,7 +136,7 @@ def test_core_module_imports_nothing_impure(path: Path) -> None:
     bad = [
         f"{path.relative_to(ROOT)}:{line}: {name}" for line, name in _imported_names(tree) if _forbidden(name)
     ]
-    assert not bad, "gitdns/core must stay pure (ARCHITECTURE.md §3):\n" + "\n".join(bad)
+    assert not bad, "gitdns/core must stay pure (docs/architecture.md, Layers and packages):\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize(
@@ -131,3 +159,108 @@ def test_core_module_imports_nothing_impure(path: Path) -> None:
 def test_the_guard_itself(source: str, caught: bool) -> None:
     names = [name for _, name in _imported_names(ast.parse(source))]
     assert any(_forbidden(n) for n in names) is caught, names
+
+
+# --- above the adapters ---------------------------------------------------------------------------
+
+
+def _above_adapter_modules() -> list[Path]:
+    found: list[Path] = []
+    for package in ABOVE_ADAPTERS:
+        path = ROOT / Path(*package.split("."))
+        found += sorted(path.rglob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+    return found
+
+
+def test_modules_above_the_adapters_exist() -> None:
+    paths = _above_adapter_modules()
+    assert all(p.exists() for p in paths) and len(paths) > len(ABOVE_ADAPTERS), paths
+
+
+@pytest.mark.parametrize("path", _above_adapter_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_adapters_import_git_kubernetes_or_fcntl(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    bad = [f"{path.relative_to(ROOT)}:{line}: {name}" for line, name in _imported_names(tree)
+           if _forbidden(name, ONLY_ADAPTERS)]
+    assert not bad, "git, kubernetes and fcntl are imported by adapters only (gitdns/adapters):\n" + "\n".join(bad)
+
+
+# --- the contracts say what the layers are --------------------------------------------------------
+
+
+def _contracts() -> list[dict[str, object]]:
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts: list[dict[str, object]] = doc["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def test_the_layers_contract_states_every_layer() -> None:
+    layers = [c for c in _contracts() if c["type"] == "layers"]
+    assert len(layers) == 1 and layers[0]["layers"] == LAYERS, layers
+
+
+def test_a_forbidden_contract_keeps_git_kubernetes_and_fcntl_in_the_adapters() -> None:
+    found = [c for c in _contracts() if c["type"] == "forbidden" and set(c["forbidden_modules"]) >= ONLY_ADAPTERS
+             and set(ABOVE_ADAPTERS) <= set(c["source_modules"])]
+    assert found, "no forbidden contract for git, kubernetes and fcntl above the adapters"
+
+
+def test_the_core_contract_forbids_every_layer_above_it() -> None:
+    core = [c for c in _contracts() if c["type"] == "forbidden" and c["source_modules"] == ["gitdns.core"]]
+    above = {m.strip() for layer in LAYERS[:-1] for m in layer.split("|")}
+    assert len(core) == 1 and above <= set(core[0]["forbidden_modules"]), core
+
+
+def test_no_import_circles() -> None:
+    try:
+        import grimp
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("grimp (import-linter's graph) is not installed (pip install -e '.[test]')")
+        pytest.skip("grimp is not installed")
+    graph = grimp.build_graph("gitdns", cache_dir=None)
+    edges = {m: {i for i in graph.find_modules_directly_imported_by(m) if i.startswith("gitdns")}
+             for m in graph.modules}
+    circles = [sorted(c) for c in _strongly_connected(edges) if len(c) > 1]
+    assert not circles, f"import circles: {circles}"
+
+
+def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found

@@ -1,5 +1,11 @@
 """Helpers for end-to-end agent tests: a desired repository as a local bare remote, and
-agents started as separate `gitdns agent` processes."""
+agents started as separate `gitdns agent` processes.
+
+example-repo's DNSPolicies check the health of its gateways, whose addresses are documentation
+addresses (RFC 5737, RFC 3849) no test can reach: `DesiredRepo` copies it without those checks,
+so that no agent probes beyond loopback.  A test of health behaviour gives its policy a check
+and its gateways loopback addresses where it serves that check.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
            "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -27,14 +35,35 @@ def git(*args: str, cwd: Path | None = None) -> str:
     return done.stdout.strip()
 
 
+def drop_health_checks(tree: Path) -> list[Path]:
+    """Remove ``spec.healthCheck`` from every DNSPolicy under ``tree`` (comments and layout
+    kept); the files changed."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)  # example-repo's layout
+    changed = []
+    for path in sorted(tree.rglob("*.yaml")):
+        docs = list(yaml.load_all(path.read_text()))
+        dropped = [doc["spec"].pop("healthCheck") for doc in docs
+                   if isinstance(doc, dict) and doc.get("kind") == "DNSPolicy"
+                   and isinstance(doc.get("spec"), dict) and "healthCheck" in doc["spec"]]
+        if dropped:
+            with path.open("w") as fh:
+                yaml.dump_all(docs, fh)
+            changed.append(path)
+    return changed
+
+
 class DesiredRepo:
-    """A bare remote holding example-repo/ and a work tree to change and push it."""
+    """A bare remote holding example-repo/ (its policies without health checks, see above) and
+    a work tree to change and push it."""
 
     def __init__(self, root: Path) -> None:
         self.bare = root / "desired.git"
         self.work = root / "desired"
         git("init", "-q", "--bare", "-b", "main", str(self.bare))
         shutil.copytree(ROOT / "example-repo", self.work, ignore=shutil.ignore_patterns(".gitdns"))
+        drop_health_checks(self.work)
         for zone in (self.work / "zones").glob("*.yaml"):
             zone.write_text(zone.read_text().replace("path: .gitdns/zones", f"path: {root / 'zones'}"))
         git("init", "-q", "-b", "main", str(self.work))

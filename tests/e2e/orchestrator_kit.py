@@ -15,6 +15,7 @@ import os
 import pwd
 import shutil
 import socket
+import socketserver
 import subprocess
 import threading
 import time
@@ -49,6 +50,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     status = 200
+
+    def server_bind(self) -> None:
+        # not HTTPServer's, which names the server by a reverse lookup of its address
+        # (socket.getfqdn): for 127.0.0.x outside /etc/hosts, a query to the machine's resolver
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
 
 class NodeServer:

@@ -1,4 +1,4 @@
-"""YAML documents in, `DesiredState` and schema problems out (ARCHITECTURE.md §2).
+"""YAML documents in, `DesiredState` and schema problems out.
 
 `load` takes ``{relative_path: text}`` (the adapter reads the files) and the JSON schemas by
 kind.  Files parse with ruamel.yaml's C loader; each document is checked for its envelope
@@ -376,7 +376,7 @@ def _cluster(name: str, spec: Json, origin: Origin) -> Cluster:
 
 
 def _nameserver(raw: Json | None) -> Nameserver | None:
-    """``spec.nameserver`` (seed 001, CoreDNS primaries); addresses kept in written order."""
+    """``spec.nameserver`` (CoreDNS primaries); addresses kept in written order."""
     if raw is None:
         return None
     return Nameserver(host(raw["name"]), tuple(str(a).strip().lower() for a in raw["addresses"]))

@@ -5,7 +5,7 @@
   content it was read with (a per-zone cache inside the provider: `RecordSet` has no etag).
   With ``names`` it lists the whole zone too and keeps only those names.
 - ``apply`` writes **one record set per request** (Azure has no multi-record transaction),
-  each conditional (ARCHITECTURE.md §5): a create is ``PUT`` with ``If-None-Match: *``; an
+  each conditional (a write never overwrites what it did not read): a create is ``PUT`` with ``If-None-Match: *``; an
   update ``PUT`` and a delete ``DELETE`` with ``If-Match: <etag>``.  The etag is the one read
   with exactly ``Change.old``; when the cache holds no such etag (another read came between,
   or the record was never read) the provider ``GET``s the record set, compares its content

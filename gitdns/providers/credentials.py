@@ -33,6 +33,7 @@ from typing import Any
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.errors import AuthError, ConfigError
+from gitdns.providers.kubeapi import core_v1
 
 
 class Credentials(dict[str, str]):
@@ -147,20 +148,14 @@ def secret_data(data: Mapping[str, Any], string_data: Mapping[str, Any]) -> dict
 
 def _from_secret(name: str, namespace: str | None, provider: str) -> Credentials:
     try:
-        from kubernetes import client
-        from kubernetes import config as kube_config
         from kubernetes.client.exceptions import ApiException
     except ImportError:
         raise ConfigError("spec.provider.credentials.secret needs the kubernetes client: "
                           "pip install 'gitdns[kubernetes]'") from None
-    loader: Any = kube_config
-    try:
-        loader.load_incluster_config()
-    except kube_config.ConfigException:
-        loader.load_kube_config()
+    api = core_v1("spec.provider.credentials.secret")
     ns = namespace or os.environ.get("GITDNS_POD_NAMESPACE") or "gitdns-system"
     try:
-        secret = client.CoreV1Api().read_namespaced_secret(name, ns)
+        secret = api.read_namespaced_secret(name, ns)
     except ApiException as exc:
         if exc.status in (401, 403):
             raise AuthError(f"spec.provider.credentials.secret: not allowed to read Secret {ns}/{name}") from None

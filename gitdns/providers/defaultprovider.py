@@ -1,5 +1,6 @@
-"""The default provider secret (seed 001): a zone without ``spec.provider`` uses the one Secret
-labelled ``kuadrant.io/default-provider=true`` in its namespace.
+"""The default provider secret (Kuadrant's "Cluster Aware DNSRecord Delegation" RFC): a zone
+without ``spec.provider`` uses the one Secret labelled ``kuadrant.io/default-provider=true`` in
+its namespace.
 
 - `find_default_provider` lists the labelled Secrets of a namespace: exactly one must exist
   (none: ``DefaultProviderNotFound``; several: ``MultipleDefaultProviders``, naming them all).
@@ -32,6 +33,7 @@ from gitdns.errors import AuthError, ConfigError, GitdnsError, UnreachableError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
 from gitdns.providers.credentials import Credentials, preloaded, secret_data
 from gitdns.providers.factory import build_provider
+from gitdns.providers.kubeapi import core_v1
 
 log = logging.getLogger(__name__)
 
@@ -85,23 +87,7 @@ def agent_namespace(configured: str | None = None) -> str:
 
 def core_api() -> Any:
     """A CoreV1Api from in-cluster credentials, else the kubeconfig."""
-    try:
-        from kubernetes import client
-        from kubernetes import config as kube_config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError:
-        raise ConfigError("the default provider secret needs the kubernetes client: "
-                          "pip install 'gitdns[kubernetes]'") from None
-    loader: Any = kube_config  # the loaders are untyped
-    try:
-        loader.load_incluster_config()
-    except ConfigException:
-        try:
-            loader.load_kube_config(config_file=os.environ.get("KUBECONFIG"))  # read now, not at import
-        except (ConfigException, FileNotFoundError) as exc:
-            raise ConfigError(f"default provider secret: no in-cluster credentials and no usable "
-                              f"kubeconfig ({type(exc).__name__})") from None
-    return client.CoreV1Api()
+    return core_v1("default provider secret")
 
 
 def _list_labelled(api: Any, namespace: str) -> list[Any]:

@@ -1,4 +1,5 @@
-"""The `endpoint` provider: a Kubernetes resource's ``spec.endpoints`` as the zone (seed 001).
+"""The `endpoint` provider: a Kubernetes resource's ``spec.endpoints`` as the zone (Kuadrant's
+"Cluster Aware DNSRecord Delegation" RFC).
 
 Kuadrant's dns-operator ships an "endpoint" provider whose zone is one resource with the
 external-dns Endpoint contract — by default a ``kuadrant.io/v1alpha1`` DNSRecord — picked
@@ -21,8 +22,8 @@ by a label selector; the delegation primaries merge every cluster's records into
 Settings (``spec.provider.settings`` or the keys of a ``kuadrant.io/endpoint`` Secret named
 by ``spec.provider.credentials``): ``namespace``; ``ENDPOINT_GVR``
 (``kuadrant.io/v1alpha1.dnsrecords``, Kuadrant) or ``ENDPOINT_GVK``
-(``kuadrant.io/v1alpha1.DNSRecord``, seed 001); ``ENDPOINT_ZONE_RECORD_LABEL`` (Kuadrant,
-default ``kuadrant.io/zone-record=true``) and/or ``CRD_ZONE_RECORD_LABEL`` (seed 001);
+(``kuadrant.io/v1alpha1.DNSRecord``, the delegation RFC); ``ENDPOINT_ZONE_RECORD_LABEL`` (Kuadrant,
+default ``kuadrant.io/zone-record=true``) and/or ``CRD_ZONE_RECORD_LABEL`` (the RFC);
 ``kubeconfigContext`` (else in-cluster credentials, else the current context).
 """
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normaliz
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.kubeapi import api_client
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
@@ -200,25 +201,7 @@ def settings_of(ref: ProviderRef, zone_domain: str) -> dict[str, str]:
 
 def api_client_for(context: str | None = None) -> Any:
     """An ApiClient: in-cluster credentials, else the kubeconfig (``context`` or current)."""
-    try:
-        from kubernetes import config as kube_config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError:
-        raise ConfigError("the endpoint provider needs the kubernetes client: "
-                          "pip install 'gitdns[kubernetes]'") from None
-    loader: Any = kube_config
-    if not context:
-        try:
-            loader.load_incluster_config()
-            from kubernetes import client
-
-            return client.ApiClient()
-        except ConfigException:
-            pass
-    try:
-        return loader.new_client_from_config(config_file=os.environ.get("KUBECONFIG") or None, context=context or None)
-    except (ConfigException, FileNotFoundError) as exc:
-        raise ConfigError(f"endpoint provider: no in-cluster credentials and no usable kubeconfig ({exc})") from None
+    return api_client("endpoint provider", context=context)
 
 
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> EndpointProvider:

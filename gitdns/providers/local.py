@@ -1,4 +1,4 @@
-"""The `local` provider: the embedded default record store (ARCHITECTURE.md §4, §5).
+"""The `local` provider: the embedded default record store.
 
 One versioned file per zone, ``<dir>/<zone>.json``, holding every record with its set
 identifier, weight and geo code.  The file is one compact JSON document (json's C decoder

@@ -2,7 +2,7 @@
 
 It holds each zone as ``dict[RecordKey, RecordSet]`` and writes through the pure
 `gitdns.core.store.apply_changes`, so it has exactly the compare-and-swap semantics every
-record store promises (§5): a change group lands only when every ``Change.old`` matches
+record store promises (no lost updates): a change group lands only when every ``Change.old`` matches
 what the store holds now (values, TTL and routing) and every guard holds; otherwise the
 group is refused as stale and nothing of it lands.  Tests and the conformance suite use
 it; `local` shares its checks (`invalid_groups`, `filter_names`).

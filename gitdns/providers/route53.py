@@ -5,8 +5,8 @@
   reads until the name changes (more calls only for a name with over 100 rows).
 - ``apply`` turns each change group (a data record and its ownership TXT) into Route53 changes
   — ``DELETE`` of the exact old rrset and ``CREATE`` of the new one, which Route53 applies
-  atomically and refuses when the old rrset is not exactly what the zone holds (the
-  compare-and-swap of ARCHITECTURE.md §5) — and packs groups into ``ChangeResourceRecordSets``
+  atomically and refuses when the old rrset is not exactly what the zone holds (a
+  compare-and-swap) — and packs groups into ``ChangeResourceRecordSets``
   requests within Route53's limits (`route53_batch.batches`).  A refused request is narrowed
   to the groups its ``InvalidChangeBatch`` message names (else bisected) and the rest is sent
   again: stale groups go to ``refused``, others to ``failed``.  Guards are not supported

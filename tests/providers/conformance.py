@@ -1,4 +1,4 @@
-"""The provider conformance suite (ARCHITECTURE.md §3): one suite for every provider.
+"""The provider conformance suite: one suite for every provider.
 
 Each test drives the real planner against a provider: apply a sequence of desired states,
 re-read, re-plan — the second plan must be empty.  Tests are gated by the provider's

@@ -1,5 +1,6 @@
 """The `endpoint` provider against the HTTP-level fake Kubernetes API server: the conformance
-suite, the settings (Kuadrant's and seed 001's keys) and the resourceVersion compare-and-swap."""
+suite, the settings (Kuadrant's keys and those of its DNSRecord delegation RFC) and the
+resourceVersion compare-and-swap."""
 
 from __future__ import annotations
 

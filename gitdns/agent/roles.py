@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from gitdns.agent.delegate import DelegationSource
@@ -26,9 +26,7 @@ from gitdns.core import builder
 from gitdns.core.conditions import Condition
 from gitdns.core.delegation import (
     STATE_INACTIVE,
-    STATE_MERGED,
     STATE_MISSING,
-    STATE_PARTIAL,
     STATE_STALE,
     Merged,
     Verdict,
@@ -36,14 +34,9 @@ from gitdns.core.delegation import (
 )
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
-from gitdns.core.owners import heartbeat_name, owners
-from gitdns.core.plan import Authority, Intent
-from gitdns.core.planner import plan as make_plan
-from gitdns.core.records import Action, Change, RecordSet
+from gitdns.core.records import RecordSet
 from gitdns.core.status import HEARTBEAT_GRANULARITY, heartbeat_value
-from gitdns.providers.base import Provider
 from gitdns.reconcile.delegation import PrimaryInputs, remote_heartbeat_granularity
-from gitdns.reconcile.engine import policy_for_zone
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +57,6 @@ class Role:
     conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # primary: zone domain -> merge conflicts
     sent_heartbeat: int | None = None
     primaries: tuple[str, ...] = ()  # the Clusters git names as primaries (a remote's report)
-    cleaned: dict[str, frozenset[str]] = field(default_factory=dict)  # zone -> remotes whose old claims are gone
     last_inputs: dict[str, Any] = field(default_factory=dict)
 
     # --- the mode ----------------------------------------------------------------------
@@ -133,35 +125,6 @@ class Role:
     def record_merge(self, zone: Zone, merged: Merged) -> None:
         self.verdicts[zone.domain] = merged.verdicts
         self.conflicts[zone.domain] = merged.conflicts
-
-    def clean_remote_claims(self, desired: Desired, zone: Zone, provider: Provider) -> int:
-        """A cluster that published in ``default`` mode and then became a remote left its own
-        ownership claims in the zone: once this primary publishes its records (the remote is
-        merged), those claims are pruned, so a value the remote later withdraws does not stay
-        alive under its old claim.  Looked at once per zone and set of merged remotes."""
-        merged = frozenset(v.cluster_id for v in self.verdicts.get(zone.domain, ())
-                           if v.state in (STATE_MERGED, STATE_PARTIAL))
-        if not merged or self.cleaned.get(zone.name) == merged:
-            return 0
-        snapshot = provider.read(zone.domain)
-        claimed = {row.owner for row in owners(snapshot, ())}
-        removed = 0
-        ok = True
-        for remote in sorted(merged & claimed):
-            pol = replace(policy_for_zone(desired, zone, force=True), authority=Authority.PRUNE_OWNER,
-                          prune_owner=remote)
-            plan = make_plan(Intent(remote, (), None), snapshot, pol)
-            beat = next((r for r in snapshot.records if r.name == heartbeat_name(remote, zone.domain)), None)
-            changes = list(plan.changes) + ([Change(Action.DELETE, beat, None, beat.key)] if beat else [])
-            result = provider.apply(zone.domain, changes, plan.guards)
-            removed += len(result.applied)
-            ok = ok and result.ok
-            log.info("pruned a remote's old claims: zone=%s remote=%s changes=%d", zone.domain, remote,
-                     len(result.applied))
-            snapshot = provider.read(zone.domain)
-        if ok:
-            self.cleaned[zone.name] = merged
-        return removed
 
     # --- the report ----------------------------------------------------------------------
     def zone_extras(self, zone: Zone) -> dict[str, Any]:

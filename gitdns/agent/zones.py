@@ -34,6 +34,7 @@ class Zones:
         self.role = role
         self.rng = rng
         self.root = Path(config.state_dir)
+        self._restart_checked = False  # the applied revision's zones were looked at after a start
 
     def cluster_of(self, desired: Desired) -> Cluster | None:
         """The Cluster git names for us (by the configured id or name, else the last known id)."""
@@ -56,6 +57,8 @@ class Zones:
             self._track_removed_zones()
         wanted = self.role.zones(desired, cluster) if cluster else []
         names = {z.name for z in wanted}
+        if cluster is not None:
+            self._track_applied_zones(cluster, names)
         for zone in wanted:
             if zone.name not in desired.blocked:
                 out.append((zone, desired, False))
@@ -81,6 +84,20 @@ class Zones:
         cluster = old.state.cluster(known.id) or known
         for zone in builder.zones_for_cluster(old.state, cluster):
             self.state.tracks.setdefault(zone.name, ZoneTrack(old))
+
+    def _track_applied_zones(self, cluster: Cluster, wanted: set[str]) -> None:
+        """After a start: zones the cluster reconciled at the applied revision and no longer
+        does are tracked, so its records there are removed as a running agent would."""
+        if self._restart_checked or self.state.tracks or not self.state.applied_sha:
+            return
+        self._restart_checked = True
+        old = self.desired_at(self.state.applied_sha)
+        if old is None:
+            return
+        was = old.state.cluster(cluster.id) or cluster
+        for zone in self.role.zones(old, was):
+            if zone.name not in wanted:
+                self.state.tracks.setdefault(zone.name, ZoneTrack(old))
 
     def _hold_all(self) -> list[Planned]:
         """Our own Cluster document is broken (or unknown): keep every zone as it was."""

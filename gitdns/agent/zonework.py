@@ -1,6 +1,6 @@
 """One zone, one pass, in the agent: the pipeline for its role, then what only a running agent
-does around it (what the report shows of the pass, the heartbeat TXT, a primary's clean-up of a
-remote's old claims, opt-in pruning of silent owners)."""
+does around it (what the report shows of the pass, the heartbeat TXT, opt-in pruning of silent
+owners)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class ZoneWork:
             if outcome.plan is None and track.last is not None and not remote:
                 outcome.plan = track.last.plan  # nothing was read: the last verdict stands
             if can_write and not remote:
-                self._after(zone, zdesired, newest, cluster, provider, zpass)
+                self._housekeeping(zone, provider, cluster, newest)
         except GitdnsError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
@@ -93,12 +93,6 @@ class ZoneWork:
             self.state.health_results[zone.name] = zpass.health
         else:
             self.state.health_results.pop(zone.name, None)
-
-    def _after(self, zone: Zone, zdesired: Desired, newest: Desired, cluster: Cluster, provider: Provider,
-               zpass: ZonePass) -> None:
-        self._housekeeping(zone, provider, cluster, newest)
-        if zpass.primary is not None and not zpass.outcome.errors:
-            zpass.outcome.applied += self.role.clean_remote_claims(zdesired, zone, provider)
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners

@@ -4,7 +4,9 @@ as the agents' merge does).  Exit codes: held or failed 1, stalled 4, conflicts 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
@@ -17,10 +19,11 @@ from gitdns.reconcile.zonepass import ZoneOutcome
 def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
           mode: str = "sync") -> Result:
-    from gitdns.reconcile.engine import default_factory, find_cluster, load
-    from gitdns.reconcile.run import reconcile
+    from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
+    from gitdns.reconcile.run import published, reconcile, revisions
 
-    desired = load(repo)
+    loaded = load(repo)
+    desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
     factory = default_factory(repo)
     # every cluster as its agent would: remotes first (the primaries merge what they publish)
@@ -28,9 +31,11 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
                 else [find_cluster(desired, cluster or "")])
     names = {c.id: c.name for c in desired.state.clusters}
     results: list[tuple[str, ZoneOutcome]] = []
+    health, state_at = published(desired), revisions(desired)
     for each in clusters:
         for outcome in reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
-                                 mode=PlanMode(mode), always_verify=verify):
+                                 mode=PlanMode(mode), always_verify=verify, health=health, state_at=state_at,
+                                 now=time.time()):
             results.append((each.name, outcome))
     if fmt == "json":
         result.line(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))

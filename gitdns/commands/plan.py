@@ -25,7 +25,7 @@ from gitdns.reconcile.zonepass import ZoneOutcome
 def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
          zones: Sequence[str] = (), exit_code: bool = False, force: bool = False, mode: str = "sync") -> Result:
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
-    from gitdns.reconcile.run import published_health, reconcile
+    from gitdns.reconcile.run import published, reconcile, revisions
 
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
@@ -35,7 +35,8 @@ def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, 
         return plan_all(desired, factory, result, fmt=fmt, zones=zones, exit_code=exit_code, force=force)
     who = find_cluster(desired, cluster or "")
     outcomes = reconcile(desired, who, factory, dry_run=True, force=force, zones=list(zones),
-                         mode=PlanMode(mode), health=published_health(desired), now=time.time())
+                         mode=PlanMode(mode), health=published(desired), state_at=revisions(desired),
+                         now=time.time())
     plans: list[Plan] = []
     for outcome in outcomes:
         if outcome.skipped:
@@ -75,9 +76,9 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
     """The merged preview: every zone as every cluster's agent would leave it."""
     from gitdns.core import inventory, planfmt
     from gitdns.reconcile.preview import preview_zone
-    from gitdns.reconcile.run import published_health, revisions
+    from gitdns.reconcile.run import published, revisions
 
-    health = published_health(desired)
+    health = published(desired)
     state_at = revisions(desired)
     out_json: list[dict[str, object]] = []
     all_plans: list[Plan] = []
@@ -96,7 +97,7 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
         sim = preview_zone(desired, zone, factory(zone), health=health, force=force, state_at=state_at,
                            now=time.time())
         plans = [p for _, p in sim.plans]
-        names = {c.id: c.name for c, _ in sim.plans}
+        names = {c.id: c.name for c in desired.state.clusters} | {c.id: c.name for c, _ in sim.plans}
         all_plans.extend(plans)
         outcomes.extend(sim.outcomes)
         rows = inventory.inventory(sim.after, names)

@@ -2,7 +2,7 @@
 
     default  build → groups → health → plan → guard → apply → verify → prune-inactive | render
     primary  build → groups → health → merge → retire-primaries → plan → guard → apply → verify
-             → prune-inactive → peers | render
+             → prune-inactive → peers → clean-remote-claims | render
     remote   endpoints
     preview  the default or primary list without verify and render, against a copy of the
              zone (`gitdns.reconcile.preview`): every write lands in the copy, none in the zone
@@ -46,7 +46,7 @@ _MERGE: tuple[tuple[str, Step], ...] = (("merge", steps.merge), ("retire-primari
 _WRITE: tuple[tuple[str, Step], ...] = (("plan", steps.plan), ("guard", steps.guard), ("apply", steps.apply))
 _VERIFY: tuple[tuple[str, Step], ...] = (("verify", steps.verify_step),)
 _PRUNE: tuple[tuple[str, Step], ...] = (("prune-inactive", steps.prune_inactive),)
-_PEERS: tuple[tuple[str, Step], ...] = (("peers", steps.peers),)
+_PEERS: tuple[tuple[str, Step], ...] = (("peers", steps.peers), ("clean-remote-claims", steps.clean_remote_claims))
 _RENDER: tuple[tuple[str, Step], ...] = (("render", steps.render),)
 
 PIPELINES: dict[Role, Pipeline] = {

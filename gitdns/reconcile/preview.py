@@ -4,7 +4,7 @@ Every write a step makes lands in an `Overlay` (a copy of the zone read once fro
 provider) and is recorded, so the preview lists exactly what the agents would write — their
 own records, the active-groups mirror, inactive groups pruned, other primaries kept in step —
 and nothing reaches the zone.  Health comes from each cluster's last published status
-(`HealthView`); a cluster with none is previewed with every target healthy, and the plan says so.
+(`Published`); a cluster with none is previewed with every target healthy, and the plan says so.
 
 `preview_zone` runs every cluster git names for one zone in turn against one copy — remotes
 first (their endpoints feed the primaries), then the others, then the clusters that left git
@@ -15,7 +15,7 @@ it will be after every agent ran once.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gitdns.core import builder
 from gitdns.core.delegation import Payload, zones_for_primary
@@ -69,11 +69,13 @@ class Overlay:
 
 
 @dataclass(frozen=True, slots=True)
-class HealthView:
-    """What each cluster last published about its targets: cluster id -> unhealthy target ids.
-    A cluster missing here published no status: every target is taken as healthy."""
+class Published:
+    """What each cluster last published on its status branch: its unhealthy target ids and
+    the revision it applied.  A cluster missing from ``unhealthy`` published no status: every
+    target is taken as healthy."""
 
-    unhealthy: Mapping[str, frozenset[str]]
+    unhealthy: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    applied: Mapping[str, str] = field(default_factory=dict)  # cluster id -> applied sha
     frozen: frozenset[str] = frozenset()
 
     def of(self, cluster_id: str) -> tuple[frozenset[str], bool]:
@@ -82,7 +84,30 @@ class HealthView:
         return self.unhealthy.get(cluster_id, frozenset()), known
 
 
-NO_HEALTH = HealthView({})
+NOTHING_PUBLISHED = Published()
+
+
+def newest_rev(snapshot: ZoneSnapshot, owner: str) -> str | None:
+    """The sha7 of the newest revision the owner's ownership TXT in the zone record."""
+    revs = [rev for row in owners(snapshot, ()) if row.owner == owner for rev in row.revisions]
+    stamped = sorted((int(t), sha) for t, _, sha in (r.partition(".") for r in revs) if t.isdigit() and sha)
+    return stamped[-1][1] if stamped else None
+
+
+def last_applied(desired: Desired, cluster: Cluster, read: Callable[[], ZoneSnapshot], published: Published,
+                 state_at: StateAt | None) -> Callable[[], DesiredState | None]:
+    """The desired state the cluster last applied, as its agent judges a reviewed removal
+    against it: its status branch's applied revision, else the newest revision its ownership
+    TXT in the zone record, else the previous commit.  Looked up only when a plan stalls."""
+    fallback = desired.previous
+
+    def previous() -> DesiredState | None:
+        sha = published.applied.get(cluster.id) or newest_rev(read(), cluster.id)
+        state = state_at(sha) if sha and state_at is not None else None
+        if state is not None:
+            return state
+        return fallback() if fallback is not None else None
+    return previous
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +133,14 @@ def effective_plan(outcome: ZoneOutcome, cluster: Cluster, overlay: Overlay, fir
     return replace(base, changes=changes, guards=(), notes=(*base.notes, *extra), authority=authority)
 
 
-def preview_pass(desired: Desired, cluster: Cluster, zone: Zone, overlay: Overlay, *, health: HealthView,
-                 force: bool = False, mode: PlanMode = PlanMode.SYNC,
-                 primary: PrimaryInputs | None = None) -> tuple[Plan, ZoneOutcome, ZonePass]:
-    """One cluster's pass against the copy; its effective plan."""
+def preview_pass(desired: Desired, cluster: Cluster, zone: Zone, overlay: Overlay, *, health: Published,
+                 force: bool = False, mode: PlanMode = PlanMode.SYNC, primary: PrimaryInputs | None = None,
+                 state_at: StateAt | None = None) -> tuple[Plan, ZoneOutcome, ZonePass]:
+    """One cluster's pass against the copy, judged against the revision it last applied; its
+    effective plan."""
     unhealthy, known = health.of(cluster.id)
     outcome = ZoneOutcome(zone)
+    desired = replace(desired, previous=last_applied(desired, cluster, lambda: overlay.before, health, state_at))
     p = ZonePass(zone, desired, cluster, overlay, True, outcome, mode=mode, force=force,
                  owners=tuple(c.id for c in desired.state.clusters), unhealthy=unhealthy,
                  frozen=health.frozen, primary=primary)
@@ -133,14 +160,19 @@ def _has_checks(desired: Desired, cluster: Cluster, zone: Zone) -> bool:
     return bool(health_targets(builder.build_hosts(desired.state, cluster, zone)))
 
 
-def departed(desired: Desired, snapshot: ZoneSnapshot, state_at: StateAt | None) -> list[Cluster]:
-    """Owners in the zone whose Cluster left git: the revision each last applied (its TXT's
-    ``rev`` label) — or the previous revision — names it.  Their agents remove their records."""
-    current = {c.id for c in desired.state.clusters}
+def departed(desired: Desired, zone: Zone, snapshot: ZoneSnapshot, state_at: StateAt | None) -> list[Cluster]:
+    """Owners in the zone whose agents will remove their records: a Cluster still in git that
+    no longer reconciles the zone (a remote's old claims are its primaries' to clean), and a
+    Cluster that left git — named by the revision its ownership TXT record (its ``rev``
+    label) or by the previous commit."""
+    current = {c.id: c for c in desired.state.clusters}
     out: list[Cluster] = []
     previous = desired.previous() if desired.previous is not None else None
     for row in owners(snapshot, current):
-        if row.known:
+        cluster = current.get(row.owner)
+        if cluster is not None:
+            if cluster.mode is not Mode.REMOTE and zone not in zones_of(desired, cluster):
+                out.append(cluster)
             continue
         states = [state_at(rev.rpartition(".")[2]) for rev in row.revisions] if state_at else []
         found = next((s.cluster(row.owner) for s in [*states, previous] if s is not None
@@ -150,7 +182,7 @@ def departed(desired: Desired, snapshot: ZoneSnapshot, state_at: StateAt | None)
     return out
 
 
-def remote_payloads(desired: Desired, zone: Zone, health: HealthView, now: float) -> dict[str, Payload]:
+def remote_payloads(desired: Desired, zone: Zone, health: Published, now: float) -> dict[str, Payload]:
     """What each remote in git would put on its status branch for ``zone`` at this revision."""
     sha = desired.state.revision.sha if desired.state.revision else None
     out: dict[str, Payload] = {}
@@ -163,7 +195,7 @@ def remote_payloads(desired: Desired, zone: Zone, health: HealthView, now: float
     return out
 
 
-def primary_inputs(desired: Desired, cluster: Cluster, zone: Zone, health: HealthView,
+def primary_inputs(desired: Desired, cluster: Cluster, zone: Zone, health: Published,
                    now: float) -> PrimaryInputs | None:
     if cluster.mode is not Mode.PRIMARY or desired.state.cluster(cluster.id) is None:
         return None
@@ -187,7 +219,7 @@ def publishers(desired: Desired, zone: Zone) -> list[Cluster]:
     return sorted(out, key=lambda c: c.mode is not Mode.REMOTE)
 
 
-def preview_zone(desired: Desired, zone: Zone, provider: Provider, *, health: HealthView = NO_HEALTH,
+def preview_zone(desired: Desired, zone: Zone, provider: Provider, *, health: Published = NOTHING_PUBLISHED,
                  force: bool = False, state_at: StateAt | None = None, now: float = 0.0,
                  clusters: Sequence[Cluster] | None = None) -> Preview:
     """Every publishing cluster's pass in turn against one copy of the zone (the PR preview)."""
@@ -196,11 +228,11 @@ def preview_zone(desired: Desired, zone: Zone, provider: Provider, *, health: He
     outcomes: list[ZoneOutcome] = []
     chosen = list(clusters) if clusters is not None else publishers(desired, zone)
     if clusters is None:
-        chosen += departed(desired, overlay.before, state_at)
+        chosen += departed(desired, zone, overlay.before, state_at)
     for cluster in chosen:
         inputs = primary_inputs(desired, cluster, zone, health, now)
         plan, outcome, _ = preview_pass(desired, cluster, zone, overlay, health=health, force=force,
-                                        primary=inputs)
+                                        primary=inputs, state_at=state_at)
         plans.append((cluster, plan))
         outcomes.append(outcome)
     return Preview(zone, tuple(plans), overlay.before, overlay.after(), tuple(outcomes))

@@ -4,17 +4,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 
 from gitdns.core.desired import Desired
-from gitdns.core.model import Cluster, DesiredState, Mode
+from gitdns.core.model import Cluster, DesiredState, Mode, Zone
 from gitdns.core.plan import PlanMode
 from gitdns.reconcile.engine import ProviderFactory, skip_reason
 from gitdns.reconcile.pipeline import Role, run
 from gitdns.reconcile.preview import (
-    NO_HEALTH,
-    HealthView,
+    NOTHING_PUBLISHED,
     Overlay,
+    Published,
     StateAt,
+    last_applied,
     preview_pass,
     primary_inputs,
     zones_of,
@@ -24,12 +27,13 @@ from gitdns.reconcile.zonepass import ZoneOutcome, ZonePass
 
 def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
               dry_run: bool = False, force: bool = False, mode: PlanMode = PlanMode.SYNC,
-              zones: Sequence[str] = (), always_verify: bool = False, health: HealthView = NO_HEALTH,
-              now: float = 0.0) -> list[ZoneOutcome]:
+              zones: Sequence[str] = (), always_verify: bool = False, health: Published = NOTHING_PUBLISHED,
+              state_at: StateAt | None = None, now: float = 0.0) -> list[ZoneOutcome]:
     """Plan (and unless ``dry_run`` apply) every zone the cluster's agent reconciles, with the
-    steps of its role.  A dry run is the preview: writes land in a copy of the zone."""
+    steps of its role.  A dry run is the preview: writes land in a copy of the zone.  As the
+    agent does, a reviewed removal is judged against the revision the cluster last applied."""
     outcomes: list[ZoneOutcome] = []
-    for zone in zones_of(desired, cluster):
+    for zone in reconciled_zones(desired, cluster, health, state_at):
         if zones and zone.name not in zones and zone.domain not in zones:
             continue
         skipped = skip_reason(desired, zone)
@@ -40,18 +44,38 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
         if dry_run:
             overlay = Overlay(factory(zone), zone.domain)
             plan, outcome, _ = preview_pass(desired, cluster, zone, overlay, health=health, force=force, mode=mode,
-                                            primary=inputs)
+                                            primary=inputs, state_at=state_at)
             outcome.plan = plan
             outcomes.append(outcome)
             continue
         outcome = ZoneOutcome(zone)
         unhealthy, _ = health.of(cluster.id)
-        p = ZonePass(zone, desired, cluster, factory(zone), True, outcome, mode=mode, force=force,
+        provider = factory(zone)
+        own = replace(desired, previous=last_applied(desired, cluster, partial(provider.read, zone.domain), health,
+                                                     state_at))
+        p = ZonePass(zone, own, cluster, provider, True, outcome, mode=mode, force=force,
                      owners=tuple(c.id for c in desired.state.clusters), always_verify=always_verify,
                      unhealthy=unhealthy, frozen=health.frozen, primary=inputs)
         run(p, role_of(cluster, inputs is not None))
         outcomes.append(outcome)
     return outcomes
+
+
+def reconciled_zones(desired: Desired, cluster: Cluster, health: Published, state_at: StateAt | None) -> list[Zone]:
+    """The zones the cluster's agent reconciles: those it publishes in now, and those it
+    published in at the revision it last applied (its status branch's, else the previous
+    commit) and left since — its agent removes its records there."""
+    zones = zones_of(desired, cluster)
+    sha = health.applied.get(cluster.id)
+    before = state_at(sha) if sha and state_at is not None else None
+    if before is None and desired.previous is not None:
+        before = desired.previous()
+    was = before.cluster(cluster.id) if before is not None else None
+    if before is None or was is None:
+        return zones
+    names = {z.name for z in zones}
+    left = [desired.state.zone(z.name) for z in zones_of(replace(desired, state=before), was) if z.name not in names]
+    return zones + [z for z in left if z is not None]
 
 
 def role_of(cluster: Cluster, primary: bool) -> Role:
@@ -60,26 +84,45 @@ def role_of(cluster: Cluster, primary: bool) -> Role:
     return Role.PRIMARY if primary else Role.DEFAULT
 
 
-def published_health(desired: Desired) -> HealthView:
-    """Each cluster's unhealthy targets as its status branch last said (the branches the
-    work tree's repository knows); clusters with no status branch are left out."""
+def published(desired: Desired) -> Published:
+    """What each cluster's status branch last said (the branches the work tree's repository
+    knows): its unhealthy targets and its applied revision; clusters with no status branch are
+    left out."""
     from pathlib import Path
 
     from gitdns.adapters.gitrev import status_files
-    from gitdns.core.statusdoc import load as load_doc
 
     unhealthy: dict[str, frozenset[str]] = {}
+    applied: dict[str, str] = {}
     for cluster in desired.state.clusters:
-        files = status_files(Path(desired.root), cluster.id)
+        files = status_files(Path(desired.root), cluster.id, ("health.yaml", "summary.yaml"))
         if files is None:
             continue
-        try:
-            targets = load_doc(files["health.yaml"]).get("targets") or {} if "health.yaml" in files else {}
-        except ValueError:
-            continue
-        unhealthy[cluster.id] = frozenset(str(t) for t, v in targets.items()
-                                          if isinstance(v, dict) and v.get("state") == "unhealthy")
-    return HealthView(unhealthy)
+        unhealthy[cluster.id] = _unhealthy(files.get("health.yaml", ""))
+        sha = _applied(files.get("summary.yaml", ""))
+        if sha:
+            applied[cluster.id] = sha
+    return Published(unhealthy, applied)
+
+
+def _unhealthy(text: str) -> frozenset[str]:
+    from gitdns.core.statusdoc import load as load_doc
+
+    try:
+        targets = (load_doc(text).get("targets") or {}) if text else {}
+    except ValueError:
+        return frozenset()
+    return frozenset(str(t) for t, v in targets.items() if isinstance(v, dict) and v.get("state") == "unhealthy")
+
+
+def _applied(text: str) -> str:
+    from gitdns.core.statusdoc import load as load_doc
+
+    try:
+        value = load_doc(text).get("appliedRevision") if text else None
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def revisions(desired: Desired) -> StateAt:

@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitdns.core.builder import build_hosts, merge_records
-from gitdns.core.delegation import former_primaries, primaries_records, retire_keys
+from gitdns.core.delegation import STATE_MERGED, STATE_PARTIAL, former_primaries, primaries_records, retire_keys
 from gitdns.core.delegation import merge as merge_remotes
 from gitdns.core.groups import decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
 from gitdns.core.healthfilter import apply_health
+from gitdns.core.owners import heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent, Plan
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
-from gitdns.core.records import Action, RecordSet
+from gitdns.core.records import Action, Change, RecordSet
 from gitdns.reconcile.delegation import remote_endpoints
 from gitdns.reconcile.engine import (
     apply_with_retries,
@@ -284,6 +285,34 @@ def peers(p: ZonePass) -> Result:
         if plan_.changes and not plan_.stalled:
             result = p.provider.apply(p.zone.domain, plan_.applicable, plan_.guards)
             p.outcome.applied += len(result.applied)
+    return Result.CONTINUE
+
+
+def clean_remote_claims(p: ZonePass) -> Result:
+    """Primary mode: a cluster that published in ``default`` mode and then became a remote
+    left its own ownership claims in the zone.  Once this primary publishes its records (the
+    remote is merged), those claims and its heartbeat are removed, so a value the remote later
+    withdraws does not stay alive under its old claim.  Looked at once per set of merged remotes."""
+    if p.primary is None or p.merged is None or not p.can_write or p.outcome.errors:
+        return Result.CONTINUE
+    merged = frozenset(v.cluster_id for v in p.merged.verdicts if v.state in (STATE_MERGED, STATE_PARTIAL))
+    if not merged or p.memory.cleaned == merged:
+        return Result.CONTINUE
+    snapshot = p.provider.read(p.zone.domain)
+    ok = True
+    for remote in sorted(merged & {row.owner for row in owners(snapshot, ())}):
+        pol = replace(policy_for_zone(p.desired, p.zone, force=True), authority=Authority.PRUNE_OWNER,
+                      prune_owner=remote)
+        plan_ = make_plan(Intent(remote, (), None), snapshot, pol)
+        beat = next((r for r in snapshot.records if r.name == heartbeat_name(remote, p.zone.domain)), None)
+        changes = [*plan_.changes, *([Change(Action.DELETE, beat, None, beat.key)] if beat else [])]
+        result = p.provider.apply(p.zone.domain, changes, plan_.guards)
+        p.outcome.applied += len(result.applied)
+        ok = ok and result.ok
+        p.notes.append(f"removed the old claims of {remote}, now a remote ({len(result.applied)} change(s))")
+        snapshot = p.provider.read(p.zone.domain)
+    if ok:
+        p.memory.cleaned = merged
     return Result.CONTINUE
 
 

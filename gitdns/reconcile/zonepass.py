@@ -81,6 +81,7 @@ class ZoneMemory:
     intent: tuple[RecordSet, ...] | None = None  # what the last successful pass wanted
     zone_size: int = 0  # records seen in the last whole-zone read (the read-cost estimate)
     pruned_serial: int | None = None  # the groups serial inactive groups were last pruned for
+    cleaned: frozenset[str] | None = None  # merged remotes whose old claims a primary removed
     last: ZoneOutcome | None = None  # the last pass's outcome
 
 

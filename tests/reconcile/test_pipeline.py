@@ -26,7 +26,8 @@ def test_role_step_lists() -> None:
     assert PIPELINES[Role.DEFAULT].names() == ["build", "groups", "health", "plan", "guard", "apply", "verify",
                                                "prune-inactive", "render"]
     assert PIPELINES[Role.PRIMARY].names() == ["build", "groups", "health", "merge", "retire-primaries", "plan",
-                                               "guard", "apply", "verify", "prune-inactive", "peers", "render"]
+                                               "guard", "apply", "verify", "prune-inactive", "peers",
+                                               "clean-remote-claims", "render"]
     assert PIPELINES[Role.REMOTE].names() == ["endpoints"]
     # the preview runs the same steps but verify and render, against a copy of the zone
     assert PIPELINES[Role.PREVIEW].names() == [n for n in PIPELINES[Role.DEFAULT].names()

@@ -1,12 +1,12 @@
-"""Where the preview and the agents still part (issue 12, item 3), each proven black-box the way
+"""Edges where the preview and the agents once parted, each proven black-box the way
 `test_preview_equals_agent.py` proves the examples: a real git repository, `gitdns plan` right
 before each `gitdns agent --once`, the `local` store compared before and after (the agent's
 heartbeat and lock TXT, its own housekeeping and in no plan, left out).
 
 The stories run on `example-repo/` with two clusters (eu-west-1 and us-east-1; eu-central-1
 and the failover groups taken out), health checks off, nothing beyond loopback.  The tests
-that fail on a known discrepancy are marked ``xfail(strict=True)`` with the diagnosis: once
-the product is fixed they pass, and strict xfail makes the suite say so.
+cover the edges where the two once parted: a removal followed by another commit before the
+agents poll, a default cluster turned remote, and a cluster that leaves a zone but stays in git.
 """
 
 from __future__ import annotations
@@ -54,16 +54,9 @@ REMOVAL_THEN_ANOTHER_COMMIT = Story(EXAMPLE_REPO, [
     Commit("an unrelated change", _unrelated, ORDER),
 ])
 
-REVIEWED_AGAINST = (
-    "The mass-change guard's reviewed-removal exemption (reconcile.engine._reviewed) is judged against "
-    "different revisions: `gitdns plan` against HEAD's parent (commands/plan.py: desired.previous = "
-    "reconcile.engine.previous_state), the agent against the revision it last applied (agent/loading.py: "
-    "desired.previous = the state at applied_sha, restored from its status branch). A removal merged, then "
-    "another commit before the agents poll: the preview stalls (MassChangeRefused, no change listed, "
-    "plan exit 4) for eu-west-1 and us-east-1 while both agents apply the removal (15 and 22 changes). "
-    "Fix: judge each cluster's preview pass against the revision that cluster last applied (its status "
-    "branch's summary.yaml appliedRevision, else the newest rev label of its ownership TXT in the zone, "
-    "else HEAD's parent): a per-cluster desired.previous in reconcile.preview.preview_pass")
+# A removal merged, then another commit before the agents poll: each cluster's preview judges the
+# reviewed-removal exemption against the revision that cluster last applied (its status branch,
+# else its newest rev label, else the previous commit), as its agent does.
 
 
 # --- a default cluster becomes a remote of a new primary -----------------------------------------------
@@ -78,14 +71,8 @@ DEFAULT_TO_REMOTE = Story(EXAMPLE_REPO, [
     Commit("us-east-1 becomes a primary, eu-west-1 its remote", _to_delegation, ORDER),
 ])
 
-REMOTE_CLAIMS = (
-    "A primary prunes the old ownership TXT (and heartbeat) of a cluster that published in default mode and "
-    "is now its merged remote: agent/roles.py Role.clean_remote_claims, called by agent/zonework.py after the "
-    "pipeline (with the heartbeat), outside it. The preview's pipeline (reconcile.pipeline "
-    "Role.PREVIEW_PRIMARY) has no such step: `plan --cluster us-east-1` and `plan --all-clusters` omit the "
-    "deletion of eu-west-1's ownership TXT (11 in example.com, 1 in example.org) and the merged zone still "
-    "lists eu-west-1 as an owner. Fix: make it a step of the primary roles (after peers, in PRIMARY and "
-    "PREVIEW_PRIMARY), so the preview runs it against its copy of the zone")
+# A default cluster becomes a remote: the primary's clean-remote-claims step removes its old
+# ownership TXT and heartbeat, in the agent and in the preview alike.
 
 
 # --- a cluster stays in git but leaves a zone ------------------------------------------------------------
@@ -104,21 +91,10 @@ CLUSTER_LEAVES_A_ZONE = Story(EXAMPLE_REPO, [
     Commit("us-east-1's web gateway removed: it leaves example.org", _us_east_leaves_example_org, ORDER),
 ])
 
-ZONE_LEFT = (
-    "A cluster that stays in git but no longer has a host in a zone (us-east-1 without its web gateway) keeps "
-    "its value 203.0.113.20 in app.example.org: the preview runs only the clusters whose zones_of() include "
-    "the zone plus departed() owners (Clusters gone from git), and a restarted agent (`--once`: no zone "
-    "tracked in memory) reconciles only builder.zones_for_cluster(); only a long-running agent that still "
-    "tracks the zone (agent/zones.py, 'left the cluster') removes it. Fix: treat an owner in the zone whose "
-    "Cluster no longer publishes it as departed in the preview (reconcile.preview.departed), and have the "
-    "agent track the zones of its applied revision after a restart, as _track_removed_zones does for a "
-    "Cluster removed from git")
+# A cluster stays in git but leaves a zone: the preview runs it as an owner that will remove its
+# records, and a restarted agent tracks the zones of its applied revision.
 
-ZONE_LEFT_NAMES = (
-    "The merged zone of `plan --all-clusters` names owners only by the clusters that ran in that zone "
-    "(commands/plan.py plan_all: names = {c.id: c.name for c, _ in sim.plans}): us-east-1, still in git but "
-    "no longer publishing example.org, is listed by its id where `gitdns zone show` names it us-east-1. "
-    "Fix: the names of every Cluster in git plus the departed ones")
+# The merged zone names owners by every Cluster in git, as `gitdns zone show` does.
 
 
 STORIES = {
@@ -149,19 +125,16 @@ def test_removal_then_another_commit_the_agents_apply_the_removal(played: Played
     assert ("mail.example.com", "A", "") not in _data(run, "example.com")
 
 
-@pytest.mark.xfail(strict=True, reason=REVIEWED_AGAINST)
 def test_removal_then_another_commit_each_plan_is_what_its_agent_applies(played: Played) -> None:
     problems = story_mismatches(played("removal-then-another-commit")[1])
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason=REVIEWED_AGAINST)
 def test_removal_then_another_commit_merged_preview_is_the_zone_after_the_agents(played: Played) -> None:
     problems = fleet_mismatches(played("removal-then-another-commit")[1])
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason=REVIEWED_AGAINST)
 def test_removal_then_another_commit_plan_does_not_stall_where_the_agents_apply(played: Played) -> None:
     problems = exit_code_mismatches(played("removal-then-another-commit")[1])
     assert not problems, "\n".join(problems)
@@ -177,13 +150,11 @@ def test_default_to_remote_the_primary_takes_over_the_remotes_records(played: Pl
     assert US_EAST_ID in owners
 
 
-@pytest.mark.xfail(strict=True, reason=REMOTE_CLAIMS)
 def test_default_to_remote_each_plan_is_what_its_agent_applies(played: Played) -> None:
     problems = story_mismatches(played("default-to-remote")[1])
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason=REMOTE_CLAIMS)
 def test_default_to_remote_merged_preview_is_the_zone_after_the_agents(played: Played) -> None:
     problems = fleet_mismatches(played("default-to-remote")[1])
     assert not problems, "\n".join(problems)
@@ -198,13 +169,11 @@ def test_cluster_leaves_a_zone_each_plan_is_what_its_agent_applies(played: Playe
     assert not exit_code_mismatches(played("cluster-leaves-a-zone")[1])
 
 
-@pytest.mark.xfail(strict=True, reason=ZONE_LEFT)
 def test_cluster_leaves_a_zone_its_value_is_removed(played: Played) -> None:
     run = last(played, "cluster-leaves-a-zone")
     assert _data(run, "example.org")[("app.example.org", "A", "")] == ("192.0.2.20",)
 
 
-@pytest.mark.xfail(strict=True, reason=ZONE_LEFT_NAMES)
 def test_cluster_leaves_a_zone_merged_preview_names_owners_as_zone_show_does(played: Played) -> None:
     problems = fleet_mismatches(played("cluster-leaves-a-zone")[1])
     assert not problems, "\n".join(problems)

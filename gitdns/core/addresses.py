@@ -13,6 +13,8 @@ import ipaddress
 import re
 
 _LABEL = re.compile(r"^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?$")
+_NAME = re.compile(r"^(?:[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?\.)*"
+                   r"[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?$")
 _DOTTED = re.compile(r"^[0-9.]+$")
 MAX_NAME = 253
 
@@ -59,13 +61,13 @@ def host_error(text: str) -> str | None:
         return f"{text!r} is not a host name (it is empty)"
     if len(name) > MAX_NAME:
         return f"{text!r} is not a host name (it is {len(name)} characters long; at most {MAX_NAME})"
-    labels = name.split(".")
-    bad = next((label for label in labels if not _LABEL.match(label)), None)
-    if bad is not None:
+    if not _NAME.match(name):  # the one regular expression first: most names are fine
+        bad = next(label for label in name.split(".") if not _LABEL.match(label))
         why = "an empty label" if not bad else f"the label {bad!r}"
         return f"{text!r} is not a host name ({why}: labels are 1 to 63 letters, digits, '-' or '_')"
-    if labels[-1].isdigit():
-        return f"{text!r} is not a host name (its last label {labels[-1]!r} is all digits)"
+    last = name.rpartition(".")[2]
+    if last.isdigit():
+        return f"{text!r} is not a host name (its last label {last!r} is all digits)"
     return None
 
 

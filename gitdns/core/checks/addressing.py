@@ -79,7 +79,8 @@ def _host_names(ix: Index) -> Iterator[tuple[Obj, Path, str]]:
 
 
 def host_names(ix: Index) -> Iterable[Problem]:
+    seen: dict[str, str | None] = {}  # a host is written by every cluster serving it: judge it once
     for obj, path, name in _host_names(ix):
-        wrong = host_error(name)
+        wrong = seen[name] if name in seen else seen.setdefault(name, host_error(name))
         if wrong is not None:
             yield on(ix, obj, path, wrong, "a DNS name such as api.example.com", "InvalidHostname")

@@ -6,7 +6,8 @@ independent ways.
     gitdns.agent | gitdns.orchestrator       the long-running processes (independent of each other)
     gitdns.kubedelegation                    delegation through Kubernetes (a part of the agent)
     gitdns.reconcile                         the per-zone pipeline
-    gitdns.providers | gitdns.adapters       all I/O
+    gitdns.providers                         DNS services (may use the adapters)
+    gitdns.adapters                          all other I/O: git, Kubernetes, files, probes
     gitdns.core                              pure
 
 1. ``lint-imports`` with the contracts in pyproject.toml: the layers above, only the adapters
@@ -42,7 +43,8 @@ LAYERS = [
     "gitdns.agent | gitdns.orchestrator",
     "gitdns.kubedelegation",
     "gitdns.reconcile",
-    "gitdns.providers | gitdns.adapters",
+    "gitdns.providers",
+    "gitdns.adapters",
     "gitdns.core",
 ]
 ABOVE_ADAPTERS = ("gitdns.cli", "gitdns.commands", "gitdns.agent", "gitdns.orchestrator", "gitdns.kubedelegation",

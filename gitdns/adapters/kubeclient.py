@@ -79,6 +79,13 @@ def api_client(what: str, *, context: str | None = None, config_file: str | None
         raise ConfigError(f"{what}: kubeconfig {which} does not load ({type(exc).__name__}: {exc})") from None
 
 
+def core_v1(what: str) -> Any:
+    """A CoreV1Api on `api_client` (in-cluster credentials, else the kubeconfig)."""
+    from kubernetes import client
+
+    return client.CoreV1Api(api_client(what))
+
+
 def api_client_from_dict(doc: dict[str, Any]) -> Any:
     """An ApiClient from a parsed kubeconfig (nothing persisted); the loader's own exceptions
     propagate (callers report only their kind: a kubeconfig is a credential)."""

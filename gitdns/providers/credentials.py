@@ -30,10 +30,10 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.kubeclient import core_v1
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.errors import AuthError, ConfigError
-from gitdns.providers.kubeapi import core_v1
 
 
 class Credentials(dict[str, str]):

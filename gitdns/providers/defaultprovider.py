@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.kubeclient import core_v1
 from gitdns.core.model import CredentialsRef, DesiredState, ProviderRef
 from gitdns.core.providertypes import GITDNS_SECRET_PREFIX, PROVIDER_TYPES, UNSERVED_SECRET_TYPES, type_of_secret
 from gitdns.core.records import Change, Guard, ZoneSnapshot
@@ -33,7 +34,6 @@ from gitdns.errors import AuthError, ConfigError, GitdnsError, UnreachableError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
 from gitdns.providers.credentials import Credentials, preloaded, secret_data
 from gitdns.providers.factory import build_provider
-from gitdns.providers.kubeapi import core_v1
 
 log = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.kubeclient import api_client
 from gitdns.core.endpoints import (
     GVK_KEY,
     GVR_KEY,
@@ -52,7 +53,6 @@ from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normaliz
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
-from gitdns.providers.kubeapi import api_client
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the test suite needs, idempotently (run as root, e.g. by .ci/run):
 #   - BIND 9 (named, named-checkzone), dig, dnsmasq and PowerDNS Authoritative with its SQLite
-#     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests) from Debian, unless all are present;
+#     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests), and ip (iproute2: .ci/run
+#     brings up loopback in the tests' own network namespace) from Debian, unless all are present;
 #   - this package in editable mode with its `test` extras.
 # A /usr/sbin/policy-rc.d that refuses service starts is written first (when absent), so
 # installing bind9, dnsmasq or pdns-server does not start a daemon that holds port 53 during the tests.
@@ -9,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
-TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil)
-APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3)
+TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip)
+APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]
@@ -22,7 +23,7 @@ for tool in "${TOOLS[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "install-test-deps: DNS tools present (${TOOLS[*]}): skipping apt"
+    echo "install-test-deps: tools present (${TOOLS[*]}): skipping apt"
 else
     if [ "$(id -u)" -ne 0 ]; then
         echo "install-test-deps: missing ${missing[*]}; run as root to install ${APT_PACKAGES[*]}" >&2

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socketserver
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -265,6 +266,13 @@ def _text(status: int, text: str) -> _Reply:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     app: HttpServer
+
+    def server_bind(self) -> None:
+        """Bind without http.server's reverse lookup of the listen address (``getfqdn``),
+        which would ask the resolver about ``0.0.0.0`` at every start."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
 
 class _Handler(BaseHTTPRequestHandler):

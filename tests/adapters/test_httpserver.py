@@ -332,3 +332,20 @@ def test_failing_callback_is_500_and_not_counted_accepted() -> None:
         headers = github_headers(body, "cb-1")
         assert call(f"http://127.0.0.1:{server.port}/webhook", data=body, headers=headers)[0] == 500
     assert deliveries(metrics, "github", "accepted") == 0
+
+
+def test_binding_asks_no_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """http.server would look the listen address up (socket.getfqdn) at every start: in a pod
+    that is a resolver query for 0.0.0.0.  The endpoint binds without it."""
+    import socket
+
+    from gitdns.adapters import httpserver
+
+    asked: list[str] = []
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": asked.append(name) or name)
+    httpd = httpserver._Server(("127.0.0.1", 0), httpserver._Handler)
+    try:
+        assert asked == []
+        assert httpd.server_name == "127.0.0.1" and httpd.server_port > 0
+    finally:
+        httpd.server_close()

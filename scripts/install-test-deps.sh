@@ -2,16 +2,19 @@
 # Install what the test suite needs, idempotently (run as root, e.g. by .ci/run):
 #   - BIND 9 (named, named-checkzone), dig, dnsmasq and PowerDNS Authoritative with its SQLite
 #     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests), and ip (iproute2: .ci/run
-#     brings up loopback in the tests' own network namespace) from Debian, unless all are present;
+#     brings up loopback in the tests' own network namespace), and the real git servers of the
+#     transport tests (OpenSSH sshd and ssh, nginx, fcgiwrap, openssl, git: tests/e2e/git_servers.py)
+#     from Debian, unless all are present;
 #   - this package in editable mode with its `test` extras.
 # A /usr/sbin/policy-rc.d that refuses service starts is written first (when absent), so
-# installing bind9, dnsmasq or pdns-server does not start a daemon that holds port 53 during the tests.
+# installing bind9, dnsmasq, pdns-server, openssh-server or nginx does not start a daemon (port 53, 22, 80).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
-TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip)
-APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2)
+TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git)
+APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2
+              openssh-server openssh-client nginx fcgiwrap openssl git)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]

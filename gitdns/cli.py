@@ -155,7 +155,7 @@ AGENT_HELP = {
     "log_format": "text | json (default: text)",
     "log_level": "debug | info | warning | error (default: info)",
     "once": "run one cycle, print the result and exit (0 when Ready)",
-    "mode": "default | primary | remote (seed 001); overrides the Cluster's spec.mode in git "
+    "mode": "default | primary | remote (delegation: docs/delegation.md); overrides the Cluster's spec.mode in git "
             "(GITDNS_MODE, DNS_MODE, or the --mode-configmap); default: as git says",
     "mode_configmap": "ConfigMap in the pod namespace whose DNS_MODE / GITDNS_MODE key sets the mode "
                       "(default: gitdns-config; absent is fine)",
@@ -190,7 +190,7 @@ def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "orchestrator", help="health-check a node pool and publish its tenants' CoreDNS hosts files (seed 004)",
+        "orchestrator", help="health-check a node pool and publish its tenants' CoreDNS hosts files (docs/health.md)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="docs/health.md describes the delivery paths, the lease and the failover time budget.\n\n"
                "examples:\n"
@@ -280,7 +280,7 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("groups", help="active failover groups of a zone (seed 002): get, change through a PR",
+    p = sub.add_parser("groups", help="active failover groups of a zone (docs/failover.md): get, change through a PR",
                        epilog="add/remove/set edit the ActiveGroups file, bump its serial and commit on a new\n"
                               "branch (gitdns/groups-<zone>-<serial>) with the merged-zone plan for the pull\n"
                               "request; --direct writes the zone's TXT instead (break-glass, git untouched);\n"
@@ -314,7 +314,7 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         g.add_argument("--credentials-env", metavar="NAME", help="--direct: credentials from this variable")
         g.add_argument("--credentials-file", metavar="PATH", help="--direct: credentials from this file")
 
-    p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (seed 002)")
+    p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (docs/failover.md)")
     fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)
     f = fsub.add_parser("simulate", help="the zone after switching to GROUP(s): endpoints added and removed",
                         epilog="example: gitdns failover simulate example.com --to site-b --repo example-repo")
@@ -324,7 +324,7 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     _add_format(f, ["text", "markdown"])
 
 
-CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster (seed 001)"
+CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster's DNSRecords"
 CLUSTER_SECRET_EPILOG = """\
 On the remote: a ServiceAccount bound to the ClusterRole gitdns-remote-cluster (DNSRecords
 get/list/watch, their status get/patch/update) and a long-lived token Secret for it.

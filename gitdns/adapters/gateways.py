@@ -1,4 +1,4 @@
-"""The ``gateway.networking.k8s.io/PolicyAffected`` condition on Gateways (seed 003).
+"""The ``gateway.networking.k8s.io/PolicyAffected`` condition on Gateways (Kuadrant's DNSPolicy RFC).
 
 A Gateway's ``.status.conditions`` is shared by several controllers (the Gateway
 implementation writes Accepted and Programmed, other policies their own), so this writes

@@ -26,7 +26,7 @@ Webhook outcomes (``gitdns_webhook_deliveries_total{provider,result}``)
 
 Status branches: the agent commits to ``<own_status_prefix><cluster_id>``. A push to that ref
 is the agent's own and is ignored (204), so its status commits never wake it. A push to any
-other status branch is passed on: primaries (seed 001) are woken by their remotes' status
+other status branch is passed on: primaries (delegation through git) are woken by their remotes' status
 pushes. When ``cluster_id`` is not configured the server cannot tell its branch from the
 others and ignores every push under ``own_status_prefix``.
 

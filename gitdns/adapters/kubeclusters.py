@@ -1,8 +1,9 @@
-"""Remote clusters from kubeconfig Secrets (seed 001's cluster-aware controller).
+"""Remote clusters from kubeconfig Secrets (the cluster-aware controller of Kuadrant's "Cluster
+Aware DNSRecord Delegation" RFC).
 
 A primary finds its remote clusters as Secrets labelled ``<label>=true`` (default label
 ``kuadrant.io/multicluster-kubeconfig``) in one namespace (default ``kuadrant-system``); each
-holds a kubeconfig under the key ``kubeconfig`` (seed 001's format, and what
+holds a kubeconfig under the key ``kubeconfig`` (the RFC's format, and what
 ``gitdns add-cluster-secret`` writes).  `ClusterSecrets.discover` lists them and returns one
 ``kubernetes.client.ApiClient`` per Secret, built with
 `gitdns.adapters.kubeclient.api_client_from_dict` and kept while the kubeconfig stays the

@@ -1,4 +1,4 @@
-"""Provider request budgets (ARCHITECTURE.md §5): the agent owns them, providers report throttling.
+"""Provider request budgets: the agent owns them, providers report throttling.
 
 A fleet shares an account's budget (Route53: 5 requests/s per account; Google: 240 reads and
 60 writes per minute; Azure: 60 lists and 40 writes per minute), so each agent takes

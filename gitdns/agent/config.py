@@ -50,11 +50,11 @@ class AgentConfig:
     log_format: str = "text"  # text | json
     log_level: str = "info"
     once: bool = False
-    # seed 001: default | primary | remote; "" follows the Cluster document in git
+    # delegation mode: default | primary | remote; "" follows the Cluster document in git
     mode: str = ""
     mode_configmap: str = "gitdns-config"  # optional ConfigMap in pod_namespace with DNS_MODE / GITDNS_MODE
     stale_after: float = 6.0  # primary: a remote whose status is older than this many of its polls is withdrawn
-    kube_delegation: bool = False  # primary: also merge Kuadrant DNSRecords of remote clusters (seed 001)
+    kube_delegation: bool = False  # primary: also merge Kuadrant DNSRecords of remote clusters
     cluster_secret_namespace: str = "kuadrant-system"
     cluster_secret_label: str = "kuadrant.io/multicluster-kubeconfig"
 

@@ -299,8 +299,8 @@ def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[
 
 
 def gateway_hook() -> Any:
-    """Seed 003: the Gateway condition ``gateway.networking.k8s.io/PolicyAffected`` on this
-    cluster's Gateways, True once the policy covering each is published."""
+    """The Gateway condition ``gateway.networking.k8s.io/PolicyAffected`` (Kuadrant's DNSPolicy RFC)
+    on this cluster's Gateways, True once the policy covering each is published."""
     from gitdns.adapters.gateways import GatewayReporter
     from gitdns.core import builder
 

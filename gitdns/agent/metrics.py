@@ -1,15 +1,16 @@
 """The agent's Prometheus metrics, in a registry of its own (never the process-global one).
 
 Every metric is named ``gitdns_*``. The agent calls the plain methods below; nothing else in
-gitdns touches ``prometheus_client`` (the core stays free of metrics, ARCHITECTURE.md §3).
+gitdns touches ``prometheus_client`` (the core stays free of metrics and I/O). The first four
+count the events of Kuadrant's "Distributed DNS Load Balancing" RFC.
 
 ========================================== ======= =========================================
 metric                                     type    set by
 ========================================== ======= =========================================
-gitdns_zone_writes_total{zone}             counter record_apply (seed 000: writes)
-gitdns_zone_deletes_total{zone}            counter record_apply (seed 000: deletes)
-gitdns_zone_prunes_total{zone}             counter record_apply (seed 000: prunes)
-gitdns_owned_desired_set_changes_total     counter record_desired_set_change (seed 000:
+gitdns_zone_writes_total{zone}             counter record_apply (RFC event: writes)
+gitdns_zone_deletes_total{zone}            counter record_apply (RFC event: deletes)
+gitdns_zone_prunes_total{zone}             counter record_apply (RFC event: prunes)
+gitdns_owned_desired_set_changes_total     counter record_desired_set_change (RFC event:
   {zone}                                           the owned desired set changed)
 gitdns_conflicts{zone,reason}              gauge   set_conflicts (reasons not given again
                                                    are removed)
@@ -110,7 +111,7 @@ class Metrics:
                                    ["zone", "group"], registry=r)
         self.ready.set(0)
 
-    # --- seed 000's four events -------------------------------------------------------
+    # --- the load-balancing RFC's four events ----------------------------------------
 
     def record_apply(self, zone: str, writes: int = 0, deletes: int = 0, prunes: int = 0) -> None:
         """Count what one apply did to ``zone`` (counts of records; zeros are fine)."""

@@ -1,8 +1,9 @@
-"""Which mode this agent runs in (seed 001): ``default``, ``primary`` or ``remote``.
+"""Which mode this agent runs in: ``default``, ``primary`` or ``remote`` (the modes of Kuadrant's
+"Cluster Aware DNSRecord Delegation" RFC).
 
 Precedence, first set wins::
 
-    --mode flag  >  GITDNS_MODE  >  mode in the --config file  >  DNS_MODE (seed 001's
+    --mode flag  >  GITDNS_MODE  >  mode in the --config file  >  DNS_MODE (the RFC's
     variable)  >  the ConfigMap (--mode-configmap in the pod namespace, key GITDNS_MODE or
     DNS_MODE)  >  the Cluster's spec.mode in git  >  default
 

@@ -1,4 +1,4 @@
-"""The agent's mode (seed 001) and what it changes in a cycle: `Role`.
+"""The agent's delegation mode and what it changes in a cycle: `Role`.
 
 * ``default``: the cycle as it always was.
 * ``remote``: no zone is read or written and no provider is built; per zone the agent builds

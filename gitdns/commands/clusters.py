@@ -1,11 +1,13 @@
-"""``gitdns add-cluster-secret``: let a primary read a remote cluster's DNSRecords (seed 001);
-``gitdns cluster-id``: the id of the cluster the current credentials reach.
+"""``gitdns add-cluster-secret``: let a primary read a remote cluster's DNSRecords
+(delegation through Kubernetes); ``gitdns cluster-id``:
+the id of the cluster the current credentials reach.
 
 On the REMOTE cluster (``--remote-context``) it ensures, idempotently:
 
 1. the namespace ``--remote-namespace`` (default kuadrant-system) and in it the
    ServiceAccount ``--service-account`` (default gitdns-delegation);
-2. the ClusterRole ``gitdns-remote-cluster`` — seed 001's minimal remote-cluster role:
+2. the ClusterRole ``gitdns-remote-cluster`` — the minimal remote-cluster role of Kuadrant's
+   "Cluster Aware DNSRecord Delegation" RFC:
    ``dnsrecords`` get/list/watch, ``dnsrecords/status`` get/patch/update in kuadrant.io —
    and a ClusterRoleBinding of the ServiceAccount to it;
 3. a long-lived token: a Secret of type ``kubernetes.io/service-account-token`` annotated

@@ -1,4 +1,4 @@
-"""`gitdns failover simulate`: the zone as it will be after an active-groups switch (seed 002).
+"""`gitdns failover simulate`: the zone as it will be after an active-groups switch (docs/failover.md).
 
     simulate_switch(desired, zone, now, groups) -> Switch
     current_zone(desired, zone, provider) -> (snapshot, note)

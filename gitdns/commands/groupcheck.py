@@ -1,4 +1,4 @@
-"""Failover group names and sets (seed 002): the checks and helpers every ``groups`` verb and
+"""Failover group names and sets: the checks and helpers every ``groups`` verb and
 ``failover simulate`` share."""
 
 from __future__ import annotations

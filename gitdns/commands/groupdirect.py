@@ -1,4 +1,4 @@
-"""``gitdns groups add|remove|set --direct``: break-glass when git is unreachable (seed 002).
+"""``gitdns groups add|remove|set --direct``: break-glass when git is unreachable (docs/failover.md).
 
 Both active-group TXT are written straight to the zone with a serial above git's and the
 zone's (compare-and-swap, re-read and retried on refusal); nothing changes in git.  Agents then

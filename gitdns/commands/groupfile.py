@@ -1,4 +1,4 @@
-"""The ActiveGroups file a ``groups`` change edits (seed 002): created with a header when the
+"""The ActiveGroups file a ``groups`` change edits: created with a header when the
 zone has none, else edited in place (ruamel round trip: comments, order and quoting kept)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ GROUPS_DIR = "groups"
 def new_file_text(zone: Zone, target: Sequence[str], serial: int) -> str:
     listed = ", ".join(target)
     return (
-        f"# Active failover groups of zone {zone.domain} (seed 002; docs/failover.md).\n"
+        f"# Active failover groups of zone {zone.domain} (docs/failover.md).\n"
         "# Only clusters in these groups (and ungrouped clusters) publish; an empty list: every group.\n"
         "# Change through `gitdns groups add|remove|set` and a pull request; bump spec.serial on every change.\n"
         "# yaml-language-server: $schema=../schemas/activegroups.schema.json\n"

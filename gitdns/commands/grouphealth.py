@@ -1,4 +1,4 @@
-"""Whether the groups a ``groups`` change activates have a healthy endpoint (seed 002).
+"""Whether the groups a ``groups`` change activates have a healthy endpoint.
 
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint: its
 clusters publish at least one record in the zone, and (when the status branches on ``origin``

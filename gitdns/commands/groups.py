@@ -1,4 +1,5 @@
-"""`gitdns groups get|add|remove|set|reconcile`: active failover groups (seed 002).
+"""`gitdns groups get|add|remove|set|reconcile`: active failover groups (Kuadrant's "DNS Failover"
+proposal; docs/failover.md).
 
 git holds the truth (the zone's ``ActiveGroups`` document); agents mirror it into the zone's
 TXT (`gitdns.core.groups`).  A change is a pull request:

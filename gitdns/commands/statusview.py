@@ -1,4 +1,4 @@
-"""`gitdns status`: every cluster's status branch, aggregated (ARCHITECTURE.md §6).
+"""`gitdns status`: every cluster's status branch, aggregated (docs/agent.md).
 
     aggregate(trees, cluster=None) -> dict    per cluster and per DNSPolicy; JSON-ready
     to_json(agg) -> str                       json.dumps(sort_keys=True)
@@ -10,9 +10,9 @@ appliedRevision, attemptedRevision, ready, conditions[{type, status, reason, mes
 policies{name: {ready, hosts, message}}, heartbeat) and ``zones/<zone>.yaml`` (zone,
 provider, held, problems, owned[record dicts], conflicts, lastChangeIds).
 
-A DNSPolicy is Ready once every cluster that has hosts for it says it is ready (seed 003);
-otherwise the clusters that do not are listed as lagging.  A policy no cluster publishes
-hosts for is not Ready.  A cluster whose status cannot be read counts as not ready.
+A DNSPolicy is Ready once every cluster that has hosts for it says it is ready (as Kuadrant's
+DNSPolicy RFC has it); otherwise the clusters that do not are listed as lagging.  A policy no
+cluster publishes hosts for is not Ready.  A cluster whose status cannot be read counts as not ready.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ CARRYING = ("merged", "partial", "stale-kept")
 
 
 def _carried_by(clusters: dict[str, dict[str, Any]]) -> None:
-    """Seed 001: for every remote, the primaries publishing its records (and those that do not,
+    """Delegation: for every remote, the primaries publishing its records (and those that do not,
     with why), from the primaries' ``delegation`` maps."""
     seen: dict[str, dict[str, dict[str, str]]] = {}
     for cid, c in clusters.items():

@@ -1,4 +1,4 @@
-"""The record builder: the records one cluster owns in one zone (ARCHITECTURE.md §4).
+"""The record builder: the records one cluster owns in one zone (layouts: docs/records.md).
 
 Simple strategy: ``H A/AAAA [all IPs]`` or ``H CNAME [hostname]``.  Loadbalanced:
 ``H CNAME klb.H``, ``klb.H`` geo rows (and the ``default`` row for the default geo),

@@ -1,7 +1,8 @@
 """Conditions and the closed set of reasons (docs/agent.md lists them with their meaning).
 
 Types follow Flux: ``Ready`` (the summary), ``Reconciling``, ``Stalled`` (needs a human),
-plus seed 000's ``UnresolvedConflictDiscovered`` and the source/lease/health conditions.
+plus ``UnresolvedConflictDiscovered`` (Kuadrant's "Distributed DNS Load Balancing" RFC) and the
+source/lease/health conditions.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ REASONS = frozenset({
     "InvalidConfiguration",
     "DefaultProviderNotFound",
     "MultipleDefaultProviders",
-    # seed 000's vocabulary, and the planner's conflict reasons
+    # the load-balancing RFC's vocabulary, and the planner's conflict reasons
     "RecordsMissing",
     "ConflictingStrategyDiscovered",
     "ConflictingValues",
@@ -64,7 +65,7 @@ REASONS = frozenset({
     "LeaseAcquired",
     "LeaseHeldByAnother",
     "ClusterIdMismatch",
-    # failover groups (seed 002)
+    # failover groups
     "ZoneSerialAhead",
     "GroupsLevelWithGit",
     # DNSPolicy health
@@ -72,7 +73,7 @@ REASONS = frozenset({
     "TargetsWithdrawn",
     "AllTargetsUnhealthy",
     "WithdrawalsFrozen",
-    # seed 001: modes and delegation through git
+    # modes and delegation through git
     "ModeAsGit",
     "ModeOverridden",
     "RemotesMerged",
@@ -81,7 +82,7 @@ REASONS = frozenset({
     "DelegatedToPrimaries",
     "DelegationUnreadable",
     "NoPrimaryInGit",
-    # seed 003: the Gateway's PolicyAffected condition
+    # the Gateway's PolicyAffected condition (Kuadrant's DNSPolicy RFC)
     "PolicyApplied",
     "PolicyInvalid",
 })

@@ -1,4 +1,4 @@
-"""CoreDNS files for seed 004's tenants (pure): hosts files, the Corefile snippet, a lint.
+"""CoreDNS files for the orchestrator's tenants (pure): hosts files, the Corefile snippet, a lint.
 
 One orchestrator serves one node pool.  Its tenants are grouped by DNS zone; each zone gets
 ONE CoreDNS server block with ONE ``hosts`` plugin that reads that zone's hosts file::
@@ -13,8 +13,9 @@ ONE CoreDNS server block with ONE ``hosts`` plugin that reads that zone's hosts 
 The blocks go into one snippet, ``gitdns-<pool>.server``, which the stock CoreDNS Corefile
 imports (``import /etc/coredns/custom/*.server``, as k3s ships it).  No ``forward``, no
 ``kubernetes``, no ``fallthrough``: a tenant block answers its own zone and nothing else, so
-the tenant servers are never an open recursive resolver (seed 004's Corefile put two
-``hosts`` blocks into the ``.:53`` block, which CoreDNS refuses, and forwarded everything).
+the tenant servers are never an open recursive resolver (the Corefile of the OpenOva "DNS
+Failover Service" specification put two ``hosts`` blocks into the ``.:53`` block, which CoreDNS
+refuses, and forwarded everything).
 
 Rules (docs/health.md):
 
@@ -54,7 +55,7 @@ class CorefileSettings:
 
     custom_dir: str = CUSTOM_DIR  # where CoreDNS sees the files (the coredns-custom mount)
     port: int = 53
-    ttl: int = 30  # hosts answers' TTL (seed 004: 30 s)
+    ttl: int = 30  # hosts answers' TTL (the OpenOva spec's 30 s)
     reload: str = "2s"  # how often the hosts plugin re-reads its file
     cache: int = 30  # CoreDNS cache cap, seconds
     prometheus: str = ":9153"
@@ -290,7 +291,8 @@ def _address(key: str) -> tuple[str, str]:
 
 
 def lint(corefile_text: str) -> list[str]:
-    """Problems CoreDNS or seed 004's lessons would find; empty when the text is fine.
+    """Problems CoreDNS would refuse, or that let a tenant block answer more than its zone; empty
+    when the text is fine.
 
     Every server block: ``errors`` present, at most one ``hosts`` (CoreDNS refuses a second
     one in a block), no address served twice.  Tenant blocks (every block not for the root

@@ -1,4 +1,5 @@
-"""Delegation through git (seed 001, ARCHITECTURE.md §6): what a primary publishes for remotes.
+"""Delegation through git (Kuadrant's "Cluster Aware DNSRecord Delegation" RFC, carried over the
+status branches): what a primary publishes for remotes.
 
 A remote agent holds no provider credentials: it builds and health-checks its own records and
 puts them on its status branch (``zones/<zone>.yaml`` → ``endpoints``).  A primary reads every
@@ -14,9 +15,9 @@ status branch and, per zone, turns them into ONE record set it publishes under i
    (health may remove values or set a weighted row to weight 0, nothing more).  Routing fields
    (TTL, weight, geo) come from git, so a remote cannot re-route a host; an unknown name or value
    is refused alone, the remote's other records merge.
-4. **Groups**: a remote in a failover group that is not active contributes nothing (seed 002's
-   CoreDNS considerations: the primary applies the group filter).
-5. **Merge** (§4): values of one key are united; a name claimed as a CNAME by one cluster and
+4. **Groups**: a remote in a failover group that is not active contributes nothing (the CoreDNS
+   considerations of Kuadrant's "DNS Failover" proposal: the primary applies the group filter).
+5. **Merge**: values of one key are united; a name claimed as a CNAME by one cluster and
    as address records by another is a conflict: the side already published (``previous``) keeps
    it, else the primary's own records, else the cluster id sorting first; the loser is reported.
 
@@ -184,7 +185,7 @@ def check(state: DesiredState, cluster: Cluster, zone: Zone, records: Iterable[R
 
 
 def _conflicting(a: Iterable[RecordSet], b: Iterable[RecordSet]) -> set[str]:
-    """Names where one side has a CNAME and the other any other type (§4)."""
+    """Names where one side has a CNAME and the other any other type."""
     def kinds(recs: Iterable[RecordSet]) -> dict[str, set[bool]]:
         out: dict[str, set[bool]] = {}
         for r in recs:

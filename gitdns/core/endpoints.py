@@ -8,10 +8,10 @@ and ``geo-code``; this module reads it back (the `endpoint` provider's zone reso
 DNSRecords of remote clusters) and writes it again, with the same names, so the two never
 drift (tests/core/test_endpoints.py renders through the template and parses the result).
 
-Also here: Kuadrant's names and labels for delegation (seed 001) — the authoritative
-record's name ``authoritative-record-<hash8(rootHost)>``, its labels, and the settings of
-an endpoint provider (``ENDPOINT_GVR`` / ``ENDPOINT_GVK``, ``ENDPOINT_ZONE_RECORD_LABEL`` /
-``CRD_ZONE_RECORD_LABEL``).
+Also here: the names and labels for delegation, Kuadrant's and those of its "Cluster Aware
+DNSRecord Delegation" RFC — the authoritative record's name
+``authoritative-record-<hash8(rootHost)>``, its labels, and the settings of an endpoint provider
+(``ENDPOINT_GVR`` / ``ENDPOINT_GVK``, ``ENDPOINT_ZONE_RECORD_LABEL`` / ``CRD_ZONE_RECORD_LABEL``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from gitdns.core.render import GEO_CODE, WEIGHT
 
 DEFAULT_TTL = 300  # external-dns: a missing recordTTL means "the provider's default"
 
-# --- Kuadrant's names and labels (dns-operator) and seed 001's ------------------------------
+# --- Kuadrant's names and labels (dns-operator) and the delegation RFC's --------------------
 AUTHORITATIVE_LABEL = "kuadrant.io/authoritative-record"  # = "true" (Kuadrant)
 AUTHORITATIVE_HASH_LABEL = "kuadrant.io/authoritative-record-hash"  # = hash8(rootHost) (Kuadrant)
-PRIMARY_ZONE_LABEL = "kuadrant.io/primary-authoritative-zone-record"  # = rootHost (seed 001)
+PRIMARY_ZONE_LABEL = "kuadrant.io/primary-authoritative-zone-record"  # = rootHost (the delegation RFC)
 AUTHORITATIVE_PREFIX = "authoritative-record-"
 
 DNSRECORD_GROUP = "kuadrant.io"
@@ -39,7 +39,7 @@ DNSRECORD_VERSION = "v1alpha1"
 DNSRECORD_PLURAL = "dnsrecords"
 
 # endpoint provider settings: Kuadrant ships the GVR and ENDPOINT_ZONE_RECORD_LABEL keys,
-# seed 001 names ENDPOINT_GVK and CRD_ZONE_RECORD_LABEL.  Both are accepted.
+# the delegation RFC names ENDPOINT_GVK and CRD_ZONE_RECORD_LABEL.  Both are accepted.
 GVR_KEY = "ENDPOINT_GVR"
 GVK_KEY = "ENDPOINT_GVK"
 ZONE_LABEL_KEY = "ENDPOINT_ZONE_RECORD_LABEL"
@@ -68,7 +68,7 @@ def authoritative_record_name(host: str) -> str:
 
 
 def authoritative_labels(host: str) -> dict[str, str]:
-    """Both label sets: Kuadrant's (``authoritative-record``, ``-hash``) and seed 001's
+    """Both label sets: Kuadrant's (``authoritative-record``, ``-hash``) and the delegation RFC's
     ``primary-authoritative-zone-record=<rootHost>`` (dropped when the host is no valid
     label value, e.g. longer than 63 characters)."""
     host = root_host(host)
@@ -148,7 +148,7 @@ def parse_label_selector(text: str) -> tuple[tuple[str, str | None], ...]:
 
 def zone_selector(settings: Mapping[str, str]) -> tuple[tuple[str, str | None], ...]:
     """The zone resources' selector: ``ENDPOINT_ZONE_RECORD_LABEL`` (Kuadrant) and/or
-    ``CRD_ZONE_RECORD_LABEL`` (seed 001; a key alone means "present, any value" and the
+    ``CRD_ZONE_RECORD_LABEL`` (the delegation RFC; a key alone means "present, any value" and the
     zone is then the resource whose label value or rootHost is the zone's domain)."""
     terms: list[tuple[str, str | None]] = []
     for key in (ZONE_LABEL_KEY, CRD_ZONE_LABEL_KEY):

@@ -1,4 +1,4 @@
-"""Active failover groups in the zone (seed 002; ARCHITECTURE.md §4 "Active groups").
+"""Active failover groups in the zone (Kuadrant's "DNS Failover" proposal; docs/failover.md).
 
 The ``ActiveGroups`` file in git is the truth and carries a serial.  Agents mirror it into
 the zone twice: Kuadrant's ``kuadrant-active-groups.<zone>`` TXT ``"version=1;groups=g1&&g2"``

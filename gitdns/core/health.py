@@ -1,9 +1,9 @@
 """Health checks: what to probe, how often, and the per-target state machine (pure).
 
 A *target* is one thing whose health decides whether it is published: a NodePool node
-(seed 004) or a DNSPolicy target (a gateway address serving a listener host).  This module
-holds values and functions only; `gitdns.adapters.probes` runs the probes and feeds their
-results through `observe`.
+(`gitdns orchestrator`) or a DNSPolicy target (a gateway address serving a listener host).
+This module holds values and functions only; `gitdns.adapters.probes` runs the probes and feeds
+their results through `observe`.
 
 State machine (one per target)::
 
@@ -140,8 +140,9 @@ class HealthSettings:
 
     @staticmethod
     def for_node_pool(check: HealthCheck, *, publish_unknown: bool | None = None) -> HealthSettings:
-        """A NodePool's settings.  Seed 004's orchestrator: every 5 s, 2 s timeout, unhealthy
-        after 2 consecutive failures, healthy again after 1 success (the NodePool default
+        """A NodePool's settings, those of the orchestrator in the OpenOva "DNS Failover Service"
+        specification: every 5 s, 2 s timeout, unhealthy after 2 consecutive failures, healthy
+        again after 1 success (the NodePool default
         `HealthCheck(protocol="HTTP", port=15021, path="/healthz/ready")` carries these)."""
         return _settings(check, publish_unknown)
 
@@ -149,8 +150,8 @@ class HealthSettings:
     def for_policy(check: HealthCheck, *, publish_unknown: bool | None = None) -> HealthSettings:
         """A DNSPolicy's settings.  Where the policy is silent the model's defaults apply
         (HTTPS on port 443 and path ``/``, as Kuadrant's DNSRecord health check; interval,
-        timeout and thresholds as seed 004 — Kuadrant's own are 5 min and 5 failures, see
-        docs/health-probes.md)."""
+        timeout and thresholds as the OpenOva failover spec — Kuadrant's own are 5 min and 5
+        failures, see docs/health-probes.md)."""
         return _settings(check, publish_unknown)
 
 

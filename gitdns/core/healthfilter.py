@@ -1,4 +1,4 @@
-"""DNSPolicy health in the records a cluster publishes (ARCHITECTURE.md §5 "Safety").
+"""DNSPolicy health in the records a cluster publishes (docs/health-probes.md).
 
 An agent withdraws its own unhealthy targets and re-adds them on recovery:
 

@@ -1,11 +1,12 @@
-"""Delegation through Kubernetes (seed 001): source DNSRecords, owners and status entries (pure).
+"""Delegation through Kubernetes (Kuadrant's "Cluster Aware DNSRecord Delegation" RFC): source
+DNSRecords, owners and status entries (pure).
 
 A primary reads ``kuadrant.io/v1alpha1`` DNSRecords on its own cluster and on every remote
 cluster, groups them by ``(namespace, rootHost)`` and merges each group into one
 authoritative DNSRecord on the primary.  This module holds the pure half:
 
 * which records delegate (`is_delegating`): not an authoritative record itself, and either
-  ``spec.delegate: true`` (Kuadrant's flag) or no ``spec.providerRef`` (seed 001: a record
+  ``spec.delegate: true`` (Kuadrant's flag) or no ``spec.providerRef`` (the RFC: a record
   without a provider is published by a primary); a record with its own provider and no
   ``delegate`` publishes itself and is left alone;
 * each record's owner (`owner_id`): ``spec.ownerID``, else ``status.ownerID`` (Kuadrant sets

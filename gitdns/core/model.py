@@ -1,4 +1,4 @@
-"""The desired-state model: one frozen dataclass per kind (ARCHITECTURE.md §2).
+"""The desired-state model: one frozen dataclass per kind (fields: docs/spec.md).
 
 Values only.  `gitdns.core.loader` turns YAML documents into these; `gitdns.core.validate`
 checks them across files.  Every object remembers the document it came from (`Origin`)
@@ -119,7 +119,7 @@ class Gateway:
 
 @dataclass(frozen=True, slots=True)
 class Nameserver:
-    """The DNS server (CoreDNS) a primary runs for the zones it serves (seed 001)."""
+    """The DNS server (CoreDNS) a primary runs for the zones it serves (docs/coredns-primaries.md)."""
 
     name: str  # normalised, no trailing dot
     addresses: tuple[str, ...]  # IPv4/IPv6 addresses (glue)

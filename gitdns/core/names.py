@@ -1,4 +1,4 @@
-"""Name contracts shared with Kuadrant dns-operator (ARCHITECTURE.md §4)."""
+"""Name contracts shared with Kuadrant dns-operator (docs/records.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Owners of a zone, heartbeats, and explicit take-overs (`gitdns owners`, `adopt`).
 
-Heartbeat (seed 000 future work): each publishing agent refreshes
-``gitdns-heartbeat-<hash8(owner)>.<zone> TXT "owner=<id>,time=<unix seconds>"``.  It is not
-an ownership record (its heritage is not external-dns), so no planner ever touches it.
+Heartbeat (future work in Kuadrant's "Distributed DNS Load Balancing" RFC): each publishing
+agent refreshes ``gitdns-heartbeat-<hash8(owner)>.<zone> TXT "owner=<id>,time=<unix seconds>"``.
+It is not an ownership record (its heritage is not external-dns), so no planner ever touches it.
 """
 
 from __future__ import annotations

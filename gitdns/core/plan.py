@@ -27,7 +27,7 @@ class PlanMode(StrEnum):
 
 class Authority(StrEnum):
     OWN = "own"  # own values only (the default)
-    INACTIVE_GROUPS = "inactive-groups"  # also remove inactive groups' records (seed 002)
+    INACTIVE_GROUPS = "inactive-groups"  # also remove inactive failover groups' records
     PRUNE_OWNER = "prune-owner"  # remove one (dead) owner's records: operator-run
 
 

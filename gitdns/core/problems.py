@@ -53,7 +53,8 @@ class Problem:
 
 
 def blocked_zones(problems: list[Problem] | tuple[Problem, ...], all_zones: list[str]) -> set[str]:
-    """The zones held back by these problems (validation holds per zone, §2)."""
+    """The zones held back by these problems (validation holds each zone on its own,
+    unless a problem blocks all)."""
     blocked: set[str] = set()
     for problem in problems:
         if problem.blocks_all:

@@ -1,4 +1,4 @@
-"""Read only what a pass needs (ARCHITECTURE.md §5).
+"""Read only what a pass needs.
 
 Between two revisions an owner's intent changes in a few records; reading those names and
 the ownership TXT names of every owner git knows for them is enough to plan safely.  Whether

@@ -98,7 +98,8 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class Guard:
     """A precondition a write depends on: ``key`` must be absent (``present=False``)
-    or present when the change group lands.  Used for the join/leave race (§5)."""
+    or present when the change group lands.  Used for the join/leave race (the last owner
+    deletes a record while another owner joins it)."""
 
     key: RecordKey
     present: bool

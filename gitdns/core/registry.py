@@ -1,4 +1,4 @@
-"""The ownership registry codec: Kuadrant-compatible TXT records (ARCHITECTURE.md §4).
+"""The ownership registry codec: Kuadrant-compatible TXT records (docs/records.md).
 
 One TXT per owner per data record key.  Name: ``kuadrant-<hash8(owner)>-<type>-<name>``
 (a leading ``*`` becomes ``wildcard``); the TXT copies the data record's set identifier and

@@ -1,4 +1,5 @@
-"""Which zones a revision changed by a reviewed removal or switch (§5 "Safety").
+"""Which zones a revision changed by a reviewed removal or switch (the mass-change
+guard's exemption).
 
 A mass change that follows from a Cluster, DNSPolicy, gateway or listener removed in git,
 from an ActiveGroups switch, or from a change of the primaries' nameservers (a primary

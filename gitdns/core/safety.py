@@ -1,4 +1,4 @@
-"""The mass-change guard (ARCHITECTURE.md §5 "Safety").
+"""The mass-change guard (docs/records.md).
 
 Judged per owner per zone: updates or deletes of more than ``max_change_fraction`` of the
 data records an owner manages (ownership TXT not counted), once it manages at least

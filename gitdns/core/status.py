@@ -1,4 +1,4 @@
-"""The status documents an agent commits to its status branch (ARCHITECTURE.md §6).
+"""The status documents an agent commits to its status branch (docs/agent.md).
 
 Pure: values in, ``{path: document}`` out (the agent serialises them deterministically).
 No field changes every cycle: the heartbeat is coarse (rounded down to the hour), so a
@@ -31,7 +31,7 @@ class ZoneReport:
     error: str = ""
     change_ids: tuple[str, ...] = ()
     missing: int = 0  # changes a fresh read still wanted after the last apply (RecordsMissing)
-    # remote mode (seed 001): the records this cluster asks primaries to publish, after health
+    # remote mode (delegation through git): the records this cluster asks primaries to publish, after health
     endpoints: tuple[RecordSet, ...] | None = None
     # primary mode: what was published for each remote (cluster id -> Verdict.as_dict())
     delegation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

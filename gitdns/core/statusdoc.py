@@ -1,4 +1,4 @@
-"""Status documents and status commits (ARCHITECTURE.md §6), pure.
+"""Status documents and status commits (docs/agent.md), pure.
 
     dump(doc)            deterministic YAML: sorted keys, block style, no anchors, a trailing newline
     load(text)           the mapping back (YAML 1.2 safe loader); ``load(dump(x)) == x``

@@ -2,7 +2,7 @@
 
 The `memory` and `local` providers hold their zone as a mapping ``RecordKey -> RecordSet``
 and apply writes through `apply_changes`: every change group (a data record and its
-ownership TXT, §5) lands atomically or not at all, and a change lands only when what the
+ownership TXT) lands atomically or not at all, and a change lands only when what the
 planner read (``Change.old``) is exactly what the store holds now — values, TTL and
 routing.  A refused group is reported as stale so the caller re-reads and re-plans.
 """

@@ -1,4 +1,4 @@
-"""Geo views of a record store, for plain DNS servers (ARCHITECTURE.md §4).
+"""Geo views of a record store, for plain DNS servers (docs/records.md).
 
 A plain zone holds one CNAME per name and no set identifiers, so the store's routed rows
 are resolved per *view*: one view per geo code found on geo rows, plus ``default``.

@@ -1,5 +1,6 @@
-"""Delegation through Kubernetes (seed 001): a primary merges the Kuadrant DNSRecords of its own
-and of remote clusters into authoritative DNSRecords and publishes them.
+"""Delegation through Kubernetes, as Kuadrant's "Cluster Aware DNSRecord Delegation" RFC designs it:
+a primary merges the Kuadrant DNSRecords of its own and of remote clusters into authoritative
+DNSRecords and publishes them.
 
     delegation.py   one pass (`KubeDelegation.run_once`, every agent cycle of a primary) and
                     `build_kube_delegation` from the agent's configuration

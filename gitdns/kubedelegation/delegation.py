@@ -1,12 +1,13 @@
-"""Delegation through Kubernetes (seed 001): a primary merges the DNSRecords of its own and of
-remote clusters into authoritative DNSRecords and publishes them.
+"""Delegation through Kubernetes (Kuadrant's "Cluster Aware DNSRecord Delegation" RFC): a primary
+merges the DNSRecords of its own and of remote clusters into authoritative DNSRecords and
+publishes them.
 
 One pass (`KubeDelegation.run_once`, safe to call every agent cycle):
 
 1. list the cluster secrets (`gitdns.adapters.kubeclusters`), the primary's DNSRecords and
    its namespaces, and every remote's DNSRecords — list calls only when nothing changed;
 2. group the delegating records (`gitdns.core.kubesources`) by ``(namespace, rootHost)``
-   and check seed 001's namespace requirements: the namespace must exist on the primary
+   and check the delegation RFC's namespace requirements: the namespace must exist on the primary
    (else the group is refused and said so on each record), and the default provider secret
    must be in it (else the group is merged but not published);
 3. merge each group into its authoritative record (`gitdns.kubedelegation.merge`), publish the
@@ -79,7 +80,7 @@ class HostReport:
     kept_owners: tuple[str, ...] = ()  # owners of unreachable clusters whose endpoints stay
     published: bool = False
     zone: str = ""
-    violations: tuple[str, ...] = ()  # seed 001's namespace requirements
+    violations: tuple[str, ...] = ()  # the delegation RFC's namespace requirements
     errors: tuple[str, ...] = ()
     deleted: bool = False  # the empty authoritative record was removed
 
@@ -221,7 +222,7 @@ class KubeDelegation:
     def _namespace_missing(self, key: tuple[str, str], sources: Sequence[SourceRecord],
                            outcomes: dict[str, Outcome]) -> HostReport:
         why = (f"namespace {key[0]} does not exist on primary {self.cluster_id}: a delegating DNSRecord must be "
-               "in a namespace of the same name on the primary (seed 001)")
+               "in a namespace of the same name on the primary")
         for src in sources:
             outcomes[src.ref] = Outcome(False, NAMESPACE_MISSING, why)
         return HostReport(key[0], key[1], "", refused=tuple((s.ref, f"{NAMESPACE_MISSING}: {why}") for s in sources),

@@ -1,7 +1,7 @@
 """Merge one ``(namespace, rootHost)`` group into its authoritative DNSRecord on the primary.
 
 The authoritative record (``authoritative-record-<hash8(rootHost)>``, Kuadrant's name and
-labels plus seed 001's ``kuadrant.io/primary-authoritative-zone-record=<rootHost>``) is the
+labels plus the delegation RFC's ``kuadrant.io/primary-authoritative-zone-record=<rootHost>``) is the
 zone of an `EndpointProvider`; every source DNSRecord is one owner of it, planned with the
 gitdns planner, so multi-owner merge, conflicts and ownership TXT work as in any zone.
 

@@ -1,4 +1,5 @@
-"""Publish an authoritative record's data to the zone's real DNS provider (seed 001).
+"""Publish an authoritative record's data to the zone's real DNS provider (delegation
+through Kubernetes).
 
 The provider is chosen by the namespace's default provider secret
 (`gitdns.providers.defaultprovider.find_default_provider`); the zone is the longest of the

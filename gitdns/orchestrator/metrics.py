@@ -1,6 +1,7 @@
 """The orchestrator's Prometheus metrics, in a registry of its own.
 
-Seed 004's names, kept so its dashboards and alerts work, plus what its alerts needed:
+The names of the OpenOva "DNS Failover Service" specification, kept so its dashboards and alerts
+work, plus what its alerts needed:
 
 =============================================== ======= =========================================
 metric                                          type    meaning
@@ -13,7 +14,7 @@ health_orchestrator_fail_open                   gauge   1 while no node is healt
                                                         published set is kept
 health_orchestrator_check_duration_seconds      hist.   one probe round of one node
 health_orchestrator_last_check_duration_seconds gauge   the slowest node's latest round (a plain
-                                                        series for seed 004's HealthCheckSlow)
+                                                        series for the spec's HealthCheckSlow)
 health_orchestrator_last_check_timestamp_seconds gauge  unix time of the latest probe of any node
 health_orchestrator_dns_updates_total           counter deliveries that changed a file or key
 health_orchestrator_delivery_errors_total       counter failed deliveries by reason

@@ -58,8 +58,8 @@ class GitDesiredSource:
 
 
 def hold_good(desired: Desired, previous: DesiredState | None, pool: str) -> tuple[DesiredState, list[str]]:
-    """The state to act on and notes on what was held back (ARCHITECTURE.md §1: a failure
-    never destroys what the last good revision built)."""
+    """The state to act on and notes on what was held back (a failure never destroys
+    what the last good revision built)."""
     notes = [p.format() for p in desired.problems if p.code in HOLD_CODES]
     if previous is not None and notes:
         return previous, ["held the last good desired state: " + n for n in notes]

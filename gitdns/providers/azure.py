@@ -18,31 +18,29 @@
   does not drive.  Capabilities say ``Routing.NONE``; a change with routing fails its group.
 
 Conversion (`to_native`, `from_native`) and batching (`batches`) are pure functions over the
-ARM JSON shape; the service goes through `AzureDnsApi`, a five-call protocol that
-`SdkClient` implements with ``DnsManagementClient`` (imported only when built) and tests drive
-over HTTP against a fake.  The SDK's own retry policy is off (``retry_total=0``): the agent
-owns retries and budgets; this provider only reports throttling.
+ARM JSON shape, in `gitdns.providers.azure_native`; the service goes through `AzureDnsApi`
+(`gitdns.providers.azure_api`), a five-call protocol that `SdkClient` implements with
+``DnsManagementClient`` (imported only when built) and tests drive over HTTP against a fake.
+The SDK's own retry policy is off (``retry_total=0``): the agent owns retries and budgets;
+this provider only reports throttling.
 """
 
 from __future__ import annotations
 
-import email.utils
-import io
 import json
 import logging
-import re
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.core.store import group_changes
-from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError, UnsupportedError
+from gitdns.errors import ConfigError, UnsupportedError
+from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, SdkClient, error_for
+from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
@@ -50,294 +48,6 @@ from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 log = logging.getLogger(__name__)
 
 CAPABILITIES = capabilities_of("azure")  # declared in gitdns.core.providertypes
-RECORD_TYPES = CAPABILITIES.record_types
-DEFAULT_ENDPOINT = "https://management.azure.com"
-TXT_CHUNK = 255
-ROUTING_REFUSED = ("azure: the loadbalanced strategy needs Traffic Manager, which gitdns does not drive yet; "
-                   "use the flattened form or another provider")
-ARRAY_KEYS = {"A": "ARecords", "AAAA": "AAAARecords", "TXT": "TXTRecords", "MX": "MXRecords",
-              "SRV": "SRVRecords", "CAA": "caaRecords", "NS": "NSRecords"}
-
-
-# --- the SDK boundary ---------------------------------------------------------------------------
-
-
-class ApiError(Exception):
-    """A non-success HTTP answer, already stripped of request ids."""
-
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(f"HTTP {status} {code}: {message}".rstrip(": "))
-        self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
-
-
-class AzureDnsApi(Protocol):
-    """The only calls the provider makes; record sets in their ARM JSON shape.  Raises
-    `ApiError` for an HTTP error answer and `UnreachableError` when the service cannot be
-    reached.  A write always carries a precondition: there is no unconditional call."""
-
-    def list_zones(self) -> list[str]: ...
-
-    def list_record_sets(self, zone: str) -> list[dict[str, Any]]: ...
-
-    def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
-        """The record set, or None when it does not exist (404)."""
-        ...
-
-    def put(self, zone: str, relative: str, rtype: str, body: Mapping[str, Any], *,
-            if_match: str | None = None, if_none_match: str | None = None) -> dict[str, Any]: ...
-
-    def delete(self, zone: str, relative: str, rtype: str, *, if_match: str) -> None: ...
-
-
-_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_NOISE = re.compile(r"\s*[(\[]?\b(?:request|correlation|activity|tracking)[ -]?id\b[^.;)\]]*[)\]]?\.?", re.I)
-_TIMESTAMP = re.compile(r"\s*[(\[]?\btimestamp\b[^.;)\]]*[)\]]?\.?", re.I)
-
-
-def clean_message(text: str) -> str:
-    """An error text without request/correlation ids, GUIDs or timestamps (so a status that
-    quotes it does not churn), on one line."""
-    text = _NOISE.sub("", text)
-    text = _TIMESTAMP.sub("", text)
-    text = _GUID.sub("<id>", text)
-    return " ".join(text.split())
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-class SdkClient:
-    """`AzureDnsApi` over ``azure.mgmt.dns.DnsManagementClient`` (retries off)."""
-
-    def __init__(self, credential: Any, subscription_id: str, resource_group: str,
-                 endpoint: str = DEFAULT_ENDPOINT, timeout: float = 30.0) -> None:
-        from azure.mgmt.dns import DnsManagementClient
-
-        self.resource_group = resource_group
-        self.endpoint = endpoint.rstrip("/")
-        self._client = DnsManagementClient(credential, subscription_id, base_url=self.endpoint, retry_total=0,
-                                           connection_timeout=timeout, read_timeout=timeout)
-        # a plain-http endpoint (the test fake) must be allowed to carry the bearer token
-        self._call: dict[str, Any] = {} if self.endpoint.startswith("https://") else {"enforce_https": False}
-
-    def _error(self, exc: Exception, what: str) -> Exception:
-        from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
-
-        if isinstance(exc, HttpResponseError) and exc.status_code is not None:
-            code, message = "", str(exc.reason or "")
-            error = getattr(exc, "error", None)
-            if error is not None:
-                code, message = str(error.code or ""), str(error.message or message)
-            response: Any = exc.response
-            headers = response.headers if response is not None else {}
-            return ApiError(int(exc.status_code), code, clean_message(message), retry_after(headers.get("Retry-After")))
-        if isinstance(exc, ServiceRequestError | ServiceResponseError):
-            return UnreachableError(f"azure: {what}: cannot reach {self.endpoint} ({type(exc).__name__})")
-        return exc
-
-    @staticmethod
-    def _json(model: Any) -> dict[str, Any]:
-        out: dict[str, Any] = model.serialize(keep_readonly=True)
-        return out
-
-    def list_zones(self) -> list[str]:
-        try:
-            return [str(z.name) for z in self._client.zones.list_by_resource_group(self.resource_group, **self._call)]
-        except Exception as exc:
-            raise self._error(exc, "list zones") from None
-
-    def list_record_sets(self, zone: str) -> list[dict[str, Any]]:
-        try:
-            pages = self._client.record_sets.list_by_dns_zone(self.resource_group, zone, **self._call)
-            return [self._json(rs) for rs in pages]
-        except Exception as exc:
-            raise self._error(exc, f"list {zone}") from None
-
-    def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
-        try:
-            return self._json(self._client.record_sets.get(self.resource_group, zone, relative, rtype, **self._call))
-        except Exception as exc:
-            err = self._error(exc, f"get {relative} {rtype}")
-            if isinstance(err, ApiError) and err.status == 404:
-                return None
-            raise err from None
-
-    def put(self, zone: str, relative: str, rtype: str, body: Mapping[str, Any], *,
-            if_match: str | None = None, if_none_match: str | None = None) -> dict[str, Any]:
-        if not if_match and if_none_match != "*":
-            raise ValueError("azure: refusing an unconditional PUT")
-        try:
-            result = self._client.record_sets.create_or_update(
-                self.resource_group, zone, relative, rtype, io.BytesIO(json.dumps(body).encode()),
-                if_match=if_match, if_none_match=if_none_match, content_type="application/json", **self._call)
-        except Exception as exc:
-            raise self._error(exc, f"put {relative} {rtype}") from None
-        return self._json(result)
-
-    def delete(self, zone: str, relative: str, rtype: str, *, if_match: str) -> None:
-        if not if_match:
-            raise ValueError("azure: refusing an unconditional DELETE")
-        try:
-            self._client.record_sets.delete(self.resource_group, zone, relative, rtype, if_match=if_match,
-                                            **self._call)
-        except Exception as exc:
-            raise self._error(exc, f"delete {relative} {rtype}") from None
-
-
-def error_for(err: ApiError, what: str) -> Exception:
-    """The gitdns error for an answer that concerns the service rather than one group."""
-    text = f"azure: {what}: HTTP {err.status}" + (f" {err.code}" if err.code else "") + (
-        f": {err.message}" if err.message else "")
-    if err.status == 429:
-        return ThrottledError(text, retry_after=err.retry_after)
-    if err.status in (401, 403):
-        return AuthError(text + " (check the service principal's role on the zone's resource group)")
-    if err.status >= 500 or err.status in (408, 0):
-        return RetryableError(text)
-    return ConfigError(text)
-
-
-# --- conversion (pure) ---------------------------------------------------------------------------
-
-
-def relative_name(name: str, zone: str) -> str:
-    """The Azure record-set name of an absolute gitdns name: ``@`` for the apex."""
-    name, zone = normalize_name(name), normalize_name(zone)
-    return "@" if name == zone else name[: -len(zone) - 1]
-
-
-def absolute_name(relative: str, zone: str) -> str:
-    relative = normalize_name(relative)
-    return normalize_name(zone) if relative in ("@", "") else f"{relative}.{normalize_name(zone)}"
-
-
-def _dotless(target: str) -> str:
-    return target[:-1] if target.endswith(".") else target
-
-
-def _txt_chunks(value: str) -> list[str]:
-    raw = value.encode("utf-8")
-    return [raw[i:i + TXT_CHUNK].decode("utf-8", "ignore") for i in range(0, len(raw), TXT_CHUNK)] or [""]
-
-
-def _caa_value(text: str) -> str:
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
-
-
-def _native_value(rtype: str, value: str) -> dict[str, Any]:
-    """One value as its Azure record object; ValueError when the rdata text does not parse."""
-    fields = value.split()
-    if rtype == "A":
-        return {"ipv4Address": value}
-    if rtype == "AAAA":
-        return {"ipv6Address": value}
-    if rtype == "TXT":
-        return {"value": _txt_chunks(value)}
-    if rtype == "NS":
-        return {"nsdname": _dotless(value)}
-    if rtype == "MX" and len(fields) == 2:
-        return {"preference": int(fields[0]), "exchange": _dotless(fields[1])}
-    if rtype == "SRV" and len(fields) == 4:
-        return {"priority": int(fields[0]), "weight": int(fields[1]), "port": int(fields[2]),
-                "target": _dotless(fields[3])}
-    if rtype == "CAA" and len(fields) >= 3:
-        return {"flags": int(fields[0]), "tag": fields[1], "value": _caa_value(value.split(None, 2)[2])}
-    raise ValueError(f"{value!r} is not valid {rtype} rdata")
-
-
-def to_native(rec: RecordSet, zone: str, metadata: Mapping[str, str] | None = None) -> tuple[str, dict[str, Any]]:
-    """A record set as ``(relative name, ARM request body)``.  MX/SRV targets and CNAME/NS
-    names go without their trailing dot.  Raises ValueError for a value that does not parse
-    and for routing (set identifier, weight, geo), which Azure DNS cannot hold."""
-    if rec.set_id or rec.weight is not None or rec.geo is not None:
-        raise ValueError(ROUTING_REFUSED)
-    props: dict[str, Any] = {"TTL": rec.ttl}
-    if metadata:
-        props["metadata"] = dict(metadata)
-    if rec.type == "CNAME":
-        if len(rec.values) != 1:
-            raise ValueError(f"{rec.key}: a CNAME holds exactly one value")
-        props["CNAMERecord"] = {"cname": _dotless(rec.values[0])}
-    elif rec.type in ARRAY_KEYS:
-        props[ARRAY_KEYS[rec.type]] = [_native_value(rec.type, v) for v in rec.values]
-    else:
-        raise ValueError(f"{rec.key}: record type {rec.type} is not supported by azure")
-    return relative_name(rec.name, zone), {"properties": props}
-
-
-def _absolute(target: Any) -> str:
-    return normalize_name(str(target)) + "."
-
-
-def _values(rtype: str, props: Mapping[str, Any]) -> list[str]:
-    if rtype == "CNAME":
-        cname = (props.get("CNAMERecord") or {}).get("cname")
-        return [normalize_name(str(cname))] if cname else []
-    items: list[dict[str, Any]] = props.get(ARRAY_KEYS[rtype]) or []
-    if rtype == "A":
-        return [str(i["ipv4Address"]) for i in items]
-    if rtype == "AAAA":
-        return [str(i["ipv6Address"]) for i in items]
-    if rtype == "TXT":
-        return ["".join(i.get("value") or []) for i in items]
-    if rtype == "NS":
-        return [normalize_name(str(i["nsdname"])) for i in items]
-    if rtype == "MX":
-        return [f"{i['preference']} {_absolute(i['exchange'])}" for i in items]
-    if rtype == "SRV":
-        return [f"{i['priority']} {i['weight']} {i['port']} {_absolute(i['target'])}" for i in items]
-    return [f"{i['flags']} {i['tag']} \"{i['value']}\"" for i in items]  # CAA
-
-
-def native_type(body: Mapping[str, Any]) -> str:
-    """``Microsoft.Network/dnszones/A`` -> ``A``."""
-    return str(body.get("type", "")).rsplit("/", 1)[-1].upper()
-
-
-def from_native(body: Mapping[str, Any], zone: str) -> RecordSet | None:
-    """An ARM record set as a record set; None for SOA, PTR and other types gitdns does not
-    manage, and for a record set with no values (an empty set Azure keeps, or an alias)."""
-    rtype = native_type(body)
-    if rtype not in RECORD_TYPES:
-        return None
-    props: Mapping[str, Any] = body.get("properties") or {}
-    values = _values(rtype, props)
-    if not values:
-        return None
-    return RecordSet(absolute_name(str(body.get("name", "@")), zone), rtype, int(props.get("TTL") or 0),
-                     tuple(values))
-
-
-def unsupported(change: Change) -> str:
-    """Why a change cannot be written to Azure DNS ("" when it can)."""
-    for rec in (change.old, change.new):
-        if rec is None:
-            continue
-        if rec.set_id or rec.weight is not None or rec.geo is not None:
-            return ROUTING_REFUSED
-        if rec.type not in RECORD_TYPES:
-            return f"{rec.key}: record type {rec.type} is not supported by azure"
-    return ""
-
-
-def batches(changes: Sequence[Change]) -> list[tuple[RecordKey, list[Change]]]:
-    """One batch per change group, in first-seen order, each in the planner's order (TXT
-    before data on create, data before TXT on delete): every change is one request."""
-    return list(group_changes(changes).items())
 
 
 # --- the provider ---------------------------------------------------------------------------------

@@ -20,8 +20,10 @@ import pytest
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError, UnsupportedError
-from gitdns.providers import azure
-from gitdns.providers.azure import AzureProvider, SdkClient, from_native, to_native
+from gitdns.providers import azure, azure_api, azure_native
+from gitdns.providers.azure import AzureProvider
+from gitdns.providers.azure_api import SdkClient
+from gitdns.providers.azure_native import from_native, to_native
 from gitdns.providers.base import Routing
 from tests.providers.azure_fake import FakeAzureDns, FakeCredential, Request
 from tests.providers.conformance import Conformance, ProviderCase
@@ -231,8 +233,8 @@ def test_a_loadbalanced_change_fails_its_group_with_the_clear_message(
     plain = a("www", "192.0.2.1")
     result = provider.apply(ZONE, [Change(Action.CREATE, None, row, row.key),
                                    Change(Action.CREATE, None, plain, plain.key)])
-    assert result.failed == ((row.key, azure.ROUTING_REFUSED),)
-    assert azure.ROUTING_REFUSED == ("azure: the loadbalanced strategy needs Traffic Manager, which gitdns does "
+    assert result.failed == ((row.key, azure_native.ROUTING_REFUSED),)
+    assert azure_native.ROUTING_REFUSED == ("azure: the loadbalanced strategy needs Traffic Manager, which gitdns does "
                                      "not drive yet; use the flattened form or another provider")
     assert [c.key for c in result.applied] == [plain.key]
     assert not any("/klb.api" in r.path for r in fake.writes())
@@ -379,9 +381,9 @@ def test_from_native_skips_soa_ptr_and_empty_sets() -> None:
 def test_clean_message_and_retry_after() -> None:
     text = ("Operation failed. (request id: 1f2e3d4c-5b6a-4789-8a9b-0c1d2e3f4a5b) "
             "Correlation ID: 2f2e3d4c-5b6a-4789-8a9b-0c1d2e3f4a5b. Timestamp: 2024-01-01 10:00:00Z.")
-    assert azure.clean_message(text) == "Operation failed."
-    assert azure.retry_after("12") == 12.0 and azure.retry_after(None) is None
-    assert azure.retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
+    assert azure_api.clean_message(text) == "Operation failed."
+    assert azure_api.retry_after("12") == 12.0 and azure_api.retry_after(None) is None
+    assert azure_api.retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
 
 
 # --- construction -------------------------------------------------------------------------------------

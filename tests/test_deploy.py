@@ -5,7 +5,7 @@ implements only what deploy/ uses (``resources``, ``images``, JSON 6902 ``patche
 refuses any other kustomization key, so nothing is silently ignored. Each rendered document
 is validated offline against the Kubernetes OpenAPI schemas with ``kubernetes-validate``
 (strict: unknown fields fail), then checked for what the design requires: one replica with
-Recreate (ARCHITECTURE.md §5, one writer per owner), probes, a locked-down pod, least
+Recreate (one writer per owner: docs/agent.md), probes, a locked-down pod, least
 privilege RBAC.  Where kubectl exists the renderer is also compared with ``kubectl kustomize``.
 
 Run as a module to validate or print the manifests (scripts/validate-deploy.sh does):
@@ -461,7 +461,7 @@ def test_namespaced_role_is_exactly_what_the_agent_uses(rendered: list[dict[str,
     assert granted == {
         ("coordination.k8s.io", "leases"): ["create", "get", "patch", "update"],
         ("", "configmaps"): ["get", "list", "watch"],
-        ("", "secrets"): ["get", "list"],  # list: the default provider secret (seed 001)
+        ("", "secrets"): ["get", "list"],  # list: the default provider secret (docs/providers.md)
     }
 
 

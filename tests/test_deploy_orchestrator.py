@@ -1,4 +1,5 @@
-"""deploy/orchestrator/: the orchestrator's manifests (seed 004's, done right).
+"""deploy/orchestrator/: the orchestrator's manifests (those of the OpenOva "DNS
+Failover Service" specification, done right).
 
 Rendered with tests/test_deploy.py's minimal Kustomize and validated offline with
 kubernetes-validate (the PrometheusRule is a CRD: checked here by hand).  The sidecar patch is

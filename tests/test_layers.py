@@ -65,7 +65,7 @@ FORBIDDEN_IN_CORE = frozenset(
         "fcntl",
         "threading",
         "asyncio",
-        # Also forbidden by §3; import-linter cannot name subpackages of external packages.
+        # Also forbidden in the core (no I/O); import-linter cannot name subpackages of external packages.
         "shutil",
         "tempfile",
         "urllib",

@@ -1,4 +1,4 @@
-"""Status branches against local bare repositories, and `gitdns status` aggregation (§6)."""
+"""Status branches against local bare repositories, and `gitdns status` aggregation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delegation through git (seed 001): remotes report, primaries merge and publish."""
+"""Delegation through git: remotes report, primaries merge and publish."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003: an agent running in a cluster sets PolicyAffected on its Gateways."""
+"""Kuadrant's DNSPolicy RFC: an agent running in a cluster sets PolicyAffected on its Gateways."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Failover groups through the agent (seed 002): Kuadrant's transitions with three agents,
+"""Failover groups through the agent (Kuadrant's "DNS Failover" proposal): its transitions with three agents,
 the site A / site B story, a rollout on two revisions, exact group matching."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Seed 001's optional ConfigMap sets the mode, read through the Kubernetes API (HTTP fake)."""
+"""The optional mode ConfigMap (Kuadrant's delegation RFC) sets the mode, read through the
+Kubernetes API (HTTP fake)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`gitdns failover simulate`: the merged zone after an active-groups switch (seed 002's story)."""
+"""`gitdns failover simulate`: the merged zone after an active-groups switch (the site A /
+site B story of Kuadrant's "DNS Failover" proposal)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ spec:
   strategy: simple
 """
 GROUPS_DOC = """\
-# Which site serves example.com (seed 002).
+# Which site serves example.com.
 apiVersion: gitdns.io/v1alpha1
 kind: ActiveGroups
 metadata:

@@ -1,5 +1,5 @@
 """`gitdns groups`: ActiveGroups edited in place and committed on a new branch for a pull request;
-break-glass writes to the zone and the reconciliation back into git (seed 002)."""
+break-glass writes to the zone and the reconciliation back into git."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_set_commits_on_a_new_branch_keeping_comments(work: Path, capsys: pytest
     assert code == EXIT_OK, err
     untouched(work, head, before)
     text = show(work, "gitdns/groups-example-com-2")
-    assert "# Which site serves example.com (seed 002)." in text and "# bumped on every change" in text
+    assert "# Which site serves example.com." in text and "# bumped on every change" in text
     assert "serial: 2" in text and "groups: [site-b]" in text
     assert text.replace("serial: 2", "serial: 1").replace("[site-b]", "[site-a]") == before.rstrip("\n")
     assert git("rev-parse", "gitdns/groups-example-com-2~1", cwd=work) == head  # branched from HEAD

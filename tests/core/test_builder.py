@@ -1,4 +1,4 @@
-"""Record builder: the §4 layouts, record for record."""
+"""Record builder: the layouts of docs/records.md, record for record."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def obj(name: str = "api", spec: dict[str, Any] | None = None, status: dict[str,
 
 
 def test_which_records_delegate() -> None:
-    assert ks.is_delegating(obj())  # no providerRef: seed 001
+    assert ks.is_delegating(obj())  # no providerRef: a primary publishes it
     assert ks.is_delegating(obj(spec={"delegate": True}))  # Kuadrant's flag
     assert not ks.is_delegating(obj(spec={"providerRef": {"name": "aws"}}))  # publishes itself
     assert ks.is_delegating(obj(spec={"providerRef": {"name": "x"}, "delegate": True}))

@@ -1,4 +1,4 @@
-"""The pure planner, table by table (ARCHITECTURE.md §4 ownership, §5 safety)."""
+"""The pure planner, table by table (ownership and safety: docs/records.md)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ CLUSTER_B = Cluster(name="cluster-b", id="cluster-b-uid", geo="US")
 A_TARGET = "1hrxie-30ics1.klb.api.example.com"
 B_WILDCARD_TARGET = "17ol5y-30ics1.klb.apps.example.com"
 
-# ARCHITECTURE.md §4 worked example, the records cluster A publishes for api.example.com.
+# The worked example of docs/records.md, the records cluster A publishes for api.example.com.
 LOADBALANCED = (
     RecordSet("api.example.com", "CNAME", 300, ("klb.api.example.com",)),
     RecordSet(

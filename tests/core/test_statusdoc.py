@@ -1,4 +1,4 @@
-"""Status documents: deterministic YAML, commit messages and trailers (ARCHITECTURE.md §6)."""
+"""Status documents: deterministic YAML, commit messages and trailers (docs/agent.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The worked example of ARCHITECTURE.md §4 as model objects (shared by several tests)."""
+"""The worked example of docs/records.md as model objects (shared by several tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delegation through Kubernetes (seed 001) against three and more fake API servers: a primary
+"""Delegation through Kubernetes (Kuadrant's delegation RFC) against three and more fake API servers: a primary
 merges its own and two remotes' DNSRecords into authoritative records, publishes them to a
 `local` zone chosen by the default provider secret, and writes status back on every record."""
 
@@ -294,7 +294,7 @@ def test_records_that_publish_themselves_are_left_alone(fleet: Fleet) -> None:
     remote = fleet.remotes["remote-1"]
     remote.create(*DNSR, {"metadata": {"name": "own", "namespace": NS}, "spec": {
         "rootHost": API, "providerRef": {"name": "aws"}, "endpoints": [a_endpoint(API, "192.0.2.44")]}})
-    record(remote, "plain", WWW, [a_endpoint(WWW, "192.0.2.45")], delegate=False)  # no providerRef: seed 001
+    record(remote, "plain", WWW, [a_endpoint(WWW, "192.0.2.45")], delegate=False)  # no providerRef: delegates
     result = fleet.delegation("primary-a").run_once()
     assert result.cluster("remote-1").records == 1  # type: ignore[union-attr]
     assert zone_data(fleet.store) == {(WWW, "A", ""): ("192.0.2.45",)}

@@ -1,7 +1,7 @@
 """A stateful fake of the Route53 client calls the `route53` provider makes (`Route53Client`).
 
-It enforces Route53's write rules as AWS documents them (moto does not: see
-/work/shared/recipes/test-peers.md §4):
+It enforces Route53's write rules as AWS documents them (moto 5.2.5 does not: it takes
+stale deletes and duplicate creates, and its batches are not atomic):
 
 - a ``ChangeResourceRecordSets`` request is atomic: every change is checked against the
   state the earlier changes of the request leave, and nothing lands when one fails;

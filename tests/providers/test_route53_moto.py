@@ -1,6 +1,6 @@
 """The route53 provider against a real `moto_server` on 127.0.0.1: request/response SHAPES and
 PAGING only.  moto accepts stale deletes, duplicate creates and deletes a set identifier
-across the whole zone (/work/shared/recipes/test-peers.md §4), so compare-and-swap and the
+across the whole zone (moto 5.2.5's ``change_resource_record_sets``), so compare-and-swap and the
 loadbalanced layout are tested against `tests/providers/route53_fake.py`, never here."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ failover  3 nodes (HTTP servers on 127.0.0.11-13), health check interval 1 s, ti
           repetition stops node-2's HTTP server (it stops answering) and queries dnsmasq every
           50 ms until node-2's IP is gone (target <= interval x failure threshold + timeout +
           1 s = 4 s), then starts it again and waits for the IP to come back (target <=
-          interval x success threshold + 1 s = 2 s).  Seed 004 claimed 10 s best case (5 s x 2);
+          interval x success threshold + 1 s = 2 s).  The OpenOva failover spec claimed 10 s best case (5 s x 2);
           with its 2 s timeout and sequential checks it is really 7-12 s, plus its ConfigMap
           path (about a minute of kubelet projection).
 rss       a `gitdns orchestrator` process (--out, file lease) with a NodePool of N nodes whose
@@ -95,8 +95,9 @@ def bench_failover(reps: int) -> None:
           f"(target <= {down_target:g} s) {'PASS' if max(down) <= down_target else 'MISS'}")
     print(f"  node back -> IP back : median {statistics.median(up):.2f} s, max {max(up):.2f} s "
           f"(target <= {up_target:g} s) {'PASS' if max(up) <= up_target else 'MISS'}")
-    print("  seed 004 claimed: 10 s best case (5 s interval x 2 failures); really 7-12 s with its 2 s timeout "
-          "and nodes checked one after another, plus ~60 s of ConfigMap projection on its delivery path")
+    print("  the OpenOva failover spec claimed: 10 s best case (5 s interval x 2 failures); really 7-12 s "
+          "with its 2 s timeout and nodes checked one after another, plus ~60 s of ConfigMap projection "
+          "on its delivery path")
 
 
 RSS_CHILD = r"""

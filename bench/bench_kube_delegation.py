@@ -1,4 +1,4 @@
-"""Delegation through Kubernetes: time and API calls of a primary's pass (seed 001).
+"""Delegation through Kubernetes: time and API calls of a primary's pass.
 
 A primary and R remotes, each a fake API server on loopback (tests/fakes/kube_apiserver.py),
 every remote holding H delegating DNSRecords (one A record each, one root host per record,

@@ -170,7 +170,7 @@ def main() -> None:
 
 
 def sole_owner_races(port: int, secret: Path, tmp: Path, owners: tuple[str, ...], rounds: int, seed: int) -> None:
-    """The race the guards exist for (§5): the only owner of ``race-R`` leaves while another
+    """The race the join/leave guards exist for: the only owner of ``race-R`` leaves while another
     owner joins wanting the same value; without the guard the leaver's exact-match delete
     would remove the value the joiner announced only by its TXT."""
     for r in range(1, rounds + 1):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start/stop real DNS test peers on 127.0.0.1 high ports (from shared/recipes/test-peers.md).
+# Start/stop real DNS test peers on 127.0.0.1 high ports.
 #   bash scripts/peers.sh start|stop [bind dnsmasq pdns]      (default: all three)
 #
 #   bind     BIND 9 authoritative, zone example.test, RFC2136 + TSIG   udp/tcp 127.0.0.1:$BIND_PORT (15353)

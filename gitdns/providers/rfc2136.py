@@ -6,16 +6,19 @@
   ownership TXT, so the planner treats them as foreign and never touches them).
 - ``apply`` sends **one UPDATE message per change group** (a data record and its ownership
   TXT), which the server applies atomically.  The message's prerequisites make it a
-  compare-and-swap (ARCHITECTURE.md §5): the exact old rrset (RFC 2136 §2.4.2, "RRset exists
+  compare-and-swap (a group lands only when the zone still holds exactly what the plan read,
+  else it is refused for a re-read and re-plan; see the provider protocol in
+  docs/architecture.md): the exact old rrset (RFC 2136 §2.4.2, "RRset exists
   (value dependent)") for an update or delete, "RRset does not exist" for a create, and the
   group's guards (join/leave race) as "RRset does (not) exist" on the co-owners' TXT names.
   A failed prerequisite (NXRRSET, YXRRSET, YXDOMAIN, NXDOMAIN) refuses that group only.
   DNS prerequisites do not compare TTLs: a TTL-only change by someone else goes unnoticed.
 
 Conversion (`to_native`, `from_native`) and message building (`batches`, `build_update`) are
-pure functions; the network goes through `DnsClient`, a two-call protocol (`transfer`,
-`update`) that `DnsPythonClient` implements and tests replace with a fake.  dnspython is
-imported inside the functions that use it, never when this module is imported.
+pure functions in `gitdns.providers.rfc2136_native`; the network goes through `DnsClient`, a
+two-call protocol (`transfer`, `update`) that `DnsPythonClient` implements and tests replace
+with a fake.  dnspython is imported inside the functions that use it, never when this module
+is imported.
 """
 
 from __future__ import annotations
@@ -30,21 +33,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.providertypes import capabilities_of
-from gitdns.core.records import (
-    Action,
-    Change,
-    Guard,
-    RecordKey,
-    RecordSet,
-    ZoneSnapshot,
-    in_zone,
-    normalize_name,
-)
-from gitdns.core.store import group_changes
+from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, in_zone, normalize_name
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
-from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
+from gitdns.providers.memory import invalid_groups
+from gitdns.providers.rfc2136_native import StaleGroup, absolute, batches, build_update, snapshot, unsupported
 
 if TYPE_CHECKING:
     import dns.name
@@ -54,11 +48,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CAPABILITIES = capabilities_of("rfc2136")  # declared in gitdns.core.providertypes
-RECORD_TYPES = CAPABILITIES.record_types
 TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1", "hmac-md5")
 DEFAULT_PORT = 53
 DEFAULT_TIMEOUT = 10.0
-TXT_CHUNK = 255
 
 # rcodes (RFC 2136 §2.2 / RFC 1035), by number so this table needs no import of dnspython
 NOERROR, FORMERR, SERVFAIL, NXDOMAIN, NOTIMP, REFUSED = 0, 1, 2, 3, 4, 5
@@ -120,7 +112,7 @@ class DnsPythonClient:
         import dns.zone
 
         try:
-            xfr = dns.query.xfr(self.server, _absolute(zone), port=self.port, timeout=self.timeout,
+            xfr = dns.query.xfr(self.server, absolute(zone), port=self.port, timeout=self.timeout,
                                 lifetime=self.timeout, keyring=self._keyring, keyname=self._key_name,
                                 keyalgorithm=self._algorithm, relativize=False)
             copy = dns.zone.from_xfr(xfr, relativize=False)
@@ -171,167 +163,6 @@ def rcode_error(rcode: int, what: str) -> Exception:
         return AuthError(f"{what}: {text}: the server does not allow it for this key (or is not "
                          "authoritative for the zone): check allow-update/allow-transfer and the TSIG key")
     return RetryableError(f"{what}: {text}")
-
-
-# --- conversion (pure) ---------------------------------------------------------------------------
-
-
-def _absolute(name: str) -> str:
-    return name if name.endswith(".") else name + "."
-
-
-def _txt_strings(value: str) -> list[bytes]:
-    raw = value.encode("utf-8")
-    return [raw[i:i + TXT_CHUNK] for i in range(0, len(raw), TXT_CHUNK)] or [b""]
-
-
-def to_native(rec: RecordSet) -> dns.rrset.RRset:
-    """A record set as a dnspython rrset (absolute name; CNAME/NS targets made absolute; a TXT
-    value as one string, split in 255-octet strings when longer).  Raises
-    ``dns.exception.DNSException`` for a value that is not valid rdata."""
-    import dns.name
-    import dns.rdata
-    import dns.rdataclass
-    import dns.rdatatype
-    import dns.rdtypes.ANY.TXT
-    import dns.rrset
-
-    rdtype = dns.rdatatype.from_text(rec.type)
-    rdatas: list[dns.rdata.Rdata] = []
-    for value in rec.values:
-        if rec.type == "TXT":
-            rdatas.append(dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, rdtype, _txt_strings(value)))
-        elif rec.type in ("CNAME", "NS"):
-            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, _absolute(value)))
-        else:
-            rdatas.append(dns.rdata.from_text(dns.rdataclass.IN, rdtype, value, origin=dns.name.root,
-                                              relativize=False))
-    return dns.rrset.from_rdata_list(dns.name.from_text(_absolute(rec.name)), rec.ttl, rdatas)
-
-
-def _value(rdata: object, rdtype: str) -> str:
-    if rdtype == "TXT":
-        return b"".join(rdata.strings).decode("utf-8", "replace")  # type: ignore[attr-defined]
-    if rdtype in ("CNAME", "NS"):
-        return normalize_name(rdata.target.to_text())  # type: ignore[attr-defined]
-    return str(rdata.to_text())  # type: ignore[attr-defined]
-
-
-def from_native(rrset: dns.rrset.RRset) -> RecordSet | None:
-    """A dnspython rrset as a record set; None for the SOA and for types gitdns does not manage
-    (DNSSEC records, PTR, ...)."""
-    import dns.rdatatype
-
-    rdtype = dns.rdatatype.to_text(rrset.rdtype)
-    if rdtype not in RECORD_TYPES:
-        return None
-    return RecordSet(normalize_name(rrset.name.to_text()), rdtype, int(rrset.ttl),
-                     tuple(_value(rd, rdtype) for rd in rrset))
-
-
-def snapshot(domain: str, rrsets: Sequence[dns.rrset.RRset], names: Collection[str] | None) -> ZoneSnapshot:
-    """The snapshot of an AXFR: records inside ``domain`` (the zone may be a parent of it),
-    version = the SOA serial."""
-    import dns.rdatatype
-
-    records: list[RecordSet] = []
-    version = ""
-    for rrset in rrsets:
-        if rrset.rdtype == dns.rdatatype.SOA:
-            version = str(rrset[0].serial)
-            continue
-        rec = from_native(rrset)
-        if rec is not None and in_zone(rec.name, domain):
-            records.append(rec)
-    return ZoneSnapshot(zone=domain, records=filter_names(records, names), complete=True, version=version,
-                        names=snapshot_names(names))
-
-
-# --- messages (pure) -----------------------------------------------------------------------------
-
-
-class StaleGroup(Exception):
-    """The changes of one group contradict each other (a later change's ``old`` is not what
-    the earlier one wrote): stale before it is even sent."""
-
-
-def unsupported(change: Change) -> str:
-    """Why a change cannot be expressed in plain DNS ("" when it can)."""
-    for rec in (change.old, change.new):
-        if rec is None:
-            continue
-        if rec.set_id or rec.weight is not None or rec.geo is not None:
-            return (f"{rec.key}: rfc2136 zones have no routing policies (set identifier, weight or geo); "
-                    "use strategy simple, or a flattened loadbalanced policy")
-        if rec.type not in RECORD_TYPES:
-            return f"{rec.key}: record type {rec.type} is not supported by rfc2136"
-    return ""
-
-
-def batches(changes: Sequence[Change], guards: Sequence[Guard] = ()) -> list[tuple[RecordKey, list[Change],
-                                                                                    list[Guard]]]:
-    """One batch per change group, in first-seen order, with the guards of that group: each
-    becomes one UPDATE message, so one stale name never sinks the others."""
-    by_group: dict[RecordKey, list[Guard]] = {}
-    for guard in guards:
-        by_group.setdefault(guard.group, []).append(guard)
-    return [(group, members, by_group.get(group, [])) for group, members in group_changes(changes).items()]
-
-
-def _expected_states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None],
-                                                         dict[RecordKey, RecordSet | None]]:
-    """For each key the group touches: the state it must find (the first change's view) and
-    the state it leaves (the last change's)."""
-    before: dict[RecordKey, RecordSet | None] = {}
-    after: dict[RecordKey, RecordSet | None] = {}
-    for change in changes:
-        key = change.key
-        if key in after:
-            expected = after[key]
-            if (expected is not None) if change.action is Action.CREATE else (expected != change.old):
-                raise StaleGroup(f"{key}: the group's changes contradict each other")
-        else:
-            before[key] = None if change.action is Action.CREATE else change.old
-        after[key] = None if change.action is Action.DELETE else change.new
-    return before, after
-
-
-def build_update(zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> dns.update.UpdateMessage:
-    """One unsigned UPDATE for one change group, as a compare-and-swap:
-
-    prerequisites — per key: the exact old rrset (value dependent, every rdata) or, for a
-    create, "rrset does not exist" (a CNAME create: "name not in use"; any other create:
-    "no CNAME at the name", since a server silently ignores data added beside a CNAME);
-    per guard: "rrset does not exist" (``present=False``) or "rrset exists" (``present=True``).
-    updates — per key: delete the old rrset, add the new one (TTL included).
-    """
-    import dns.update
-
-    before, after = _expected_states(changes)
-    message = dns.update.UpdateMessage(_absolute(zone))
-    for key, old in before.items():
-        name = _absolute(key.name)
-        if old is not None:
-            for rdata in to_native(old):
-                message.present(name, rdata)
-        elif key.type == "CNAME":
-            message.absent(name)
-        else:
-            message.absent(name, key.type)
-            message.absent(name, "CNAME")
-    for guard in guards:
-        if guard.present:
-            message.present(_absolute(guard.key.name), guard.key.type)
-        else:
-            message.absent(_absolute(guard.key.name), guard.key.type)
-    for key, new in after.items():
-        name = _absolute(key.name)
-        if before[key] is not None:
-            message.delete(name, key.type)
-        if new is not None:
-            rrset = to_native(new)
-            message.add(name, new.ttl, *rrset)
-    return message
 
 
 # --- the provider ---------------------------------------------------------------------------------
@@ -419,7 +250,7 @@ class Rfc2136Provider:
         tells a refused key from refused content."""
         import dns.update
 
-        return self._client.update(dns.update.UpdateMessage(_absolute(server_zone))) == NOERROR
+        return self._client.update(dns.update.UpdateMessage(absolute(server_zone))) == NOERROR
 
 
 # --- construction from a Zone's spec.provider --------------------------------------------------------

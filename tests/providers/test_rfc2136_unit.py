@@ -34,16 +34,8 @@ from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableErr
 from gitdns.providers import rfc2136
 from gitdns.providers.base import CasGranularity, Provider, Routing
 from gitdns.providers.registry import make_provider
-from gitdns.providers.rfc2136 import (
-    DnsPythonClient,
-    Rfc2136Provider,
-    StaleGroup,
-    batches,
-    build_update,
-    from_native,
-    from_ref,
-    to_native,
-)
+from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider, from_ref
+from gitdns.providers.rfc2136_native import StaleGroup, batches, build_update, from_native, to_native
 from tests.providers.conformance import Conformance, ProviderCase
 
 ZONE = "example.test"

@@ -9,198 +9,45 @@
   compare-and-swap) — and packs groups into ``ChangeResourceRecordSets``
   requests within Route53's limits (`route53_batch.batches`).  A refused request is narrowed
   to the groups its ``InvalidChangeBatch`` message names (else bisected) and the rest is sent
-  again: stale groups go to ``refused``, others to ``failed``.  Guards are not supported
-  (Route53 cannot condition a change on other names); they are ignored.
+  again: stale groups go to ``refused``, others to ``failed`` (`route53_apply`).  Guards are
+  not supported (Route53 cannot condition a change on other names); they are ignored.
 - Errors: throttling → `ThrottledError`; 5xx → `RetryableError`; connection failures →
   `UnreachableError`; refused credentials → `AuthError`.  botocore runs with one attempt
   (the agent owns retries); request ids never reach a message.
 
-The SDK (botocore, the core of boto3) is imported only by `boto3_client` (called from
-`from_ref`).  The provider talks to it through `Route53Client`, the calls it makes; tests
-drive it with a fake.
+The SDK (botocore, the core of boto3) is imported only by `route53_api.boto3_client` (called
+from `from_ref`).  The provider talks to it through `Route53Client`, the calls it makes; tests
+drive it with a fake.  Health checks (setting ``healthChecks``) are in `route53_health`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.core.store import group_changes
-from gitdns.errors import AuthError, ConfigError, PermanentError, RetryableError, ThrottledError, UnreachableError
-from gitdns.providers import route53_listing
+from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
-from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
-from gitdns.providers.route53_batch import (
-    STALE_PHRASES,
-    GroupOps,
-    StaleGroup,
-    batches,
-    decode_name,
-    encode_name,
-    from_native,
-    group_ops,
-    oversize,
-    parse_batch_error,
-    request_changes,
-    unsupported,
-)
+from gitdns.providers.memory import filter_names, snapshot_names
+from gitdns.providers.route53_api import Route53Client, boto3_client, map_error
+from gitdns.providers.route53_apply import ChangeApplier
+from gitdns.providers.route53_batch import decode_name, encode_name, from_native
+from gitdns.providers.route53_health import HealthChecks
 
 log = logging.getLogger(__name__)
 
 CAPABILITIES = capabilities_of("route53")  # declared in gitdns.core.providertypes
 NAME_PAGE = "100"
 ZONE_PAGE = "300"
-CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 30.0
 INSYNC_TIMEOUT = 120.0
 INSYNC_INTERVAL = 5.0
-
-THROTTLE_CODES = frozenset({"Throttling", "ThrottlingException", "PriorRequestNotComplete", "RequestLimitExceeded",
-                            "TooManyRequestsException", "SlowDown"})
-AUTH_CODES = frozenset({"AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch",
-                        "UnrecognizedClientException", "ExpiredToken", "ExpiredTokenException", "InvalidAccessKeyId",
-                        "MissingAuthenticationToken", "AuthFailure", "IncompleteSignature"})
-ZONE_CODES = frozenset({"NoSuchHostedZone", "HostedZoneNotFound"})
-UNREACHABLE_NAMES = frozenset({"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError",
-                               "ConnectionClosedError", "ProxyConnectionError", "SSLError", "ConnectionError"})
-CREDENTIAL_NAMES = frozenset({"NoCredentialsError", "PartialCredentialsError", "NoRegionError"})
-_REQUEST_ID = re.compile(r"\s*[(\[]?\b(?:request[ _-]?id|x-amzn-requestid)\b\s*[:=]?\s*[0-9A-Za-z-]+[)\]]?", re.I)
-
-
-# --- the SDK boundary -------------------------------------------------------------------------------------
-
-
-class Route53Client(Protocol):
-    """The boto3 Route53 client calls the provider makes (keyword arguments as boto3 takes
-    them; the responses are boto3's dicts).  Errors are raised as botocore raises them."""
-
-    def list_hosted_zones(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def list_resource_record_sets(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def change_resource_record_sets(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def get_change(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def create_health_check(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def list_health_checks(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def change_tags_for_resource(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def list_tags_for_resource(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def delete_health_check(self, **kwargs: Any) -> dict[str, Any]: ...
-
-    def get_health_check(self, **kwargs: Any) -> dict[str, Any]: ...
-
-
-def boto3_client(region: str | None, endpoint: str | None, credentials: Mapping[str, str]) -> Route53Client:
-    """A Route53 client (botocore's, which boto3 wraps; boto3's own import also loads
-    s3transfer and its resource layer, ~3 MiB and 50 ms this provider never uses): one
-    attempt per call (``total_max_attempts=1``: botocore's ``max_attempts`` counts retries
-    *after* the first attempt), bounded timeouts; without credentials the default chain."""
-    import botocore.session
-    from botocore.config import Config
-
-    # parameter_validation off: the requests are built here (and tested), Route53 checks them
-    # anyway, and botocore's walk of a 1,000-value change batch costs more than sending it
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=CONNECT_TIMEOUT,
-                    read_timeout=READ_TIMEOUT, region_name=region, parameter_validation=False)
-    session = botocore.session.get_session()
-    client: Route53Client = session.create_client(
-        "route53", region_name=region, endpoint_url=endpoint or None, config=config,
-        aws_access_key_id=credentials.get("AWS_ACCESS_KEY_ID") or None,
-        aws_secret_access_key=credentials.get("AWS_SECRET_ACCESS_KEY") or None,
-        aws_session_token=credentials.get("AWS_SESSION_TOKEN") or None,
-    )
-    _drop_endpoint_table(client)
-    route53_listing.install(client)
-    return client
-
-
-def _drop_endpoint_table(client: object) -> None:
-    """botocore resolves the endpoint when it creates the client, then keeps every service's
-    endpoint table (endpoints.json, ~7 MiB parsed) in the client's loader cache for the
-    client's life.  Drop that one entry: were it needed again, botocore reloads it."""
-    cache = getattr(getattr(client, "_loader", None), "_cache", None)
-    if isinstance(cache, dict):
-        cache.pop(("load_data_with_path", "endpoints"), None)
-
-
-# --- errors ----------------------------------------------------------------------------------------------
-
-
-class Rejected(PermanentError):
-    """Route53 refused a request for its content (HTTP 4xx that is neither throttling nor
-    credentials): per change group, a ``failed`` or ``refused`` entry, never raised by `apply`."""
-
-    reason = "ProviderRejected"
-
-    def __init__(self, message: str, code: str, detail: str) -> None:
-        super().__init__(message)
-        self.code, self.detail = code, detail
-
-
-def strip_request_ids(text: str) -> str:
-    return _REQUEST_ID.sub("", text).strip()
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    raw = {k.lower(): v for k, v in headers.items()}.get("retry-after")
-    try:
-        return max(0.0, float(raw)) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def map_error(exc: Exception, what: str) -> Exception:
-    """The gitdns error for a botocore exception (checked by shape and class name, so this
-    needs no botocore import); the exception itself when it is none of them."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        err = response.get("Error") or {}
-        meta = response.get("ResponseMetadata") or {}
-        code = str(err.get("Code") or "Unknown")
-        detail = strip_request_ids(str(err.get("Message") or ""))
-        status = int(meta.get("HTTPStatusCode") or 0)
-        message = f"{what}: {code}: {detail}" if detail else f"{what}: {code}"
-        if code in THROTTLE_CODES or status == 429:
-            return ThrottledError(message, _retry_after(meta.get("HTTPHeaders") or {}))
-        if code in AUTH_CODES or status in (401, 403):
-            return AuthError(f"{message} (check the credentials and their IAM permissions)")
-        if code in ZONE_CODES:
-            return ConfigError(f"{message} (check spec.provider.settings.hostedZoneId)")
-        if status >= 500 or code in ("ServiceUnavailable", "InternalFailure", "InternalError"):
-            return RetryableError(message)
-        return Rejected(message, code, detail)
-    name = type(exc).__name__
-    if name in UNREACHABLE_NAMES or isinstance(exc, OSError):
-        return UnreachableError(f"{what}: cannot reach Route53 ({name})")
-    if name in CREDENTIAL_NAMES:
-        return AuthError(f"{what}: no usable AWS credentials or region ({name})")
-    return exc
-
-
-# --- the provider ----------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Outcome:
-    applied: list[Change] = field(default_factory=list)
-    refused: list[tuple[RecordKey, str]] = field(default_factory=list)
-    failed: list[tuple[RecordKey, str]] = field(default_factory=list)
-    change_ids: list[str] = field(default_factory=list)
 
 
 class Route53Provider:
@@ -226,6 +73,7 @@ class Route53Provider:
             self._zone_ids[self.domain] = hosted_zone_id.rsplit("/", 1)[-1]
         self._health_ids: dict[str, dict[RecordKey, str]] = {}
         self.health = HealthChecks(self._call, self.domain, self._a_values) if health_checks else None
+        self._applier = ChangeApplier(self._call, self._health_ids, self.health, self._settle)
 
     # -- calls
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
@@ -335,104 +183,17 @@ class Route53Provider:
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
-        out = _Outcome()
-        # groups are converted as the batches fill and each request is built when it is
-        # sent: only one request's Route53 dicts are alive at a time
-        for batch in batches(self._prepare(domain, changes, out)):
-            self._send(domain, zone_id, batch, out)
+        out = self._applier.apply(domain, zone_id, changes)
         if out.refused or out.failed:
             log.info("apply: zone=%s applied=%d refused=%d failed=%d",
                      domain, len(out.applied), len(out.refused), len(out.failed))
         return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed),
                            change_ids=tuple(out.change_ids))
 
-    def _prepare(self, domain: str, changes: Sequence[Change], out: _Outcome) -> Iterator[GroupOps]:
-        """The groups to send, one at a time; the others go to ``out`` on the way."""
-        bad = invalid_groups(domain, changes)
-        observed = self._health_ids.get(domain, {})
-        for group, members in group_changes(changes).items():
-            why = bad.get(group) or next((w for c in members for r in (c.old, c.new) if r is not None
-                                          for w in [unsupported(r)] if w), "")
-            if why:
-                out.failed.append((group, why))
-                continue
-            try:
-                wanted = self.health.ids_for(members, changes) if self.health else {}
-                ops = group_ops(group, members, observed, wanted)
-            except StaleGroup as exc:
-                out.refused.append((group, str(exc)))
-                continue
-            except (ValueError, Rejected) as exc:
-                out.failed.append((group, f"{group}: {exc}"))
-                continue
-            too_big = oversize(ops)
-            if too_big:
-                out.failed.append((group, too_big))
-            elif not ops.deletes and not ops.creates:
-                out.applied.extend(members)
-            else:
-                yield ops
-
-    def _send(self, domain: str, zone_id: str, batch: Sequence[GroupOps], out: _Outcome) -> None:
-        try:
-            response = self._call("change_resource_record_sets", HostedZoneId=zone_id,
-                                  ChangeBatch={"Comment": "gitdns", "Changes": request_changes(batch)})
-        except Rejected as exc:
-            self._narrow(domain, zone_id, batch, exc, out)
-            return
-        for ops in batch:
-            out.applied.extend(ops.changes)
-        change_id = str((response.get("ChangeInfo") or {}).get("Id", "")).rsplit("/", 1)[-1]
-        if change_id:
-            out.change_ids.append(change_id)
-        self._landed(domain, batch)
+    def _settle(self, change_id: str, status: str) -> None:
+        """After a request landed: wait for INSYNC when asked to."""
         if self.wait_insync and change_id:
-            self._wait(change_id, (response.get("ChangeInfo") or {}).get("Status", ""))
-
-    def _narrow(self, domain: str, zone_id: str, batch: Sequence[GroupOps], exc: Rejected, out: _Outcome) -> None:
-        """After a refused request: drop the groups the message names (stale → refused,
-        else failed) and send the rest again; when it names none, bisect."""
-        culprits: dict[RecordKey, tuple[bool, str]] = {}
-        if exc.code == "InvalidChangeBatch":
-            for problem in parse_batch_error(exc.detail):
-                for ops in batch:
-                    hit = problem.key in ops.keys if problem.key else any(k.name == problem.name for k in ops.keys)
-                    if hit:
-                        culprits.setdefault(ops.group, (problem.stale, problem.text))
-        if culprits:
-            for ops in batch:
-                if ops.group in culprits:
-                    stale, text = culprits[ops.group]
-                    target = out.refused if stale else out.failed
-                    target.append((ops.group, f"{ops.group}: route53 refused the change: {text}"))
-            rest = [ops for ops in batch if ops.group not in culprits]
-            if rest:
-                self._send(domain, zone_id, rest, out)
-            return
-        if len(batch) == 1:
-            group = batch[0].group
-            stale = exc.code == "InvalidChangeBatch" and any(p in exc.detail for p in STALE_PHRASES)
-            (out.refused if stale else out.failed).append((group, f"{group}: route53 refused the change: {exc}"))
-            return
-        mid = len(batch) // 2
-        self._send(domain, zone_id, batch[:mid], out)
-        self._send(domain, zone_id, batch[mid:], out)
-
-    def _landed(self, domain: str, batch: Sequence[GroupOps]) -> None:
-        """Remember the health check ids the zone now holds; retire the checks no row uses."""
-        health = self._health_ids.setdefault(domain, {})
-        dropped: set[str] = set()
-        for ops in batch:
-            for rrs in ops.deletes:
-                key = RecordKey(decode_name(rrs["Name"]), rrs["Type"], rrs.get("SetIdentifier", ""))
-                if health.pop(key, None) and rrs.get("HealthCheckId"):
-                    dropped.add(str(rrs["HealthCheckId"]))
-            for rrs in ops.creates:
-                if rrs.get("HealthCheckId"):
-                    key = RecordKey(decode_name(rrs["Name"]), rrs["Type"], rrs.get("SetIdentifier", ""))
-                    health[key] = str(rrs["HealthCheckId"])
-        if self.health is not None:
-            self.health.retire(dropped - set(health.values()))
+            self._wait(change_id, status)
 
     def _wait(self, change_id: str, status: str) -> None:
         deadline = self._clock() + self.insync_timeout
@@ -451,75 +212,6 @@ def _next(page: Mapping[str, Any]) -> dict[str, Any]:
     if page.get("NextRecordIdentifier"):
         out["StartRecordIdentifier"] = page["NextRecordIdentifier"]
     return out
-
-
-# --- health checks (optional) ------------------------------------------------------------------------------
-
-HEALTH_CONFIG = {"Port": 443, "Type": "HTTPS", "ResourcePath": "/", "RequestInterval": 30, "FailureThreshold": 3}
-_OWNER = re.compile(r"external-dns/owner=([^,]+)")
-
-
-class HealthChecks:
-    """Route53 health checks for weighted CNAME rows whose target is an A name: one HTTPS
-    check per target IP (``CallerReference`` derived from zone, set id and IP, so a re-run
-    finds the same check), a CALCULATED check (healthy while one child is) when the name has
-    several IPs; tagged ``gitdns-owner`` and ``gitdns-zone``.  A check is deleted once no row
-    of the zone uses it (so `gitdns prune-owner`, which deletes the owner's rows, removes
-    them too); only checks tagged with this zone are ever deleted."""
-
-    def __init__(self, call: Callable[..., dict[str, Any]], zone: str,
-                 a_values: Callable[[str], tuple[str, ...]]) -> None:
-        self._call, self.zone, self._a_values = call, zone, a_values
-        self._known: dict[str, str] = {}  # CallerReference -> id
-
-    def ids_for(self, members: Sequence[Change], changes: Sequence[Change]) -> dict[RecordKey, str]:
-        owner = next((m[1] for c in members if c.new is not None and c.new.type == "TXT"
-                      for v in c.new.values for m in [_OWNER.search(v)] if m), "")
-        out: dict[RecordKey, str] = {}
-        for change in members:
-            new = change.new
-            if new is None or new.weight is None or new.type != "CNAME" or len(new.values) != 1:
-                continue
-            target = new.values[0]
-            ips = next((c.new.values for c in changes if c.new is not None and c.new.type == "A"
-                        and c.new.name == target and not c.new.set_id), None)
-            if ips is None:
-                ips = self._a_values(target)
-            ids = [self._ensure(f"{new.set_id}|{ip}", {"IPAddress": ip, **HEALTH_CONFIG}, owner) for ip in ips]
-            if len(ids) == 1:
-                out[new.key] = ids[0]
-            elif ids:
-                out[new.key] = self._ensure(f"{new.set_id}|calculated|{'|'.join(sorted(ids))}",
-                                            {"Type": "CALCULATED", "ChildHealthChecks": sorted(ids),
-                                             "HealthThreshold": 1}, owner)
-        return out
-
-    def _ensure(self, what: str, config: dict[str, Any], owner: str) -> str:
-        ref = "gitdns-" + hashlib.sha256(f"{self.zone}|{what}".encode()).hexdigest()[:48]
-        if ref in self._known:
-            return self._known[ref]
-        check = self._call("create_health_check", CallerReference=ref, HealthCheckConfig=config)["HealthCheck"]
-        check_id = str(check["Id"])
-        tags = [{"Key": "gitdns-zone", "Value": self.zone}]
-        if owner:
-            tags.append({"Key": "gitdns-owner", "Value": owner})
-        self._call("change_tags_for_resource", ResourceType="healthcheck", ResourceId=check_id, AddTags=tags)
-        self._known[ref] = check_id
-        return check_id
-
-    def retire(self, ids: Collection[str]) -> None:
-        for check_id in sorted(ids):
-            try:
-                tags = self._call("list_tags_for_resource", ResourceType="healthcheck", ResourceId=check_id)
-                values = {t["Key"]: t["Value"] for t in (tags.get("ResourceTagSet") or {}).get("Tags", ())}
-                if values.get("gitdns-zone") != self.zone:
-                    continue
-                config = self._call("get_health_check", HealthCheckId=check_id)["HealthCheck"]["HealthCheckConfig"]
-                self._call("delete_health_check", HealthCheckId=check_id)
-                self._known = {k: v for k, v in self._known.items() if v != check_id}
-                self.retire(config.get("ChildHealthChecks") or ())
-            except Rejected as exc:  # in use by a row someone else wrote, or gone already
-                log.info("health: check=%s not deleted: %s", check_id, exc.code)
 
 
 # --- construction from a Zone's spec.provider ----------------------------------------------------------

@@ -15,7 +15,7 @@ from botocore.exceptions import EndpointConnectionError
 
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.errors import ThrottledError
-from gitdns.providers import route53 as r53
+from gitdns.providers import route53_api, route53_apply
 from gitdns.providers import route53_batch as rb
 from gitdns.providers.route53 import Route53Provider
 from tests.providers.route53_fake import FakeRoute53
@@ -80,7 +80,7 @@ def test_apply_converts_groups_only_as_requests_fill(monkeypatch: pytest.MonkeyP
         seen_at_send.append(len(made))
         return real_change(self, **kw)
 
-    monkeypatch.setattr(r53, "group_ops", counting_group_ops)
+    monkeypatch.setattr(route53_apply, "group_ops", counting_group_ops)
     monkeypatch.setattr(FakeRoute53, "change_resource_record_sets", watching_change)
     fake = FakeRoute53()
     fake.add_zone(ZONE, apex=False)
@@ -111,7 +111,7 @@ def test_lower_bound_is_the_larger_of_the_two_limits() -> None:
 
 
 def test_the_client_drops_botocore_s_endpoint_table_and_skips_parameter_validation() -> None:
-    client = r53.boto3_client("us-east-1", "http://127.0.0.1:9", {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+    client = route53_api.boto3_client("us-east-1", "http://127.0.0.1:9", {"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
                                                                     "AWS_SECRET_ACCESS_KEY": "x"})
     cache = client._loader._cache  # type: ignore[attr-defined]
     assert any(key[:2] == ("load_data_with_path", "partitions") for key in cache)  # the cache is as expected

@@ -136,6 +136,7 @@ AGENT_HELP = {
     "token_file": "file holding the HTTPS token",
     "ssh_key": "SSH private key for ssh:// remotes",
     "known_hosts": "pinned known_hosts file for ssh:// remotes",
+    "ca_file": "CA bundle trusted for https:// remotes, e.g. a private CA (GITDNS_CA_FILE)",
     "verify_ssh_signers": "allowed_signers file: refuse heads without a trusted SSH signature",
     "verify_gpg_keys": "exported public keys: refuse heads without a trusted GPG signature",
     "allow_rollback": "accept a head that is not a descendant of the applied revision",

@@ -9,6 +9,7 @@ HTTPS: git asks ``GIT_ASKPASS`` for the username and the password.  The helper i
 written 0700 into the workdir; it holds no secret and echoes ``$GITDNS_GIT_TOKEN``, which is
 set only in the environment of the git subprocess (never in argv, never in a file of ours).
 SSH: ``GIT_SSH_COMMAND`` pins the key and the known_hosts file, batch mode, no prompts.
+A private CA for HTTPS remotes is trusted through ``GIT_SSL_CAINFO``.
 Every command also runs without the user's and the system's git config, so no credential
 helper stores the token and no ``url.insteadOf`` rewrites the remote.
 """
@@ -57,6 +58,12 @@ class GitAuth:
     username: str = "git"  # the HTTPS username sent with the token
     ssh_key: Path | None = None  # private key for ssh:// and scp-like remotes
     known_hosts: Path | None = None  # the pinned known_hosts file (StrictHostKeyChecking=yes)
+    ca_file: Path | None = None  # CA bundle trusted for https:// remotes (a private CA)
+
+    @property
+    def configured(self) -> bool:
+        """Anything given: otherwise git runs with the ambient configuration."""
+        return self.uses_token or any(p is not None for p in (self.ssh_key, self.known_hosts, self.ca_file))
 
     @property
     def uses_token(self) -> bool:
@@ -148,6 +155,8 @@ def auth_env(auth: GitAuth, workdir: Path, timeout: float) -> tuple[dict[str, st
     command = ssh_command(auth, timeout)
     if command is not None:
         env["GIT_SSH_COMMAND"] = command
+    if auth.ca_file is not None:
+        env["GIT_SSL_CAINFO"] = os.path.abspath(auth.ca_file)
     return env, secrets
 
 

@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitdns.adapters.gitauth import GitAuth, auth_env
 from gitdns.core.statusdoc import StatusTree
 from gitdns.errors import (
     AuthError,
@@ -115,6 +116,15 @@ def _git(args: Sequence[str], *, cwd: Path | None, timeout: float, stdin: bytes 
             proc.communicate(timeout=5)
         raise UnreachableError(f"git {args[0]} timed out after {timeout:g}s") from None
     return _Out(proc.returncode, out, err.decode("utf-8", "replace"))
+
+
+def _remote_env(auth: GitAuth | None, cache: _Cache) -> dict[str, str]:
+    """The transport of one remote operation: the configured key, token or CA (read now, so a
+    rotated token file is used at once), else the ambient git configuration."""
+    if auth is None or not auth.configured:
+        return {}
+    env, _ = auth_env(auth, cache.path.parent, cache.timeout)
+    return env
 
 
 def _tail(text: str, limit: int = 400) -> str:
@@ -390,7 +400,7 @@ class StatusBranch:
 
     def __init__(self, url: str, cluster_id: str, *, workdir: Path, timeout: float = 30.0,
                  prefix: str = DEFAULT_PREFIX, max_attempts: int = 6,
-                 author: tuple[str, str] = ("gitdns", "gitdns@localhost")) -> None:
+                 author: tuple[str, str] = ("gitdns", "gitdns@localhost"), auth: GitAuth | None = None) -> None:
         if not _CLUSTER_ID.fullmatch(cluster_id) or ".." in cluster_id or cluster_id.endswith((".lock", ".")):
             raise ConfigError(f"cluster id {cluster_id!r} cannot name a status branch")
         if not prefix or prefix.startswith("/") or not prefix.endswith("/") or ".." in prefix:
@@ -402,6 +412,7 @@ class StatusBranch:
         self.timeout = timeout
         self.max_attempts = max(1, max_attempts)
         self._cache = _Cache(Path(workdir) / PUBLISH_CACHE, timeout)
+        self._auth = auth  # the same transport as the desired branch's fetch (key, token, CA)
         self._started = False  # the first use sweeps stale locks left by a killed predecessor
         self._generation = 0
         self._trees: dict[str, str] = {}  # commit -> tree, for commits known to be in the cache
@@ -479,7 +490,7 @@ class StatusBranch:
     def _remote_tip(self, cluster_id: str) -> str | None:
         """The remote tip of a status branch with its objects in the cache, or None."""
         branch = f"refs/heads/{self.prefix}{cluster_id}"
-        out = self._cache.run(["ls-remote", "--", self.url, branch])
+        out = self._cache.run(["ls-remote", "--", self.url, branch], env=_remote_env(self._auth, self._cache))
         if out.rc != 0:
             raise _remote_error("ls-remote", self.url, out)
         tips = [line.split("\t") for line in out.stdout.decode().splitlines()]
@@ -487,7 +498,7 @@ class StatusBranch:
         if tip is None or tip in self._trees or self._cache.has_commit(tip):
             return tip
         out = self._cache.run(["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", self.url,
-                               f"+{branch}:{TRACK}{cluster_id}"])
+                               f"+{branch}:{TRACK}{cluster_id}"], env=_remote_env(self._auth, self._cache))
         if out.rc != 0:
             if "couldn't find remote ref" in out.stderr:
                 return None
@@ -502,7 +513,7 @@ class StatusBranch:
     def _push(self, commit: str) -> bool:
         """Push as a fast-forward; False when refused because the tip moved (retry)."""
         out = self._cache.run(["push", "--porcelain", "--no-verify", "--", self.url,
-                               f"{commit}:refs/heads/{self.branch}"])
+                               f"{commit}:refs/heads/{self.branch}"], env=_remote_env(self._auth, self._cache))
         if out.rc == 0:
             return True
         report = out.stdout.decode("utf-8", "replace") + "\n" + out.stderr
@@ -515,13 +526,14 @@ class StatusBranch:
         raise _remote_error("push", self.url, out)
 
 
-def read_all(url: str, *, workdir: Path, timeout: float = 30.0, prefix: str = DEFAULT_PREFIX) -> dict[str, StatusTree]:
+def read_all(url: str, *, workdir: Path, timeout: float = 30.0, prefix: str = DEFAULT_PREFIX,
+             auth: GitAuth | None = None) -> dict[str, StatusTree]:
     """Every status branch on ``url`` with one ``git fetch``: {cluster id: StatusTree}."""
     cache = _Cache(Path(workdir) / READ_CACHE, timeout)
     with cache.lock:
         cache.ensure(sweep=True)
         out = cache.run(["fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head", "--", url,
-                         f"+refs/heads/{prefix}*:{TRACK}*"])
+                         f"+refs/heads/{prefix}*:{TRACK}*"], env=_remote_env(auth, cache))
         if out.rc != 0:
             raise _fetch_error(cache, url, out)
         listing = cache.local(["for-each-ref", "--format=%(objectname) %(refname)", TRACK]).decode()

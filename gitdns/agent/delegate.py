@@ -112,10 +112,11 @@ class DelegationSource:
         return h.hexdigest()
 
 
-def status_reader(url: str, workdir: Any, timeout: float) -> Callable[[], Mapping[str, StatusTree]]:
-    """Every status branch with one fetch (`gitdns.adapters.statusbranch.read_all`)."""
+def status_reader(url: str, workdir: Any, timeout: float, auth: Any = None) -> Callable[[], Mapping[str, StatusTree]]:
+    """Every status branch with one fetch (`gitdns.adapters.statusbranch.read_all`), over the
+    agent's git transport (``auth``: a `GitAuth`)."""
     def read() -> Mapping[str, StatusTree]:
         from gitdns.adapters.statusbranch import read_all
 
-        return read_all(url, workdir=workdir, timeout=timeout)
+        return read_all(url, workdir=workdir, timeout=timeout, auth=auth)
     return read

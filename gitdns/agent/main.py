@@ -66,15 +66,22 @@ def _read_secret(path: str) -> bytes | None:
         raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
 
 
-def make_source(config: AgentConfig) -> Any:
-    from gitdns.adapters.gitsource import GitAuth, GitSource, VerifyPolicy
+def git_auth(config: AgentConfig) -> Any:
+    """The one git transport of the agent — the desired branch's fetch, the status branch's
+    push, the primaries' and the fleet's reads of the status branches: SSH key + pinned
+    known_hosts, HTTPS token (file or environment) + CA bundle, or the ambient git config."""
+    from gitdns.adapters.gitauth import GitAuth
 
-    auth = GitAuth(
-        token_env=config.token_env or None,
-        token_file=Path(config.token_file) if config.token_file else None,
-        ssh_key=Path(config.ssh_key) if config.ssh_key else None,
-        known_hosts=Path(config.known_hosts) if config.known_hosts else None,
-    )
+    def path(value: str) -> Path | None:
+        return Path(value) if value else None
+    return GitAuth(token_env=config.token_env or None, token_file=path(config.token_file),
+                   ssh_key=path(config.ssh_key), known_hosts=path(config.known_hosts), ca_file=path(config.ca_file))
+
+
+def make_source(config: AgentConfig) -> Any:
+    from gitdns.adapters.gitsource import GitSource, VerifyPolicy
+
+    auth = git_auth(config)
     verify = None
     if config.verify_ssh_signers or config.verify_gpg_keys:
         verify = VerifyPolicy(
@@ -99,6 +106,7 @@ class StatusPublisher:
 
         if self.branch is None or self.branch.cluster_id != cluster_id:
             self.branch = StatusBranch(self.config.status_repo or self.config.repo, cluster_id,
+                                       auth=git_auth(self.config),
                                        workdir=Path(self.config.state_dir) / "status",
                                        timeout=self.config.git_timeout)
         return self.branch
@@ -259,7 +267,8 @@ def delegation_source(config: AgentConfig) -> Any:
 
     if not config.status:
         return None
-    read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation", config.git_timeout)
+    read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation", config.git_timeout,
+                         git_auth(config))
     return DelegationSource(read, stale_after=config.stale_after, default_poll=config.poll_interval, clock=time.time)
 
 
@@ -282,6 +291,7 @@ def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[
         from gitdns.core.statusdoc import load as load_yaml
 
         trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",
+                         auth=git_auth(config),
                          timeout=config.git_timeout)
         shares: dict[str, tuple[int, int]] = {}
         for cluster_id, tree in trees.items():

@@ -5,7 +5,7 @@
     python bench/bench_route53_octodns.py --profile             # gitdns steps under cProfile too
 
 For each tool (gitdns; octoDNS with its OwnershipProcessor; plain octoDNS) a FRESH
-`moto_server` (this machine's moto) is started with an empty hosted zone `example.com.`,
+`moto_server` (the installed moto) is started with an empty hosted zone `example.com.`,
 behind `bench/route53_proxy.py`, which counts every request by operation and fixes moto's
 ListHealthChecks reply for octodns-route53.  The same N generated records (fixed seed; about
 80 % A with 1-3 values, 10 % CNAME, 10 % TXT) are given to every tool, and three steps run,

@@ -4,7 +4,7 @@ The manifests are rendered here without kubectl by a minimal Kustomize (``render
 implements only what deploy/ uses (``resources``, ``images``, JSON 6902 ``patches``) and
 refuses any other kustomization key, so nothing is silently ignored. Each rendered document
 is validated offline against the Kubernetes OpenAPI schemas with ``kubernetes-validate``
-(strict: unknown fields fail), then checked for what the design requires: one replica with
+(strict: unknown fields fail), then checked for what the agent needs: one replica with
 Recreate (one writer per owner: docs/agent.md), probes, a locked-down pod, least
 privilege RBAC.  Where kubectl exists the renderer is also compared with ``kubectl kustomize``.
 

@@ -197,7 +197,7 @@ def render_files(env: jinja2.Environment, plan: Layout, ips: Iterable[str], tota
     return files
 
 
-# --- lint: the checks CoreDNS (which cannot run here) and our own rules would make --------------
+# --- lint: the checks CoreDNS (which the tests do not run) and our own rules would make -------
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}]|[^\s{}"]+')
 

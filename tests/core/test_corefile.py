@@ -5,7 +5,7 @@ or the renderer rewrite them with::
 
     GITDNS_UPDATE_GOLDEN=1 python -m pytest -q tests/core/test_corefile.py
 
-and review the diff.  CoreDNS cannot run here: ``lint`` stands in for what it would refuse
+and review the diff.  The tests do not run CoreDNS: ``lint`` stands in for what it would refuse
 (two ``hosts`` in one block, one address served twice) plus our own rules (``errors``
 everywhere, no ``forward`` or ``kubernetes`` in a tenant block), and every rendered snippet
 must pass it together with the stock Corefile that imports it.

@@ -11,7 +11,6 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from gitdns.core.loader import ZoneLookup
 from gitdns.core.model import (
     ActiveGroups,
     Cluster,
@@ -23,6 +22,7 @@ from gitdns.core.model import (
     Tenant,
     Zone,
 )
+from gitdns.core.modelbuild import ZoneLookup
 from gitdns.core.problems import Path, Problem
 
 Obj = Zone | Cluster | DNSPolicy | RecordSetDoc | Tenant | NodePool | ActiveGroups

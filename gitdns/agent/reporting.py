@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gitdns.core import builder
-from gitdns.core.conditions import Condition
+from gitdns.core.conditions import REASONS, Condition
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.status import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError
@@ -172,19 +173,32 @@ def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[C
 
 
 def publish(agent: Reporter) -> None:
+    """Push the report to the status branch.  A failed push is reported (the StatusPublished
+    condition in ``/status`` and ``--once``, a log line, the git error metric) and retried by
+    the next pass; DNS is reconciled meanwhile."""
     built = report(agent)
-    agent.state.last_report = built
     if agent.ports.status is not None and agent.config.status:
-        try:
-            agent.ports.status.publish(built)
-            agent.role.reported(built.heartbeat)
-        except GitdnsError as exc:
-            log.warning("status push failed: error=%s", exc)
+        agent.state.status_push = _push(agent, built)
+        built = replace(built, conditions=(*built.conditions, agent.state.status_push))
+    agent.state.last_report = built
     for hook in agent.ports.report_hooks:
         try:
             hook(built, agent.state.current)
         except GitdnsError as exc:
             log.warning("report hook failed: error=%s", exc)
+
+
+def _push(agent: Reporter, built: ClusterReport) -> Condition:
+    assert agent.ports.status is not None
+    try:
+        agent.ports.status.publish(built)
+    except GitdnsError as exc:
+        log.warning("status push failed: reason=%s error=%s", exc.reason, exc)
+        reason = exc.reason if exc.reason in REASONS else "StatusPushFailed"
+        return Condition("StatusPublished", False, reason,
+                         f"status push failed: {exc}; DNS is reconciled meanwhile, the next pass pushes again")
+    agent.role.reported(built.heartbeat)
+    return Condition("StatusPublished", True, "StatusPushed", "the status branch holds this report")
 
 
 def _owned(desired: Desired, cluster: Cluster | None, zone: Zone) -> tuple[Any, ...]:

@@ -120,6 +120,9 @@ class Runner:
     def _after_cycle(self, cycle: Cycle, seconds: float) -> None:
         if cycle.desired is not None or cycle.outcomes:
             self.metrics.observe_cycle(seconds)
+        pushed = self.agent.state.status_push
+        if cycle.desired is not None and pushed is not None and not pushed.status:
+            self.metrics.record_git_error(pushed.reason)
         for outcome in cycle.outcomes:
             zone = outcome.zone.domain
             if outcome.plan is not None:

@@ -48,3 +48,4 @@ class AgentState:
     health_results: dict[str, HealthResult] = field(default_factory=dict)  # zone name -> last health filtering
     group_results: dict[str, dict[str, Any]] = field(default_factory=dict)  # zone domain -> groups verdict
     revision_loaded_at: float | None = None  # when a new revision was loaded (the health grace window)
+    status_push: Condition | None = None  # how the last push of the status branch went

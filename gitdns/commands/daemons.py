@@ -58,7 +58,8 @@ def once_report(cycle: Cycle, report: ClusterReport | None) -> Result:
         if bad:
             result.line(f"{condition.type}: {condition.reason}: {condition.message}")
     result.line("Ready" if report.ready else "NotReady")
-    result.code = EXIT_OK if report.ready else EXIT_ERROR
+    pushed = all(c.status for c in report.conditions if c.type == "StatusPublished")
+    result.code = EXIT_OK if report.ready and pushed else EXIT_ERROR
     return result
 
 

@@ -20,6 +20,7 @@ TYPES = (
     "GroupsDivergedFromGit",
     "ModeMatchesGit",
     "Delegation",
+    "StatusPublished",
 )
 
 REASONS = frozenset({
@@ -40,6 +41,8 @@ REASONS = frozenset({
     "GitTimeout",
     "StatusPushRefused",
     "StatusCacheError",
+    "StatusPushed",
+    "StatusPushFailed",
     # zones
     "ZoneHeld",
     "ProviderUnreachable",

@@ -1,4 +1,4 @@
-"""Shared fixtures: the worked example of ARCHITECTURE.md §4 as store records.
+"""Shared fixtures: the worked example of docs/records.md (two clusters, one loadbalanced host) as store records.
 
 Before anything else, the cloud SDKs are told never to look for instance metadata
 (169.254.169.254, metadata.google.internal): set here, at import, so that every test module,

@@ -1,10 +1,9 @@
 """Real RFC 2136 servers on loopback for the rfc2136 end-to-end tests and the bench.
 
 `start_bind` and `start_pdns` write a fresh configuration and zone (``example.test``, TSIG key
-``ddns-key`` hmac-sha256, updates and transfers allowed for the key; recipe
-shared/recipes/test-peers.md §1 and §2) in a directory, start the server in the foreground
-on free ports of 127.0.0.1 (never the recipe's fixed 15353/15354, so it cannot collide with
-scripts/peers.sh or the BIND views fixture), and wait until it answers.  `reset_zone` brings
+``ddns-key`` hmac-sha256, updates and transfers allowed for the key) in a directory, start the
+server in the foreground on free ports of 127.0.0.1 (never the fixed 15353/15354 of
+scripts/peers.sh, so it cannot collide with it or the BIND views fixture), and wait until it answers.  `reset_zone` brings
 the zone back to what it held at start between tests.
 
 No pytest here: the bench imports it too.
@@ -159,7 +158,7 @@ def _spawn(kind: str, argv: list[str], directory: Path, port: int) -> DnsServer:
 
 
 def start_bind(directory: Path, port: int | None = None) -> DnsServer:
-    """BIND 9 (recipe §1) on a free port."""
+    """BIND 9 on a free port."""
     named = find_tool("named")
     port = port or int(os.environ.get("GITDNS_E2E_RFC2136_BIND_PORT") or free_port())
     directory.mkdir(parents=True, exist_ok=True)
@@ -193,7 +192,7 @@ def start_bind(directory: Path, port: int | None = None) -> DnsServer:
 
 
 def start_pdns(directory: Path, port: int | None = None) -> DnsServer:
-    """PowerDNS Authoritative with gsqlite3 and RFC 2136 on (recipe §2), the zone, TSIG key and
+    """PowerDNS Authoritative with gsqlite3 and RFC 2136 on, the zone, TSIG key and
     its metadata made with pdnsutil before the start (no HTTP API needed)."""
     pdns_server = find_tool("pdns_server")
     pdnsutil = find_tool("pdnsutil")

@@ -3,7 +3,7 @@
 * `NodeServer`: an HTTP server on its own loopback address (127.0.0.x) answering
   ``/healthz/ready`` like an Istio gateway; ``stop()`` makes the node stop answering
   (connection refused), ``start()`` brings it back on the same address and port.
-* `Dnsmasq`: dnsmasq (shared/recipes/test-peers.md §3) on a free 127.0.0.1 port serving every
+* `Dnsmasq`: dnsmasq on a free 127.0.0.1 port serving every
   hosts file in a directory (``addn-hosts=DIR``; hidden files, like the delivery's temporary
   files and manifest, are skipped), re-read on SIGHUP via its pid file.
 * `write_desired`: a desired-state directory with one NodePool and its Tenants.

@@ -1,7 +1,8 @@
 """A real BIND serving the record store's rendered geo views.
 
-The session fixture writes the worked example (docs/records.md: two clusters, one loadbalanced host) into a `local` store,
-renders its views, and starts ``named`` with one ``view`` per geo, chosen by the client's
+The session fixture writes the worked example (docs/records.md: two clusters, one loadbalanced
+host) into a `local` store, renders its views, and starts ``named`` with one ``view`` per geo,
+chosen by the client's
 source address (``match-clients``): 127.0.0.2 is in GEO-EU, 127.0.0.3 in US, anyone else
 gets the default view.  On Linux all of 127/8 is local, so a test picks its "location"
 by binding its source address.

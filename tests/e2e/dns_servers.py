@@ -3,9 +3,8 @@
 `start_bind` and `start_pdns` write a fresh configuration and zone (``example.test``, TSIG key
 ``ddns-key`` hmac-sha256, updates and transfers allowed for the key) in a directory, start the
 server in the foreground on free ports of 127.0.0.1 (never the fixed 15353/15354 of
-scripts/peers.sh, so it cannot collide with it or the BIND views fixture), and wait until it answers.  `reset_zone` brings
-the zone back to what it held at start between tests.
-
+scripts/peers.sh, so it cannot collide with it or the BIND views fixture), and wait until it
+answers.  `reset_zone` brings the zone back to what it held at start between tests.
 No pytest here: the bench imports it too.
 """
 

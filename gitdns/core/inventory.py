@@ -6,8 +6,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gitdns.core.plancontext import claimed
 from gitdns.core.planfmt import record_dict
-from gitdns.core.planner import claimed, decode_zone
+from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordSet, ZoneSnapshot
 
 

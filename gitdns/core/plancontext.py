@@ -1,0 +1,67 @@
+"""What one plan works on (`gitdns.core.planner`): the decoded zone (`Observed`), the plan's
+state (`PlanContext`: intent, policy and what the plan has decided so far), and the
+ownership facts every part of the planner asks — which values an owner claims, at which
+revision it last wrote them, and whether the plan's authority removes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gitdns.core.model import Revision
+from gitdns.core.plan import Authority, Conflict, Intent, PlanPolicy
+from gitdns.core.records import Change, Guard, RecordKey, RecordSet
+from gitdns.core.registry import OwnershipEntry
+
+
+@dataclass(slots=True)
+class Observed:
+    """The decoded zone: data records, and ownership entries by data key."""
+
+    data: dict[RecordKey, RecordSet] = field(default_factory=dict)
+    owners: dict[RecordKey, dict[str, OwnershipEntry]] = field(default_factory=dict)
+    by_name: dict[str, set[RecordKey]] = field(default_factory=dict)
+    complete: bool = True
+
+
+def claimed(entry: OwnershipEntry, current: RecordSet | None) -> tuple[str, ...]:
+    """The values an owner claims: its per-target label, else the record's values."""
+    if entry.labels.targets is not None:
+        return entry.labels.targets
+    return current.values if current is not None else ()
+
+
+def revision_of(entry: OwnershipEntry) -> Revision | None:
+    return Revision.parse(entry.labels.rev) if entry.labels.rev else None
+
+
+@dataclass(slots=True)
+class PlanContext:
+    intent: Intent
+    policy: PlanPolicy
+    obs: Observed
+    desired: dict[RecordKey, RecordSet]
+    changes: list[Change] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    frozen_hosts: set[str] = field(default_factory=set)
+    read_names: frozenset[str] | None = None  # a per-name read: only these names are known
+    final: dict[RecordKey, RecordSet | None] = field(default_factory=dict)
+    final_owners: dict[RecordKey, tuple[str, ...]] = field(default_factory=dict)  # tuples: one per key planned
+
+    def conflict(self, key: RecordKey, reason: str, message: str, owners: Iterable[str] = ()) -> None:
+        self.conflicts.append(Conflict(key, reason, message, tuple(sorted(owners))))
+
+
+def removed_by_authority(ctx: PlanContext, entry: OwnershipEntry) -> bool:
+    policy = ctx.policy
+    if entry.owner == ctx.intent.owner:
+        return False
+    if policy.authority is Authority.PRUNE_OWNER:
+        return entry.owner == policy.prune_owner
+    if policy.authority is Authority.INACTIVE_GROUPS:
+        group = entry.labels.group  # an empty active set means every group is active
+        return bool(group) and bool(policy.active_groups) and group not in policy.active_groups
+    return False

@@ -1,0 +1,94 @@
+"""This owner's ownership TXT, for the planner (`gitdns.core.planner`): the changes of one
+group in write order (TXT before data on write, data before TXT on delete), the TXT that
+only announces a claim, and the guards a deletion carries against owners about to join.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from gitdns.core.plan import PlanMode
+from gitdns.core.plancontext import PlanContext
+from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet
+from gitdns.core.registry import OwnerLabels, OwnershipEntry, decode, ownership_record, txt_name
+
+
+def _labels(ctx: PlanContext, data: RecordSet) -> OwnerLabels:
+    rev = ctx.intent.revision.label if ctx.intent.revision else None
+    return OwnerLabels(owner=ctx.intent.owner, group=ctx.intent.group, rev=rev, targets=data.values)
+
+
+def emit(ctx: PlanContext, key: RecordKey, current: RecordSet | None, new: RecordSet | None,
+          my_txt_new: RecordSet | None, drop_entries: list[OwnershipEntry]) -> None:
+    """Changes for one group: TXT before data on write, data before TXT on delete."""
+    mine = ctx.obs.owners.get(key, {}).get(ctx.intent.owner)
+    old_txt = mine.txt if mine is not None else None
+    out: list[Change] = []
+    if my_txt_new is not None and old_txt is not None and _same_but_rev(old_txt, my_txt_new):
+        my_txt_new = old_txt
+    if my_txt_new is not None and old_txt != my_txt_new:
+        if old_txt is not None and old_txt.key != my_txt_new.key:
+            out.append(Change(Action.CREATE, None, my_txt_new, key))
+            drop_entries = [*drop_entries, mine] if mine is not None else drop_entries
+        else:
+            action = Action.CREATE if old_txt is None else Action.UPDATE
+            out.append(Change(action, old_txt, my_txt_new, key))
+    if new is not None and (current is None or current != new):
+        out.append(Change(Action.CREATE if current is None else Action.UPDATE, current, new, key))
+    elif new is None and current is not None:
+        out.append(Change(Action.DELETE, current, None, key))
+    if my_txt_new is None and old_txt is not None:
+        out.append(Change(Action.DELETE, old_txt, None, key))
+    for entry in drop_entries:
+        out.append(Change(Action.DELETE, entry.txt, None, key, reason=f"authority: {entry.owner}"))
+    ctx.changes.extend(out)
+
+
+_REV = re.compile(r",external-dns/rev=[^,]*")
+
+
+def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
+    """True when two ownership TXT differ only in the ``rev`` label.  The label records the
+    revision at which the owner last wrote this record; a new commit that does not change the
+    record does not rewrite every TXT of the zone (who wins compares it with the planning
+    owner's current revision, so a stale label only ever makes its owner look older)."""
+    if old.key != new.key or not old.same_routing(new):
+        return False
+    if len(old.values) == 1 and len(new.values) == 1 and _REV.sub("", old.values[0]) == _REV.sub("", new.values[0]):
+        return True  # the same text but for the rev label (the common case), without decoding
+    old_labels = [decode(v) for v in old.values]
+    new_labels = [decode(v) for v in new.values]
+    if len(old_labels) != 1 or len(new_labels) != 1 or old_labels[0] is None or new_labels[0] is None:
+        return False
+    return replace(old_labels[0], rev=None) == replace(new_labels[0], rev=None)
+
+
+def announce(ctx: PlanContext, key: RecordKey, want: RecordSet, mine: OwnershipEntry | None) -> None:
+    """Write only this owner's ownership TXT, so co-owners see the claim."""
+    txt = my_txt(ctx, key, want, want)
+    if (txt is not None and mine is None and ctx.policy.mode is not PlanMode.UPSERT_ONLY) or (
+            txt is not None and mine is not None and mine.txt != txt):
+        ctx.changes.append(Change(Action.CREATE if mine is None else Action.UPDATE,
+                                  mine.txt if mine else None, txt, key, reason="announce"))
+
+
+def my_txt(ctx: PlanContext, key: RecordKey, new: RecordSet | None, want: RecordSet | None) -> RecordSet | None:
+    if want is None or new is None or not ctx.policy.registry:
+        return None
+    routed = RecordSet(new.name, new.type, new.ttl, want.values, new.set_id, new.weight, new.geo)
+    rec, fitted = ownership_record(routed, _labels(ctx, want), ctx.policy.zone)
+    if not fitted:
+        ctx.notes.append(f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "
+                         "string (TargetsLabelOverflow); this owner claims the whole record")
+    return rec
+
+
+def leave_guards(ctx: PlanContext, key: RecordKey, entries: dict[str, OwnershipEntry]) -> None:
+    """Deleting the last owner's record: joiners known from git must not have announced."""
+    for owner in ctx.policy.known_owners:
+        if owner == ctx.intent.owner or owner in entries:
+            continue
+        name = txt_name(owner, key.type, key.name, ctx.policy.zone)
+        ctx.guards.append(Guard(RecordKey(name, "TXT", key.set_id), False, key,
+                                f"{owner} has not joined {key}"))

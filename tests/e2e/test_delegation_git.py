@@ -1,5 +1,6 @@
 """Delegation through git (Kuadrant's Cluster Aware DNSRecord Delegation RFC) end to end: two
-primaries and two remotes, each a real `gitdns agent` process, one real BIND zone, one bare git repository with the status branches.
+primaries and two remotes, each a real `gitdns agent` process, one real BIND zone, one bare git
+repository with the status branches.
 
 Remotes hold no provider credentials (their Zone's credentials file does not even exist for
 them: only primaries are given it).  Without ``named`` the test skips, except under ``CI=true``

@@ -54,11 +54,20 @@ class Runner:
             timezone=UTC,
         )
         agent.ports.wake.listen(self.poke)  # probes and webhooks: run a pass now
+        self._poll_lock = threading.Lock()
+        self._polling = False  # a poll is running: a poke then asks for another right after it
+        self._again = False
 
     # --- jobs --------------------------------------------------------------------
     def poke(self, why: str = "webhook") -> None:
-        """Fetch now (coalesced with a poll already due or running)."""
+        """Fetch now.  Coalesced with a poll already due; while one is running (apscheduler would
+        skip a second instance), another runs as soon as it ends, so no push is left waiting for
+        the next poll interval."""
         log.info("poke: why=%s", why)
+        with self._poll_lock:
+            if self._polling:
+                self._again = True
+                return
         self._reschedule("poll", 0.0)
 
     def first(self) -> Cycle | None:
@@ -91,6 +100,17 @@ class Runner:
         log.info("agent started: cluster=%s repo=%s poll=%ss", self.config.cluster, _safe(self.config.repo), poll)
 
     def poll(self, force: bool = False) -> Cycle | None:
+        with self._poll_lock:
+            self._polling, self._again = True, False
+        try:
+            return self._poll(force)
+        finally:
+            with self._poll_lock:
+                self._polling, again = False, self._again
+            if again:
+                self._reschedule("poll", 0.0)
+
+    def _poll(self, force: bool) -> Cycle | None:
         started = time.monotonic()
         try:
             cycle = self.agent.run("poll", force=force)

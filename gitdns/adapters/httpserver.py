@@ -14,6 +14,8 @@ Webhook outcomes (``gitdns_webhook_deliveries_total{provider,result}``)
     status  when                                                        result
     ======= =========================================================== ==========
     202     a verified push, passed to ``on_push``                      accepted
+    202     a verified push to another repository or branch than the    ignored
+            agent follows (the body says which); nothing runs
     204     verified, but not a push, or a push to our own status branch ignored
     401     signature/token wrong or missing, or no secret configured   forged
             for that provider (fail closed)
@@ -102,16 +104,59 @@ class WebhookConfig:
     cluster_id: str | None = None
     timestamp_tolerance_seconds: int = 300
     replay_memory: int = 4096
+    # what this agent follows: pushes elsewhere are answered 202 with the reason and start nothing
+    branch: str | None = None  # the desired branch (None: any)
+    repository: str | None = None  # "owner/name" of the desired repository (None: any)
+    status_repository: str | None = None  # where the status branches live (default: ``repository``)
 
     @property
     def own_status_ref(self) -> str | None:
         return None if self.cluster_id is None else self.own_status_prefix + self.cluster_id
+
+    def unfollowed(self, event: PushEvent) -> str:
+        """Why this agent does not act on ``event`` ("" when it does): another repository, or a
+        branch that is neither the desired branch nor another cluster's status branch."""
+        status = event.ref.startswith(self.own_status_prefix)
+        repo = (self.status_repository or self.repository) if status else self.repository
+        if repo and not same_repository(repo, event.repository):
+            return f"ignored: a push to {event.repository or 'an unnamed repository'}, not {repo}"
+        if not status and self.branch and event.ref != f"refs/heads/{self.branch}":
+            return f"ignored: a push to {event.ref}, not refs/heads/{self.branch}"
+        return ""
 
     def is_own_status_push(self, ref: str) -> bool:
         """True for a push the agent made itself (see the module docstring for the rule)."""
         if self.cluster_id is None:
             return ref.startswith(self.own_status_prefix)
         return ref == self.own_status_ref
+
+
+def same_repository(configured: str, pushed: str) -> bool:
+    """Whether a delivery's repository ("owner/name"; GitLab: the full namespace path) is the
+    configured one: exact, ignoring case and a ``.git`` suffix."""
+    def norm(name: str) -> str:
+        name = name.strip().strip("/").lower()
+        return name[:-4] if name.endswith(".git") else name
+    return bool(pushed) and norm(configured) == norm(pushed)
+
+
+def repository_of(url: str) -> str | None:
+    """The "owner/name" path of a remote URL (https://host/owner/name.git, ssh://git@host:22/
+    owner/name.git, git@host:owner/name.git); None for a local path, which a webhook never names."""
+    from urllib.parse import urlsplit
+
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            return None
+        path = parts.path
+    elif ":" in url and not url.startswith(("/", ".")):
+        path = url.split(":", 1)[1]
+    else:
+        return None
+    path = path.strip("/")
+    path = path[:-4] if path.endswith(".git") else path
+    return path or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +279,9 @@ class HttpServer:
             return self._count(provider, "ignored", _Reply(204))
         if cfg.is_own_status_push(event.ref):
             return self._count(provider, "ignored", _Reply(204))
+        why = cfg.unfollowed(event)
+        if why:
+            return self._count(provider, "ignored", _text(202, why))
         self.on_push(event)
         log.debug("webhook push: provider=%s ref=%s after=%s", provider, event.ref, event.after[:12])
         return self._count(provider, "accepted", _text(202, "accepted"))

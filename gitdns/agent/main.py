@@ -333,7 +333,7 @@ def gateway_hook() -> Any:
 
 
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
-    from gitdns.adapters.httpserver import HttpServer, WebhookConfig
+    from gitdns.adapters.httpserver import HttpServer, WebhookConfig, repository_of
     from gitdns.agent.runner import Runner
 
     runner = Runner(agent, config, metrics)
@@ -347,6 +347,8 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
             gitlab_token=token.decode() if token else None,
             gitlab_signing_secret=_read_secret(config.webhook_gitlab_signing_file),
             cluster_id=agent.state.known_cluster.id if agent.state.known_cluster else None,
+            branch=config.branch, repository=repository_of(config.repo),
+            status_repository=repository_of(config.status_repo) if config.status_repo else None,
         )
         http = HttpServer(host or "0.0.0.0", int(port), metrics=metrics, status=runner.status,
                           ready=lambda: agent.last_report is not None and agent.last_report.ready,

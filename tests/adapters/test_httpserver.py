@@ -349,3 +349,51 @@ def test_binding_asks_no_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
         assert httpd.server_name == "127.0.0.1" and httpd.server_port > 0
     finally:
         httpd.server_close()
+
+
+# --- pushes to what the agent does not follow --------------------------------------------------
+
+
+def following(repository: str | None = "acme/dns", status_repository: str | None = None) -> Running:
+    agent, metrics = Agent(), Metrics()
+    config = WebhookConfig(github_secret=GITHUB_SECRET, cluster_id=CLUSTER, branch="main",
+                           repository=repository, status_repository=status_repository)
+    server = HttpServer("127.0.0.1", 0, metrics=metrics, status=agent.status, ready=lambda: agent.ready,
+                        webhook=config, on_push=agent.pushes.append, clock=lambda: NOW)
+    return Running(server, agent, metrics)
+
+
+def push_to(run: Running, ref: str, repository: str, delivery: str) -> tuple[int, bytes]:
+    payload = {"ref": ref, "before": "0" * 40, "after": SHA, "repository": {"full_name": repository}}
+    body = json.dumps(payload).encode()
+    status, _, text = call(run.base + "/webhook", data=body, headers=github_headers(body, delivery))
+    return status, text
+
+
+def test_pushes_to_another_branch_or_repository_start_nothing() -> None:
+    run = following(status_repository="acme/dns-status")
+    run.server.start()
+    try:
+        assert push_to(run, "refs/heads/feature", "acme/dns", "d-1") == (
+            202, b"ignored: a push to refs/heads/feature, not refs/heads/main\n")
+        status, text = push_to(run, "refs/heads/main", "acme/other", "d-2")
+        assert status == 202 and b"not acme/dns" in text
+        status, text = push_to(run, "refs/heads/gitdns-status/another", "acme/dns", "d-3")
+        assert status == 202 and b"not acme/dns-status" in text  # status branches live elsewhere
+        assert run.agent.pushes == []
+        assert deliveries(run.metrics, "github", "ignored") == 3
+        assert push_to(run, "refs/heads/main", "ACME/dns.git", "d-4") == (202, b"accepted\n")
+        assert push_to(run, "refs/heads/gitdns-status/another", "acme/dns-status", "d-5") == (202, b"accepted\n")
+        assert [p.ref for p in run.agent.pushes] == ["refs/heads/main", "refs/heads/gitdns-status/another"]
+    finally:
+        run.server.stop()
+
+
+def test_repository_of_remote_urls() -> None:
+    from gitdns.adapters.httpserver import repository_of
+
+    assert repository_of("https://github.com/acme/dns.git") == "acme/dns"
+    assert repository_of("ssh://git@gitlab.example:2222/group/sub/dns.git") == "group/sub/dns"
+    assert repository_of("git@github.com:acme/dns.git") == "acme/dns"
+    assert repository_of("/srv/git/dns.git") is None
+    assert repository_of("file:///srv/git/dns.git") is None

@@ -45,7 +45,8 @@ git@127.0.0.1: Permission denied (publickey).
 fatal: Could not read from remote repository.
 """
 REFUSED_KEY = "git@127.0.0.1: Permission denied (publickey).\nfatal: Could not read from remote repository.\n"
-NO_REPO = "fatal: '/srv/git/nope.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n"
+NO_REPO = ("fatal: '/srv/git/nope.git' does not appear to be a git repository\n"
+           "fatal: Could not read from remote repository.\n")
 HTTP_404 = "fatal: repository 'https://127.0.0.1:8443/nope.git/' not found\n"
 HTTP_401 = "fatal: Authentication failed for 'https://127.0.0.1:8443/dns.git/'\n"
 NO_USERNAME = "fatal: could not read Username for 'https://127.0.0.1:8443': terminal prompts disabled\n"

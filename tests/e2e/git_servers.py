@@ -412,7 +412,7 @@ class HttpsServer:
     access_log: Path
     error_log: Path
     user: str = "git"
-    token: str = "token-0"
+    token: str = "gitsrv-token-0"
     children: list[Child] = field(default_factory=list, repr=False)
     _users: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -507,7 +507,7 @@ http {{
 """
 
 
-def start_https(directory: Path, *, user: str = "git", token: str = "token-0") -> HttpsServer:
+def start_https(directory: Path, *, user: str = "git", token: str = "gitsrv-token-0") -> HttpsServer:
     """nginx (TLS, basic auth) + fcgiwrap + git http-backend on a free loopback port (see module
     doc); ``user`` may push and fetch with password ``token``."""
     nginx, fcgiwrap = find_tool("nginx"), find_tool("fcgiwrap")

@@ -1,16 +1,12 @@
 """`gitdns agent --once` against real git hosts (issue 13): OpenSSH sshd and nginx + git
-http-backend over TLS (tests/e2e/git_servers.py), black-box, with only the documented flags:
-``--ssh-key`` and ``--known-hosts`` for SSH, ``--token-file`` for HTTPS, the status branch on.
+http-backend over TLS from a private CA (tests/e2e/git_servers.py), black-box, with only the
+documented flags: ``--ssh-key`` and ``--known-hosts`` for SSH, ``--token-file`` and ``--ca-file``
+for HTTPS, the status branch on.
 
 The tests state the desired behaviour: the desired state is fetched and applied, the status
-commit lands on the remote's ``gitdns-status/<cluster-id>``, and a status push that fails makes
-``--once`` exit non-zero.  Those that today's agent does not meet are strict xfails whose reason
-is the diagnosis; the fix flips them.  Two controls pass today: the status lands when the
-operator sets ``GIT_SSH_COMMAND`` or a ``GIT_ASKPASS`` helper by hand, so the servers and the
-status path themselves work.
-
-No flag makes the agent trust a private CA today: the HTTPS runs give the CA in
-``GIT_SSL_CAINFO`` (git's own variable, in the agent's environment, never in argv).
+commit lands on the remote's ``gitdns-status/<cluster-id>``, a status push the server refuses
+makes ``--once`` exit non-zero, and git's and ssh's diagnosis reaches the operator.  Those that
+the agent does not meet yet are strict xfails whose reason is the diagnosis; the fix flips them.
 """
 
 from __future__ import annotations
@@ -31,20 +27,6 @@ from tests.e2e.git_servers import HttpsServer, SshServer, decline_pushes, remote
 CLUSTER = "eu-west-1"
 CLUSTER_ID = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"  # example-repo/clusters/eu-west-1.yaml
 STATUS_REF = f"refs/heads/gitdns-status/{CLUSTER_ID}"
-
-SSH_STATUS_UNAUTHENTICATED = (
-    "the status branch's git (gitdns/adapters/statusbranch.py) runs without the agent's GitAuth: "
-    "no GIT_SSH_COMMAND from --ssh-key/--known-hosts, so ssh checks the user's own known_hosts: "
-    "'status push failed: error=git ls-remote failed: url=ssh://***@127.0.0.1:PORT/... rc=128 "
-    "error=Host key verification failed. fatal: Could not read from remote repository.'")
-HTTPS_STATUS_UNAUTHENTICATED = (
-    "the status branch's git (gitdns/adapters/statusbranch.py) runs without the agent's GitAuth: "
-    "no GIT_ASKPASS answering with the --token-file token: 'status push failed: error=git ls-remote failed: "
-    "url=https://127.0.0.1:PORT/... rc=128 error=fatal: could not read Username for "
-    "'https://127.0.0.1:PORT': terminal prompts disabled'")
-PUSH_FAILURE_IGNORED = (
-    "a failed status push is only logged (gitdns/agent/reporting.py: WARNING 'status push failed: ...'); "
-    "--once still prints Ready and exits 0")
 
 
 @dataclass
@@ -106,30 +88,27 @@ def test_ssh_flags_fetch_and_apply_the_desired_state(ssh_run: Run) -> None:
     assert applied(ssh_run.repo)
 
 
-@pytest.mark.xfail(strict=True, reason=SSH_STATUS_UNAUTHENTICATED)
 def test_ssh_flags_land_the_status_commit(ssh_run: Run) -> None:
     assert_status_landed(ssh_run)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{PUSH_FAILURE_IGNORED}; here the push fails on the host key "
-                                       f"before reaching the hook ({SSH_STATUS_UNAUTHENTICATED})")
 def test_ssh_status_push_declined_by_the_server_fails_once(sshd: SshServer, tmp_path: Path) -> None:
     repo = DesiredRepo(sshd.repos / "agent-ssh-hook")
     decline_pushes(repo.bare, "status pushes are frozen")
     run = once(repo, tmp_path / "state", *ssh_flags(sshd, repo))
     assert applied(repo)  # zone work is done all the same
     assert run.done.returncode != 0, run.output[-3000:]
+    assert "status push failed" in run.done.stdout, run.done.stdout  # --once's report names it
     assert "pre-receive hook declined" in run.output
     assert run.status_tip() is None
 
 
-@pytest.mark.xfail(strict=True, reason=f"{PUSH_FAILURE_IGNORED}; the read-only key is not even offered "
-                                       f"for the push ({SSH_STATUS_UNAUTHENTICATED})")
 def test_ssh_read_only_key_status_push_refused_fails_once(sshd: SshServer, tmp_path: Path) -> None:
     repo = DesiredRepo(sshd.repos / "agent-ssh-ro")
     run = once(repo, tmp_path / "state", *ssh_flags(sshd, repo, key=sshd.readonly_key))
     assert applied(repo)  # the fetch works with a read-only key
     assert run.done.returncode != 0, run.output[-3000:]
+    assert "status push failed" in run.done.stdout, run.done.stdout
     assert "read-only deploy key" in run.output  # the server's reason reaches the operator
     assert run.status_tip() is None
 
@@ -149,20 +128,17 @@ def test_ssh_wrong_known_hosts_names_the_host_key_mismatch(sshd: SshServer, tmp_
     assert fingerprint in run.output
 
 
-def test_ssh_status_lands_with_a_hand_set_git_ssh_command(sshd: SshServer, tmp_path: Path) -> None:
-    """Control (today's workaround): the same run with GIT_SSH_COMMAND set by the operator."""
+def test_ssh_without_flags_uses_the_ambient_git_ssh_command(sshd: SshServer, tmp_path: Path) -> None:
+    """No --ssh-key / --known-hosts: fetch and status push go through the operator's GIT_SSH_COMMAND."""
     repo = DesiredRepo(sshd.repos / "agent-ssh-ambient")
-    run = once(repo, tmp_path / "state", *ssh_flags(sshd, repo),
+    run = once(repo, tmp_path / "state", "--repo", sshd.url(repo.bare),
                env={"GIT_SSH_COMMAND": ssh_command(sshd.deploy_key, sshd.known_hosts)})
     assert run.done.returncode == 0, run.output[-3000:]
+    assert applied(repo)
     assert_status_landed(run)
 
 
-# -- HTTPS: --token-file (and the CA in GIT_SSL_CAINFO) ----------------------------------------
-
-
-def https_flags(https: HttpsServer, repo: DesiredRepo, token_file: Path) -> list[str]:
-    return ["--repo", https.url(repo.bare), "--token-file", str(token_file)]
+# -- HTTPS: --token-file and --ca-file ---------------------------------------------------------
 
 
 def token_file(https: HttpsServer, directory: Path, token: str | None = None) -> Path:
@@ -172,57 +148,43 @@ def token_file(https: HttpsServer, directory: Path, token: str | None = None) ->
     return path
 
 
-def ca_env(https: HttpsServer) -> dict[str, str]:
-    return {"GIT_SSL_CAINFO": str(https.ca_file)}
+def https_flags(https: HttpsServer, repo: DesiredRepo, token: Path, *, ca_file: Path | None = None) -> list[str]:
+    return ["--repo", https.url(repo.bare), "--token-file", str(token), "--ca-file", str(ca_file or https.ca_file)]
 
 
 @pytest.fixture(scope="module")
 def https_run(https: HttpsServer, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """One --once over HTTPS with --token-file (shared by the module)."""
+    """One --once over HTTPS with --token-file and --ca-file (shared by the module)."""
     repo = DesiredRepo(https.repos / "agent-https")
     state = tmp_path_factory.mktemp("agent-https-state")
-    return once(repo, state / "state", *https_flags(https, repo, token_file(https, state)), env=ca_env(https))
+    return once(repo, state / "state", *https_flags(https, repo, token_file(https, state)))
 
 
-def test_https_token_file_fetches_and_applies_the_desired_state(https_run: Run) -> None:
+def test_https_flags_fetch_and_apply_the_desired_state(https: HttpsServer, https_run: Run) -> None:
     assert https_run.done.returncode == 0, https_run.output[-3000:]
     assert "Ready" in https_run.done.stdout
     assert applied(https_run.repo)
+    assert https.token not in https_run.output
 
 
-@pytest.mark.xfail(strict=True, reason=HTTPS_STATUS_UNAUTHENTICATED)
-def test_https_token_file_lands_the_status_commit(https_run: Run) -> None:
+def test_https_flags_land_the_status_commit(https_run: Run) -> None:
     assert_status_landed(https_run)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "no flag for a private CA: 'gitdns: error: unrecognized arguments: --ca-file ...' (exit 2); today only "
-    "git's GIT_SSL_CAINFO in the agent's environment works, and without it the fetch fails with "
-    "'server certificate verification failed. CAfile: /etc/ssl/certs/ca-certificates.crt'"))
-def test_https_ca_file_flag_trusts_a_private_ca(https: HttpsServer, tmp_path: Path) -> None:
-    repo = DesiredRepo(https.repos / "agent-https-ca")
-    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path)),
-               "--ca-file", str(https.ca_file))
-    assert run.done.returncode == 0, run.output[-3000:]
-    assert_status_landed(run)
-
-
-@pytest.mark.xfail(strict=True, reason=f"{PUSH_FAILURE_IGNORED}; here the push fails on the missing "
-                                       f"credentials before reaching the hook ({HTTPS_STATUS_UNAUTHENTICATED})")
 def test_https_status_push_declined_by_the_server_fails_once(https: HttpsServer, tmp_path: Path) -> None:
     repo = DesiredRepo(https.repos / "agent-https-hook")
     decline_pushes(repo.bare, "status pushes are frozen")
-    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path)), env=ca_env(https))
+    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path)))
     assert applied(repo)
     assert run.done.returncode != 0, run.output[-3000:]
+    assert "status push failed" in run.done.stdout, run.done.stdout  # --once's report names it
     assert "pre-receive hook declined" in run.output
     assert run.status_tip() is None
 
 
 def test_https_wrong_token_is_refused(https: HttpsServer, tmp_path: Path) -> None:
     repo = DesiredRepo(https.repos / "agent-https-wrong")
-    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path, "not-the-token")),
-               env=ca_env(https))
+    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path, "not-the-token")))
     assert run.done.returncode != 0
     assert "authentication failed" in run.output.lower(), run.output[-3000:]
     assert "not-the-token" not in run.output
@@ -234,22 +196,38 @@ def test_https_rotated_token_file_is_read_on_the_next_run(https: HttpsServer, tm
     old = https.token
     https.set_token(https.user, "rotated-token-1")
     try:
-        stale = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path, old)),
-                     env=ca_env(https))
+        stale = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path, old)))
         assert stale.done.returncode != 0
         fresh = once(repo, tmp_path / "state",
-                     *https_flags(https, repo, token_file(https, tmp_path, "rotated-token-1")), env=ca_env(https))
+                     *https_flags(https, repo, token_file(https, tmp_path, "rotated-token-1")))
         assert fresh.done.returncode == 0, fresh.output[-3000:]
         assert applied(repo)
+        assert_status_landed(fresh)
         assert "rotated-token-1" not in fresh.output
     finally:
         https.set_token(https.user, old)
 
 
-def test_https_status_lands_with_a_hand_set_askpass(https: HttpsServer, tmp_path: Path) -> None:
-    """Control (today's workaround): the same run with a GIT_ASKPASS helper set by the operator."""
-    repo = DesiredRepo(https.repos / "agent-https-ambient")
-    run = once(repo, tmp_path / "state", *https_flags(https, repo, token_file(https, tmp_path)),
-               env={**https.env(workdir=tmp_path), **ca_env(https)})
-    assert run.done.returncode == 0, run.output[-3000:]
-    assert_status_landed(run)
+@pytest.fixture(scope="module")
+def untrusted_run(https: HttpsServer, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One --once over HTTPS whose --ca-file did not sign the server's certificate."""
+    repo = DesiredRepo(https.repos / "agent-https-untrusted")
+    state = tmp_path_factory.mktemp("agent-https-untrusted")
+    return once(repo, state / "state",
+                *https_flags(https, repo, token_file(https, state), ca_file=https.other_ca_file))
+
+
+def test_https_untrusted_ca_is_refused_with_git_s_message(untrusted_run: Run) -> None:
+    assert untrusted_run.done.returncode != 0
+    assert ("certificate verification failed" in untrusted_run.output
+            or "SSL certificate problem" in untrusted_run.output), untrusted_run.output[-3000:]
+    assert not applied(untrusted_run.repo)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a TLS verification failure is classified as a network outage: 'gitdns: git ls-remote https://127.0.0.1:PORT/"
+    "...: failed: fatal: unable to access ...: server certificate verification failed. CAfile: ... "
+    "(reason: Unreachable)'"))
+def test_https_untrusted_ca_has_a_reason_of_its_own(untrusted_run: Run) -> None:
+    assert untrusted_run.done.returncode != 0
+    assert "(reason: Unreachable)" not in untrusted_run.output, untrusted_run.output[-3000:]

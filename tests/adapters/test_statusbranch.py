@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, _Out, _remote_error, read_all, sanitize
+from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, read_all
+from gitdns.adapters.statuscache import GitOut, remote_error, sanitize
 from gitdns.commands.statusview import aggregate, to_json, to_text
 from gitdns.core.statusdoc import StatusTree, commit_message, dump, parse_trailers
 from gitdns.errors import ConfigError, RetryableError, UnreachableError
@@ -438,7 +439,7 @@ def test_file_url_and_deleted_branches_disappear_from_read_all(bare: Path, tmp_p
     ],
 )
 def test_remote_errors_are_classified(stderr: str, kind: str) -> None:
-    err = _remote_error("push", "https://u:p@h/x.git", _Out(128, b"", stderr))
+    err = remote_error("push", "https://u:p@h/x.git", GitOut(128, b"", stderr))
     assert type(err).__name__ == kind and "u:p@" not in str(err)
 
 

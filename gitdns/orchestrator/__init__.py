@@ -11,7 +11,10 @@
     config.py     OrchestratorConfig, from the command line's flags
     sources.py    the desired state (a directory or a git remote), the last good one held;
                   the probe targets of a pool, Kubernetes node discovery
-    service.py    Orchestrator: poll, lease, probe, render, deliver; metrics and /status
+    service.py    Orchestrator: the loop, the lease, metrics and /status
+    pool.py       PoolView: the pool, its nodes, the zone layout and the probe targets
+    publisher.py  Publisher: the healthy nodes rendered into files, delivered when changed
+    faults.py     the last error of each step
     wiring.py     build (the concrete adapters), serve (HTTP endpoint, signals)
     metrics.py    the Prometheus metrics (``health_orchestrator_*``)
 

@@ -1,0 +1,104 @@
+"""What the desired state says about an orchestrator's node pool: the last good state, the
+pool, its nodes (static and discovered), the zone layout and its notes, and the probe
+targets set on the health monitor."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from gitdns.adapters.probes import HealthMonitor
+from gitdns.core.corefile import Layout, layout
+from gitdns.core.desired import Desired
+from gitdns.core.health import HealthSettings
+from gitdns.core.model import DesiredState, Node, NodePool
+from gitdns.errors import GitdnsError
+from gitdns.orchestrator.faults import Faults
+from gitdns.orchestrator.metrics import OrchestratorMetrics
+from gitdns.orchestrator.sources import DesiredSource, hold_good, pool_targets
+
+log = logging.getLogger(__name__)
+
+
+class PoolView:
+    """The node pool ``pool_name`` as the desired state read from ``source`` describes it."""
+
+    def __init__(self, pool_name: str, source: DesiredSource, monitor: HealthMonitor, metrics: OrchestratorMetrics,
+                 faults: Faults, *, discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
+                 headers: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> None:
+        self.pool_name = pool_name
+        self.source = source
+        self.monitor = monitor
+        self.metrics = metrics
+        self.faults = faults
+        self.discovery = discovery
+        self.headers = headers  # probe headers by headersSecret name (None: no headers)
+        self.state: DesiredState | None = None
+        self.pool: NodePool | None = None
+        self.nodes: tuple[Node, ...] = ()
+        self.plan: Layout | None = None
+        self.notes: list[str] = []
+        self.target_notes: list[str] = []
+        self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
+
+    def poll(self) -> bool:
+        """Read the desired state; True when the probe targets were set again (a new state or
+        a new set of nodes), so the files may change."""
+        try:
+            desired = self.source.read()
+        except GitdnsError as exc:
+            self.faults.fail("desired", exc.reason, f"desired state not read: {exc}")
+            self.metrics.desired_errors.labels(exc.reason).inc()
+            desired = None
+        else:
+            self.faults.clear("desired")
+        if desired is not None:
+            self._take(desired)
+        if self.pool is not None and (self._refresh_nodes() or desired is not None):
+            self._apply_targets()
+            return True
+        return False
+
+    def _take(self, desired: Desired) -> None:
+        state, notes = hold_good(desired, self.state, self.pool_name)
+        self.state = state
+        pool = next((p for p in state.node_pools if p.name == self.pool_name), None)
+        if pool is None and self.pool is not None:
+            notes.append(f"NodePool {self.pool_name} is gone from the desired state: the last one is kept")
+            pool = self.pool
+        if pool is None:
+            self.faults.fail("desired", "NodePoolNotFound", f"no NodePool {self.pool_name} in the desired state")
+            self.notes = notes
+            return
+        self.pool = pool
+        plan = layout(state, self.pool_name)
+        self.notes = notes + [f"tenant {s.tenant}: {s.reason}" for s in plan.skipped]
+        if plan != self.plan:
+            log.info("layout: pool=%s zones=%s skipped=%d", self.pool_name,
+                     ",".join(b.zone for b in plan.blocks) or "-", len(plan.skipped))
+        self.plan = plan
+        self.metrics.set_tenants(sum(len(b.tenants) for b in plan.blocks), len({s.tenant for s in plan.skipped}))
+
+    def _refresh_nodes(self) -> bool:
+        assert self.pool is not None
+        nodes = self.pool.nodes
+        if self.discovery is not None and self.pool.discovery_selector:
+            try:
+                found = self.discovery(self.pool)
+                self.faults.clear("discovery")
+            except Exception as exc:  # keep the last discovered set
+                self.faults.fail("discovery", "DiscoveryFailed", f"node discovery failed: {type(exc).__name__}: {exc}")
+                found = tuple(n for n in self.nodes if n not in self.pool.nodes)
+            static = {n.name for n in nodes}
+            nodes = (*nodes, *(n for n in found if n.name not in static))
+        changed = nodes != self.nodes
+        self.nodes = nodes
+        return changed
+
+    def _apply_targets(self) -> None:
+        assert self.pool is not None
+        secret = self.pool.health.headers_secret
+        headers = self.headers(secret) if secret and self.headers is not None else ()
+        targets, self.target_notes = pool_targets(self.pool, self.nodes, headers)
+        self.health = HealthSettings.for_node_pool(self.pool.health)
+        self.monitor.set_targets(targets)

@@ -12,7 +12,7 @@ with secrets and URL userinfo taken out.
     KeyPermissions         the private key file is readable by others             AuthError
     KeyMissing             the private key file does not exist or cannot be read  AuthError
     AuthenticationFailed   the server refused the key or the token                AuthError
-    RepositoryNotFound     no such repository on the server (or no access to it)  AuthError
+    RepositoryNotFound     no such repository on the server (or no access to it)  UnreachableError
     TLSVerificationFailed  the HTTPS certificate does not verify (a private CA    AuthError
                            needs --ca-file)
     PushDeclined           the server refused the push (a hook, a protected       PermanentError
@@ -90,7 +90,7 @@ def git_error(op: str, url: str, stderr: str, secrets: Sequence[str] = ()) -> Gi
     fix = FIXES.get(reason)
     message = (f"git {op} {redact(url)}: {diagnosis(stderr, secrets)}{offered}"
                + (f" (fix: {fix})" if fix else ""))
-    if reason == "GitUnreachable":
+    if reason in ("GitUnreachable", "RepositoryNotFound"):  # retried: it may come back
         return UnreachableError(message, reason=reason)
     if reason == "PushDeclined":
         return PermanentError(message, reason=reason)

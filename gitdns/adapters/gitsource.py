@@ -40,9 +40,10 @@ from typing import Any, TypeVar
 import git
 
 from gitdns.adapters.gitauth import BASE_ENV, GitAuth, auth_env, check_url, redact
+from gitdns.adapters.giterrors import git_error
 from gitdns.adapters.gitverify import SignatureRefusedError, Verifier, VerifyPolicy
 from gitdns.core.model import Revision
-from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
+from gitdns.errors import ConfigError, RetryableError, UnreachableError
 
 __all__ = [
     "CommitInfo",
@@ -62,17 +63,6 @@ DEEPEN_STEPS = (64, 256)  # then --unshallow
 _SUFFIXES = (".yaml", ".yml")
 _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\s~^:?*\[\\]+(?<![/.])(?<!\.lock)$")
-_AUTH_FAILED = (
-    "authentication failed",
-    "could not read username",
-    "could not read password",
-    "permission denied (publickey",
-    "host key verification failed",
-    "access denied",
-    "http basic: access denied",
-    "the requested url returned error: 401",
-    "the requested url returned error: 403",
-)
 _CORRUPT = (
     "not a git repository",
     "bad object",
@@ -418,15 +408,14 @@ class GitSource:
             raise UnreachableError(f"git {args[0]} {remote}: no answer within {self.timeout:g}s")
         detail = redact(_last_line(err), secrets)
         lowered = err.lower()
-        log.warning("failed: command=%s url=%s status=%d error=%s", args[0], remote, status, detail)
-        if any(marker in lowered for marker in _AUTH_FAILED):
-            raise AuthError(f"git {args[0]} {remote}: credentials refused: {detail}")
         if "couldn't find remote ref" in lowered and self._refspec in args:
             raise ConfigError(f"branch {self.branch} does not exist on {remote}")
         if "file exists" in lowered and ".lock" in lowered:
             raise RetryableError(f"git {args[0]}: the cache {self.cache} is locked: {detail}", reason="CacheBusy")
-        failure = UnreachableError(f"git {args[0]} {remote} failed: {detail}")
-        if any(marker in lowered for marker in _CORRUPT) and "does not appear to be a git repository" not in lowered:
+        failure = git_error(args[0], self.url, err, secrets)  # ssh's and curl's own diagnosis, classified
+        log.warning("failed: command=%s url=%s status=%d reason=%s error=%s", args[0], remote, status,
+                    failure.reason, failure)
+        if isinstance(failure, UnreachableError) and any(marker in lowered for marker in _CORRUPT):
             raise _Corrupt(detail, failure)
         raise failure
 

@@ -84,6 +84,8 @@ def test_the_message_keeps_ssh_diagnosis_and_the_offered_fingerprint() -> None:
 def test_error_types_follow_the_cause() -> None:
     assert isinstance(git_error("push", "ssh://h/r", HOOK), PermanentError)
     assert git_error("push", "ssh://h/r", HOOK).reason == "PushDeclined"
+    gone = git_error("fetch", "file:///srv/dns.git", NO_REPO)
+    assert isinstance(gone, UnreachableError) and gone.reason == "RepositoryNotFound"
     down = git_error("fetch", "ssh://h/r", DOWN)
     assert isinstance(down, UnreachableError) and "Connection refused" in str(down)
     perms = git_error("fetch", "ssh://h/r", PERMS)

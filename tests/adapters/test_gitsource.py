@@ -230,7 +230,7 @@ def test_unreachable_remote_raises_and_keeps_the_cache(remote: Remote, workdir: 
 
     with pytest.raises(UnreachableError) as info:
         src.remote_head()
-    assert isinstance(info.value, RetryableError) and info.value.reason == "Unreachable"
+    assert isinstance(info.value, RetryableError) and info.value.reason == "RepositoryNotFound"
     with pytest.raises(UnreachableError, match="does not appear to be a git repository"):
         src.fetch()
 

@@ -82,11 +82,11 @@ def test_remote_disappears_and_comes_back(repo: DesiredRepo, tmp_path: Path) -> 
         away = repo.bare.with_name("away.git")
         repo.bare.rename(away)
 
-        # documented: SourceAvailable=False/GitUnreachable makes Ready false, so /readyz is 503. Today the
-        # report is only rebuilt by the validation job (5-10 s after the first apply here); see the xfail below
-        assert agent.wait(lambda: conditions(agent.status()).get("SourceAvailable") == ("False", "GitUnreachable"),
+        # documented: SourceAvailable=False (here RepositoryNotFound: the bare repository was moved
+        # away) makes Ready false, so /readyz is 503
+        assert agent.wait(lambda: conditions(agent.status()).get("SourceAvailable") == ("False", "RepositoryNotFound"),
                           90), agent.log.read_text()[-3000:]
-        assert conditions(agent.status())["Ready"] == ("False", "GitUnreachable")
+        assert conditions(agent.status())["Ready"] == ("False", "RepositoryNotFound")
         assert agent.get("/readyz")[0] == 503
         assert agent.get("/healthz")[0] == 200  # alive: the process is fine, only git is gone
         assert agent.wait(lambda: agent.status().get("gitFailures", 0) >= 2, 90)
@@ -113,7 +113,7 @@ def test_remote_loss_shows_in_status_before_the_next_validation(repo: DesiredRep
         # the third failed poll: the runner has handled (and published state after) two already
         assert agent.wait(lambda: agent.status().get("gitFailures", 0) >= 3, 90), agent.log.read_text()[-3000:]
         status = agent.status()
-        assert conditions(status).get("SourceAvailable") == ("False", "GitUnreachable"), (
+        assert conditions(status).get("SourceAvailable") == ("False", "RepositoryNotFound"), (
             f"gitFailures={status.get('gitFailures')} conditions={conditions(status)}")
         assert agent.get("/readyz")[0] == 503
     finally:

@@ -5,8 +5,8 @@ for HTTPS, the status branch on.
 
 The tests state the desired behaviour: the desired state is fetched and applied, the status
 commit lands on the remote's ``gitdns-status/<cluster-id>``, a status push the server refuses
-makes ``--once`` exit non-zero, and git's and ssh's diagnosis reaches the operator.  Those that
-the agent does not meet yet are strict xfails whose reason is the diagnosis; the fix flips them.
+makes ``--once`` exit non-zero, and git's and ssh's diagnosis reaches the operator with its
+reason (HostKeyMismatch with the offered fingerprint, TLSVerificationFailed naming --ca-file).
 """
 
 from __future__ import annotations
@@ -113,10 +113,6 @@ def test_ssh_read_only_key_status_push_refused_fails_once(sshd: SshServer, tmp_p
     assert run.status_tip() is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ssh's diagnosis is cut to git's last stderr line: 'gitdns: git ls-remote ssh://*****@127.0.0.1:PORT/...: "
-    "credentials refused: fatal: Could not read from remote repository. (reason: AuthenticationFailed)'; "
-    "neither 'Host key verification failed' nor the offered fingerprint is shown"))
 def test_ssh_wrong_known_hosts_names_the_host_key_mismatch(sshd: SshServer, tmp_path: Path) -> None:
     repo = DesiredRepo(sshd.repos / "agent-ssh-wrong-host")
     run = once(repo, tmp_path / "state", *ssh_flags(sshd, repo, known_hosts=sshd.wrong_known_hosts))
@@ -126,6 +122,7 @@ def test_ssh_wrong_known_hosts_names_the_host_key_mismatch(sshd: SshServer, tmp_
                                  check=True, timeout=30).stdout.split()[1]
     assert "host key" in run.output.lower(), run.output[-3000:]
     assert fingerprint in run.output
+    assert "HostKeyMismatch" in run.output
 
 
 def test_ssh_without_flags_uses_the_ambient_git_ssh_command(sshd: SshServer, tmp_path: Path) -> None:
@@ -224,10 +221,7 @@ def test_https_untrusted_ca_is_refused_with_git_s_message(untrusted_run: Run) ->
     assert not applied(untrusted_run.repo)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a TLS verification failure is classified as a network outage: 'gitdns: git ls-remote https://127.0.0.1:PORT/"
-    "...: failed: fatal: unable to access ...: server certificate verification failed. CAfile: ... "
-    "(reason: Unreachable)'"))
 def test_https_untrusted_ca_has_a_reason_of_its_own(untrusted_run: Run) -> None:
     assert untrusted_run.done.returncode != 0
     assert "(reason: Unreachable)" not in untrusted_run.output, untrusted_run.output[-3000:]
+    assert "TLSVerificationFailed" in untrusted_run.output and "--ca-file" in untrusted_run.output

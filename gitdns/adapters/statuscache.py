@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth, auth_env
-from gitdns.errors import AuthError, ConfigError, GitdnsError, RetryableError, UnreachableError
+from gitdns.adapters.giterrors import git_error
+from gitdns.errors import ConfigError, GitdnsError, RetryableError, UnreachableError
 
 log = logging.getLogger(__name__)
 
 TMP_DIR = "gitdns-tmp"  # blob contents on their way into hash-object, inside the cache
-_AUTH = ("authentication failed", "permission denied", "could not read username", "returned error: 401",
-         "returned error: 403", "access denied", "invalid credentials")
 _CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 _CACHE_CONFIG = ("[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n[core]\n\tlogAllRefUpdates = false\n"
                  "[fetch]\n\twriteCommitGraph = false\n")
@@ -96,11 +95,8 @@ def tail(text: str, limit: int = 400) -> str:
 
 
 def remote_error(op: str, url: str, out: GitOut) -> GitdnsError:
-    detail = tail(out.stderr)
-    message = f"git {op} failed: url={sanitize(url)} rc={out.rc} error={detail}"
-    if any(word in out.stderr.lower() for word in _AUTH):
-        return AuthError(message)
-    return UnreachableError(message)
+    """ssh's and curl's own diagnosis, classified (`gitdns.adapters.giterrors`)."""
+    return git_error(op, sanitize(url), out.stderr)
 
 
 def fetch_error(cache: StatusCache, url: str, out: GitOut) -> GitdnsError:

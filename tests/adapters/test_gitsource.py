@@ -266,7 +266,7 @@ def test_stale_locks_are_removed_on_start(remote: Remote, workdir: Path, caplog:
 
     new = remote.commit({"zone.yaml": "2\n"})
     remote.push()
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitsource"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
         src = source(remote, workdir)  # a restarted agent
         assert src.fetch().files == {"zone.yaml": "2\n"}
 
@@ -305,7 +305,7 @@ def test_a_corrupt_cache_is_wiped_and_refetched_on_start(
     source(remote, workdir).fetch()
     _drop_objects(workdir / "cache.git")
 
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitsource"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
         fetched = source(remote, workdir).fetch()
 
     assert fetched.sha == sha
@@ -325,7 +325,7 @@ def test_objects_lost_while_running_are_refetched(
     assert loose.is_file()
     loose.unlink()  # the commit and its tree are still there; reading the file fails
 
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitsource"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
         assert src.files_at(sha) == {"zone.yaml": ZONE}
     assert "wiped: cache=" in caplog.text
 

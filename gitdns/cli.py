@@ -20,8 +20,8 @@ exit codes:
   1  the desired state does not validate, or the command failed
   2  bad command line
   3  plan --exit-code: changes are pending
-  4  apply: a zone stalled (mass change refused); nothing was written to it
-  5  apply: conflicts were found; those names were left as they are, the rest applied
+  4  plan, apply: a zone stalled (mass change refused); nothing was (would be) written to it
+  5  plan, apply: conflicts were found; those names were (would be) left as they are, the rest applied
 
 examples:
   gitdns validate example-repo

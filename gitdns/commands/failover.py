@@ -218,7 +218,7 @@ def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
     out += [f"note: {n}" for n in switch.notes]
     out += endpoint_lines(switch.diff)
     out.append("")
-    out.append(planfmt.to_text([p for _, p in switch.plans], show_txt=False).rstrip("\n"))
+    out.append(planfmt.to_text([p for _, p in switch.plans], show_txt=False, names=names).rstrip("\n"))
     out.append("")
     out.append("zone after the switch:")
     out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
@@ -241,7 +241,7 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
         out.append("```")
     out.append("")
     out.append(planfmt.to_markdown([p for _, p in switch.plans if p.changes or p.conflicts],
-                                   title="Plans, every publishing cluster in turn"))
+                                   title="Plans, every publishing cluster in turn", names=names))
     out.append("<details><summary>Zone after the switch</summary>\n\n```")
     out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
     out.append("```\n</details>\n")

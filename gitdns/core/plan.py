@@ -78,6 +78,7 @@ class Plan:
     stalled: str | None = None  # e.g. "MassChangeRefused": nothing may be applied
     revision: Revision | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    refused: tuple[Change, ...] = ()  # a preview of a stalled plan: what the guard refused to write
 
     @property
     def empty(self) -> bool:

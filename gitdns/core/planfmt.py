@@ -62,6 +62,7 @@ def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str,
         if plan.authority.value != "own":
             lines.append(f"  authority: {plan.authority.value}")
         lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
+        lines.extend(f"  refused: {change_line(c)}" for c in plan.refused if show_txt or c.key == c.group)
         lines.extend(f"  ! {_conflict_line(c)}" for c in plan.conflicts)
         lines.extend(f"  note: {n}" for n in plan.notes)
     return "\n".join(lines) + "\n"
@@ -84,6 +85,12 @@ def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan", names: Mappin
             out.append(f"_No record changes; {len(plan.changes)} ownership TXT change(s)._")
         else:
             out.append("_No changes._")
+        refused = [c for c in plan.refused if c.key == c.group]
+        if refused:
+            out.append(f"Refused by the guard ({plan.stalled}), not written:")
+            out.append("```diff")
+            out.extend(change_line(c) for c in refused)
+            out.append("```")
         if plan.conflicts:
             out.append("")
             out.append("| reason | record | detail |")
@@ -126,6 +133,8 @@ def plan_dict(plan: Plan, names: Mapping[str, str] | None = None) -> dict[str, o
         ],
         "guards": [{"key": str(g.key), "present": g.present, "group": str(g.group), "why": g.why}
                    for g in plan.guards],
+        "refused": [{"action": c.action.value, "group": str(c.group), "old": record_dict(c.old),
+                     "new": record_dict(c.new)} for c in plan.refused],
         "conflicts": [{"reason": c.reason, "key": str(c.key), "message": c.message,
                        "owners": list(c.owners)} for c in plan.conflicts],
         "notes": list(plan.notes),

@@ -68,6 +68,32 @@ class Overlay:
         return ZoneSnapshot(self.zone, tuple(self.records[k] for k in sorted(self.records)))
 
 
+class Recorder:
+    """The zone's provider passed through, each applied change recorded: what `apply` reports
+    having written, whichever step wrote it."""
+
+    def __init__(self, real: Provider, zone: str) -> None:
+        self.name = real.name
+        self.capabilities = real.capabilities
+        self._real = real
+        self.zone = zone
+        self.changes: list[Change] = []
+
+    def __getattr__(self, name: str) -> object:  # views_dir and the like, for rendering
+        return getattr(self._real, name)
+
+    def zones(self) -> list[ZoneInfo]:
+        return self._real.zones()
+
+    def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
+        return self._real.read(zone, names) if names is not None else self._real.read(zone)
+
+    def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
+        result = self._real.apply(zone, changes, guards)
+        self.changes.extend(result.applied)
+        return result
+
+
 @dataclass(frozen=True, slots=True)
 class Published:
     """What each cluster last published on its status branch: its unhealthy target ids and
@@ -121,7 +147,8 @@ class Preview:
     outcomes: tuple[ZoneOutcome, ...] = ()
 
 
-def effective_plan(outcome: ZoneOutcome, cluster: Cluster, overlay: Overlay, first: int, notes: list[str]) -> Plan:
+def effective_plan(outcome: ZoneOutcome, cluster: Cluster, overlay: Overlay | Recorder, first: int,
+                   notes: list[str]) -> Plan:
     """The plan a reviewer reads: the planner's verdict (conflicts, stalls, notes) with every
     change the pass wrote, whichever step wrote it."""
     base = outcome.plan or Plan(zone=overlay.zone, owner=cluster.id, authority=Authority.OWN)
@@ -130,7 +157,9 @@ def effective_plan(outcome: ZoneOutcome, cluster: Cluster, overlay: Overlay, fir
     # removals of inactive groups' records are the one authority beyond its own a pass uses
     authority = (Authority.INACTIVE_GROUPS if any(c.reason.startswith("authority") for c in changes)
                  else base.authority)
-    return replace(base, changes=changes, guards=(), notes=(*base.notes, *extra), authority=authority)
+    refused = base.changes if base.stalled else ()  # the reviewer sees what the guard holds back
+    return replace(base, changes=changes, guards=(), notes=(*base.notes, *extra), authority=authority,
+                   refused=refused)
 
 
 def preview_pass(desired: Desired, cluster: Cluster, zone: Zone, overlay: Overlay, *, health: Published,

@@ -16,13 +16,15 @@ from gitdns.reconcile.preview import (
     NOTHING_PUBLISHED,
     Overlay,
     Published,
+    Recorder,
     StateAt,
+    effective_plan,
     last_applied,
     preview_pass,
     primary_inputs,
     zones_of,
 )
-from gitdns.reconcile.zonepass import ZoneOutcome, ZonePass
+from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneOutcome, ZonePass
 
 
 def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
@@ -50,13 +52,15 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
             continue
         outcome = ZoneOutcome(zone)
         unhealthy, _ = health.of(cluster.id)
-        provider = factory(zone)
+        provider = Recorder(NO_PROVIDER if cluster.mode is Mode.REMOTE else factory(zone), zone.domain)
         own = replace(desired, previous=last_applied(desired, cluster, partial(provider.read, zone.domain), health,
                                                      state_at))
         p = ZonePass(zone, own, cluster, provider, True, outcome, mode=mode, force=force,
                      owners=tuple(c.id for c in desired.state.clusters), always_verify=always_verify,
                      unhealthy=unhealthy, frozen=health.frozen, primary=inputs)
         run(p, role_of(cluster, inputs is not None))
+        if outcome.plan is not None or provider.changes:  # what was written, whichever step wrote it
+            outcome.plan = effective_plan(outcome, cluster, provider, 0, p.notes)
         outcomes.append(outcome)
     return outcomes
 

@@ -62,6 +62,7 @@ def groups(p: ZonePass) -> Result:
         return _inactive(p)
     if p.groups.write and p.can_write:
         result = p.provider.apply(p.zone.domain, p.groups.write)
+        p.outcome.applied += len(result.applied)
         if result.refused:
             p.notes.append("active groups: the zone changed while mirroring; the next pass re-reads it")
     return Result.CONTINUE

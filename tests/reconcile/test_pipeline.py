@@ -92,3 +92,39 @@ def test_a_stalled_plan_stops_before_apply(tmp_path: Path) -> None:
     assert gone.outcome.plan is not None and gone.outcome.plan.stalled == "MassChangeRefused"
     assert "apply" not in gone.outcome.steps and gone.outcome.steps[-1] == "render"
     assert provider.read("example.com").records == before
+
+
+def test_a_stalled_preview_shows_what_the_guard_refused(tmp_path: Path) -> None:
+    from gitdns.core import planfmt
+    from gitdns.reconcile.preview import NOTHING_PUBLISHED, Overlay, preview_pass
+
+    p, provider = _pass(tmp_path, True)
+    run(p, Role.DEFAULT)
+    gone = from_files(tmp_path, {k: v for k, v in example_files().items()
+                                 if not k.startswith(("policies/", "records/"))}, None)
+    plan, outcome, _ = preview_pass(gone, p.cluster, p.zone, Overlay(provider, "example.com"),
+                                    health=NOTHING_PUBLISHED)
+    assert plan.stalled == "MassChangeRefused"
+    assert not [c for c in plan.changes if c.key == c.group]  # nothing of the cluster's records is written
+    refused = [c for c in plan.refused if c.key == c.group]
+    assert refused and all(c.action.value == "delete" for c in refused)
+    assert "refused: - api.example.com CNAME" in planfmt.to_text([plan])
+    assert "Refused by the guard (MassChangeRefused)" in planfmt.to_markdown([plan])
+
+
+def test_apply_reports_every_write_the_pass_made(tmp_path: Path) -> None:
+    from gitdns.reconcile.run import reconcile
+
+    desired = from_files(tmp_path, example_files(), None)
+    cluster = desired.state.cluster("eu-west-1")
+    assert cluster is not None
+    provider = MemoryProvider()
+    outcomes = {o.zone.domain: o for o in reconcile(desired, cluster, lambda zone: provider)}
+    com = outcomes["example.com"]
+    written = {r.key for r in provider.read("example.com").records}
+    assert com.plan is not None
+    reported = {c.key for c in com.plan.changes}
+    # the active-groups mirror TXT is written by the groups step, before the plan: counted and shown
+    mirror = {k for k in written if k.name.startswith(("gitdns-active-groups.", "kuadrant-active-groups."))}
+    assert mirror and mirror <= reported
+    assert com.applied == len(com.plan.changes)

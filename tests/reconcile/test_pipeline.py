@@ -102,8 +102,8 @@ def test_a_stalled_preview_shows_what_the_guard_refused(tmp_path: Path) -> None:
     run(p, Role.DEFAULT)
     gone = from_files(tmp_path, {k: v for k, v in example_files().items()
                                  if not k.startswith(("policies/", "records/"))}, None)
-    plan, outcome, _ = preview_pass(gone, p.cluster, p.zone, Overlay(provider, "example.com"),
-                                    health=NOTHING_PUBLISHED)
+    plan, _, _ = preview_pass(gone, p.cluster, p.zone, Overlay(provider, "example.com"),
+                              health=NOTHING_PUBLISHED)
     assert plan.stalled == "MassChangeRefused"
     assert not [c for c in plan.changes if c.key == c.group]  # nothing of the cluster's records is written
     refused = [c for c in plan.refused if c.key == c.group]

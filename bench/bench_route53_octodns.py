@@ -367,8 +367,8 @@ def run_step(tool: str, step: str, cmd: list[str], servers: Servers, workdir: Pa
 
 def gitdns_plan(output: str) -> str:
     """The summary of `gitdns apply`'s text output: the plan headline and the applied line."""
-    plans = re.findall(r"^zone \S+ owner \S+: (\d+) to create, (\d+) to update, (\d+) to delete, (\d+) conflict",
-                       output, re.M)
+    plans = re.findall(r"^zone \S+ (?:owner \S+|cluster \S+ \(\S+\)): (\d+) to create, (\d+) to update, "
+                       r"(\d+) to delete(?: \(\+\d+ ownership TXT change\(s\)\))?, (\d+) conflict", output, re.M)
     applied = re.findall(r"^\[\S+\] zone \S+: applied (\d+) change", output, re.M)
     errors = len(re.findall(r"^\[\S+\] zone \S+: error: ", output, re.M))
     if not plans:

@@ -7,6 +7,7 @@ A directory that is not inside a git work tree has no revision (None).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,25 +78,32 @@ def _yaml_files(tree: Any, prefix: str) -> dict[str, str]:
     return files
 
 
-def status_files(path: Path, cluster_id: str, names: tuple[str, ...] = ("health.yaml",),
-                 prefix: str = "gitdns-status/") -> dict[str, str] | None:
-    """Files of a cluster's status branch as the work tree's repository knows it (a local
-    branch, else a remote-tracking one), or None when it knows no such branch."""
+def status_files(path: Path, cluster_ids: Sequence[str], names: tuple[str, ...] = ("health.yaml",),
+                 prefix: str = "gitdns-status/") -> dict[str, dict[str, str]]:
+    """Files of each cluster's status branch as the work tree's repository knows it (a local
+    branch, else a remote-tracking one); clusters with no such branch are left out.  The
+    repository is opened and its refs listed once."""
     try:
         import git
     except ImportError:  # pragma: no cover
-        return None
+        return {}
     try:
         repo = git.Repo(path, search_parent_directories=True)
-        wanted = f"{prefix}{cluster_id}"
-        refs = [r for r in repo.refs if r.path.endswith("/" + wanted) or r.name == wanted]
+        refs = [r for r in repo.refs if prefix in r.path]
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return None
-    refs.sort(key=lambda r: not r.path.startswith("refs/heads/"))
-    if not refs:
-        return None
+        return {}
+    refs.sort(key=lambda r: not r.path.startswith("refs/heads/"))  # local branches first
+    out: dict[str, dict[str, str]] = {}
+    for cluster_id in cluster_ids:
+        wanted = f"{prefix}{cluster_id}"
+        ref = next((r for r in refs if r.path.endswith("/" + wanted)), None)
+        if ref is not None:
+            out[cluster_id] = _blobs(ref.commit.tree, names)
+    return out
+
+
+def _blobs(tree: Any, names: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
-    tree = refs[0].commit.tree
     for name in names:
         try:
             blob = tree / name

@@ -70,6 +70,8 @@ def reconciled_zones(desired: Desired, cluster: Cluster, health: Published, stat
     published in at the revision it last applied (its status branch's, else the previous
     commit) and left since — its agent removes its records there."""
     zones = zones_of(desired, cluster)
+    if {z.name for z in zones} >= {z.name for z in desired.state.zones}:
+        return zones  # it reconciles every zone in git: none can have been left (and no old revision is loaded)
     sha = health.applied.get(cluster.id)
     before = state_at(sha) if sha and state_at is not None else None
     if before is None and desired.previous is not None:
@@ -98,8 +100,9 @@ def published(desired: Desired) -> Published:
 
     unhealthy: dict[str, frozenset[str]] = {}
     applied: dict[str, str] = {}
+    branches = status_files(Path(desired.root), [c.id for c in desired.state.clusters], ("health.yaml", "summary.yaml"))
     for cluster in desired.state.clusters:
-        files = status_files(Path(desired.root), cluster.id, ("health.yaml", "summary.yaml"))
+        files = branches.get(cluster.id)
         if files is None:
             continue
         unhealthy[cluster.id] = _unhealthy(files.get("health.yaml", ""))

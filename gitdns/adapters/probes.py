@@ -113,6 +113,97 @@ def parse_status(line: bytes) -> int | None:
     return int(parts[1])
 
 
+class Prober:
+    """One probe of one target: connect (resolving a hostname first), send the request, read the
+    status line.  Bare non-blocking sockets for TCP and HTTP, asyncio streams for HTTPS."""
+
+    def __init__(self, resolver: Resolver, verify_context: ssl.SSLContext | None) -> None:
+        self.resolve = resolver
+        self.verify_ctx = verify_context or ssl.create_default_context()
+        # No CA store for the unverified context: with OpenSSL 3.0 a context holding the
+        # system CA bundle costs ~2.5x the CPU per handshake even when nothing is verified.
+        self.insecure_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self.insecure_ctx.check_hostname = False
+        self.insecure_ctx.verify_mode = ssl.CERT_NONE
+
+    async def probe(self, target: _Target) -> str:
+        """ "" when healthy, else a short error."""
+        spec = target.spec
+        try:
+            async with asyncio.timeout(spec.timeout):
+                return await self._attempt(target)
+        except TimeoutError:
+            return f"timeout after {spec.timeout:g}s"
+        except socket.gaierror as e:
+            return f"cannot resolve {spec.address}: {e.strerror or e}"
+        except ssl.SSLCertVerificationError as e:
+            return f"tls: certificate verify failed: {e.verify_message}"
+        except ssl.SSLError as e:
+            return f"tls: {e.reason or type(e).__name__}"
+        except ConnectionRefusedError:
+            return "connection refused"
+        except ConnectionResetError:
+            return "connection reset"
+        except OSError as e:
+            return e.strerror or type(e).__name__
+        except Exception as e:  # a probe never takes the monitor down
+            log.debug("health: probe error target=%s kind=%s", spec.target_id, type(e).__name__)
+            return f"probe error: {type(e).__name__}"
+
+    async def _attempt(self, target: _Target) -> str:
+        spec = target.spec
+        loop = asyncio.get_running_loop()
+        address, family = spec.address, target.family
+        if target.resolve:
+            found = await self.resolve(address, spec.port)
+            if not found:
+                raise socket.gaierror(socket.EAI_NONAME, "no address")
+            family, address = found[0]
+        if spec.protocol == "HTTPS":
+            return await self._https(target, address)
+        # TCP and plain HTTP on bare non-blocking sockets: no transport, protocol or stream
+        # objects per probe (~40% less CPU than asyncio streams, see docs/health-probes.md).
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (address, spec.port))
+            if spec.protocol == "TCP":
+                return ""
+            await loop.sock_sendall(sock, target.request)
+            line = b""
+            while b"\n" not in line:
+                chunk = await loop.sock_recv(sock, STATUS_LINE_LIMIT)
+                if not chunk:
+                    break
+                line += chunk
+                if len(line) >= STATUS_LINE_LIMIT:
+                    break
+        finally:
+            sock.close()
+        return _status_error(line.partition(b"\n")[0], spec)
+
+    async def _https(self, target: _Target, address: str) -> str:
+        spec = target.spec
+        tls = self.insecure_ctx if spec.insecure else self.verify_ctx
+        reader, writer = await asyncio.open_connection(
+            address,
+            spec.port,
+            ssl=tls,
+            server_hostname=spec.tls_name,
+            ssl_shutdown_timeout=1.0,
+            limit=STATUS_LINE_LIMIT,
+        )
+        try:
+            writer.write(target.request)
+            try:
+                line = await reader.readline()
+            except ValueError:  # longer than the limit
+                return "malformed status line"
+        finally:
+            writer.close()
+        return _status_error(line, spec)
+
+
 class HealthMonitor:
     def __init__(
         self,
@@ -128,16 +219,10 @@ class HealthMonitor:
         e.g. to trust a private CA; ``insecure`` probes never verify.  ``resolver`` turns a
         target's hostname into addresses (IP literals are never resolved); the first is probed."""
         self._on_change = on_change
-        self._resolve = resolver
+        self._prober = Prober(resolver, verify_context)
         self._clock = clock
         self._max_in_flight = max_in_flight
         self._rng = rng or random.Random()
-        self._verify_ctx = verify_context or ssl.create_default_context()
-        # No CA store for the unverified context: with OpenSSL 3.0 a context holding the
-        # system CA bundle costs ~2.5x the CPU per handshake even when nothing is verified.
-        self._insecure_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._insecure_ctx.check_hostname = False
-        self._insecure_ctx.verify_mode = ssl.CERT_NONE
         self._lock = threading.Lock()
         self._health: dict[str, TargetHealth] = {}
         self._timing: dict[str, ProbeTiming] = {}
@@ -270,7 +355,7 @@ class HealthMonitor:
                 self._in_flight += 1
                 started = self._clock()
                 try:
-                    error = target.error or await self._probe(target)
+                    error = target.error or await self._prober.probe(target)
                 finally:
                     self._in_flight -= 1
             self._record(tid, target, error, started)
@@ -299,85 +384,6 @@ class HealthMonitor:
                     self._on_change(tid, old, new)
                 except Exception:
                     log.exception("health: on_change failed target=%s", tid)
-
-    # -- probes ------------------------------------------------------------------------------
-
-    async def _probe(self, target: _Target) -> str:
-        """ "" when healthy, else a short error."""
-        spec = target.spec
-        try:
-            async with asyncio.timeout(spec.timeout):
-                return await self._attempt(target)
-        except TimeoutError:
-            return f"timeout after {spec.timeout:g}s"
-        except socket.gaierror as e:
-            return f"cannot resolve {spec.address}: {e.strerror or e}"
-        except ssl.SSLCertVerificationError as e:
-            return f"tls: certificate verify failed: {e.verify_message}"
-        except ssl.SSLError as e:
-            return f"tls: {e.reason or type(e).__name__}"
-        except ConnectionRefusedError:
-            return "connection refused"
-        except ConnectionResetError:
-            return "connection reset"
-        except OSError as e:
-            return e.strerror or type(e).__name__
-        except Exception as e:  # a probe never takes the monitor down
-            log.debug("health: probe error target=%s kind=%s", spec.target_id, type(e).__name__)
-            return f"probe error: {type(e).__name__}"
-
-    async def _attempt(self, target: _Target) -> str:
-        spec = target.spec
-        loop = asyncio.get_running_loop()
-        address, family = spec.address, target.family
-        if target.resolve:
-            found = await self._resolve(address, spec.port)
-            if not found:
-                raise socket.gaierror(socket.EAI_NONAME, "no address")
-            family, address = found[0]
-        if spec.protocol == "HTTPS":
-            return await self._https(target, address)
-        # TCP and plain HTTP on bare non-blocking sockets: no transport, protocol or stream
-        # objects per probe (~40% less CPU than asyncio streams, see docs/health-probes.md).
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setblocking(False)
-            await loop.sock_connect(sock, (address, spec.port))
-            if spec.protocol == "TCP":
-                return ""
-            await loop.sock_sendall(sock, target.request)
-            line = b""
-            while b"\n" not in line:
-                chunk = await loop.sock_recv(sock, STATUS_LINE_LIMIT)
-                if not chunk:
-                    break
-                line += chunk
-                if len(line) >= STATUS_LINE_LIMIT:
-                    break
-        finally:
-            sock.close()
-        return _status_error(line.partition(b"\n")[0], spec)
-
-    async def _https(self, target: _Target, address: str) -> str:
-        spec = target.spec
-        tls = self._insecure_ctx if spec.insecure else self._verify_ctx
-        reader, writer = await asyncio.open_connection(
-            address,
-            spec.port,
-            ssl=tls,
-            server_hostname=spec.tls_name,
-            ssl_shutdown_timeout=1.0,
-            limit=STATUS_LINE_LIMIT,
-        )
-        try:
-            writer.write(target.request)
-            try:
-                line = await reader.readline()
-            except ValueError:  # longer than the limit
-                return "malformed status line"
-        finally:
-            writer.close()
-        return _status_error(line, spec)
 
 
 def _status_error(line: bytes, spec: ProbeSpec) -> str:

@@ -137,7 +137,11 @@ def ssh_command(auth: GitAuth, timeout: float) -> str | None:
 
 
 def auth_env(auth: GitAuth, workdir: Path, timeout: float) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The environment for one git subprocess, and the secrets to redact from its output."""
+    """The environment for one git subprocess, and the secrets to redact from its output.
+    With nothing configured git runs with the ambient configuration (the operator's git config,
+    credential helper, GIT_ASKPASS or GIT_SSH_COMMAND): only prompts are turned off."""
+    if not auth.configured:
+        return {"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never"}, ()
     env = {
         **BASE_ENV,
         "GCM_INTERACTIVE": "never",

@@ -545,3 +545,12 @@ def test_redact() -> None:
 def test_module_exports() -> None:
     assert set(gitsource.__all__) >= {"GitSource", "Fetched", "CommitInfo", "GitAuth", "VerifyPolicy"}
     assert git("--version").startswith("git version")
+
+
+def test_nothing_configured_leaves_the_ambient_git_configuration(tmp_path: Path) -> None:
+    env, secrets = auth_env(GitAuth(), tmp_path, 30)
+    # the operator's own config, credential helper, GIT_ASKPASS and GIT_SSH_COMMAND stay in force
+    assert not {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_ASKPASS", "GIT_SSH_COMMAND"} & set(env)
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and secrets == ()
+    configured, _ = auth_env(GitAuth(known_hosts=tmp_path / "known_hosts"), tmp_path, 30)
+    assert configured["GIT_CONFIG_GLOBAL"] == os.devnull and "GIT_SSH_COMMAND" in configured

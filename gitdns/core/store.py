@@ -88,3 +88,27 @@ def apply_changes(
                 out[key] = value
         applied.extend(members)
     return StoreResult(out, tuple(applied), tuple(refused))
+
+
+class ContradictoryGroup(ValueError):
+    """The changes of one group contradict each other (a later change's ``old`` is not what an
+    earlier one leaves): the group is stale before it is sent."""
+
+
+def group_states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None],
+                                                     dict[RecordKey, RecordSet | None]]:
+    """For each key a group touches: the state it must find (the first change's view) and the
+    state it leaves (the last change's).  Providers that write a group as one request use it."""
+    before: dict[RecordKey, RecordSet | None] = {}
+    after: dict[RecordKey, RecordSet | None] = {}
+    for change in changes:
+        key = change.key
+        if key in after:
+            seen = after[key]
+            if (seen is not None) if change.action is Action.CREATE else (seen != change.old):
+                raise ContradictoryGroup(f"{key}: the group's changes contradict each other")
+        else:
+            before[key] = None if change.action is Action.CREATE else change.old
+        after[key] = None if change.action is Action.DELETE else change.new
+    return before, after
+

@@ -15,8 +15,8 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from gitdns.core.providertypes import capabilities_of
-from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.core.store import group_changes
+from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
+from gitdns.core.store import ContradictoryGroup, group_changes, group_states
 from gitdns.providers.memory import filter_names, snapshot_names
 
 if TYPE_CHECKING:
@@ -133,21 +133,11 @@ def batches(changes: Sequence[Change], guards: Sequence[Guard] = ()) -> list[tup
 
 
 def _expected_states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None],
-                                                         dict[RecordKey, RecordSet | None]]:
-    """For each key the group touches: the state it must find (the first change's view) and
-    the state it leaves (the last change's)."""
-    before: dict[RecordKey, RecordSet | None] = {}
-    after: dict[RecordKey, RecordSet | None] = {}
-    for change in changes:
-        key = change.key
-        if key in after:
-            expected = after[key]
-            if (expected is not None) if change.action is Action.CREATE else (expected != change.old):
-                raise StaleGroup(f"{key}: the group's changes contradict each other")
-        else:
-            before[key] = None if change.action is Action.CREATE else change.old
-        after[key] = None if change.action is Action.DELETE else change.new
-    return before, after
+                     dict[RecordKey, RecordSet | None]]:
+    try:
+        return group_states(changes)
+    except ContradictoryGroup as exc:
+        raise StaleGroup(str(exc)) from None
 
 
 def build_update(zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> dns.update.UpdateMessage:

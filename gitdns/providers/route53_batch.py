@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitdns.core.providertypes import capabilities_of
-from gitdns.core.records import Action, Change, RecordKey, RecordSet, normalize_name
+from gitdns.core.records import Change, RecordKey, RecordSet, normalize_name
+from gitdns.core.store import ContradictoryGroup, group_states
 
 _CAPABILITIES = capabilities_of("route53")  # the limits are declared in gitdns.core.providertypes
 RECORD_TYPES = _CAPABILITIES.record_types
@@ -267,19 +268,12 @@ def native_key(rrs: Mapping[str, Any]) -> RecordKey:
     return RecordKey(decode_name(str(rrs["Name"])), str(rrs["Type"]), str(rrs.get("SetIdentifier", "")))
 
 
-def _states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None], dict[RecordKey, RecordSet | None]]:
-    before: dict[RecordKey, RecordSet | None] = {}
-    after: dict[RecordKey, RecordSet | None] = {}
-    for change in changes:
-        key = change.key
-        if key in after:
-            seen = after[key]
-            if (seen is not None) if change.action is Action.CREATE else (seen != change.old):
-                raise StaleGroup(f"{key}: the group's changes contradict each other")
-        else:
-            before[key] = None if change.action is Action.CREATE else change.old
-        after[key] = None if change.action is Action.DELETE else change.new
-    return before, after
+def _states(changes: Sequence[Change]) -> tuple[dict[RecordKey, RecordSet | None],
+            dict[RecordKey, RecordSet | None]]:
+    try:
+        return group_states(changes)
+    except ContradictoryGroup as exc:
+        raise StaleGroup(str(exc)) from None
 
 
 def _size(rrs: Native) -> tuple[int, int]:

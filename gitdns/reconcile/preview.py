@@ -14,7 +14,7 @@ it will be after every agent ran once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gitdns.core import builder
@@ -196,16 +196,22 @@ def departed(desired: Desired, zone: Zone, snapshot: ZoneSnapshot, state_at: Sta
     label) or by the previous commit."""
     current = {c.id: c for c in desired.state.clusters}
     out: list[Cluster] = []
-    previous = desired.previous() if desired.previous is not None else None
+    previous: list[DesiredState | None] = []  # loaded once, only if an owner is not in git
+
+    def older(revisions: tuple[str, ...]) -> Iterator[DesiredState | None]:
+        yield from (state_at(rev.rpartition(".")[2]) for rev in revisions) if state_at else ()
+        if not previous:
+            previous.append(desired.previous() if desired.previous is not None else None)
+        yield previous[0]
+
     for row in owners(snapshot, current):
         cluster = current.get(row.owner)
         if cluster is not None:
             if cluster.mode is not Mode.REMOTE and zone not in zones_of(desired, cluster):
                 out.append(cluster)
             continue
-        states = [state_at(rev.rpartition(".")[2]) for rev in row.revisions] if state_at else []
-        found = next((s.cluster(row.owner) for s in [*states, previous] if s is not None
-                      and s.cluster(row.owner) is not None), None)
+        found = next((s.cluster(row.owner) for s in older(row.revisions) if s is not None and s.cluster(row.owner) is not None),
+                     None)
         if found is not None:
             out.append(Cluster(name=found.name, id=found.id))
     return out

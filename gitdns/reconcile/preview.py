@@ -210,8 +210,8 @@ def departed(desired: Desired, zone: Zone, snapshot: ZoneSnapshot, state_at: Sta
             if cluster.mode is not Mode.REMOTE and zone not in zones_of(desired, cluster):
                 out.append(cluster)
             continue
-        found = next((s.cluster(row.owner) for s in older(row.revisions) if s is not None and s.cluster(row.owner) is not None),
-                     None)
+        named = (s.cluster(row.owner) for s in older(row.revisions) if s is not None)
+        found = next((c for c in named if c is not None), None)
         if found is not None:
             out.append(Cluster(name=found.name, id=found.id))
     return out

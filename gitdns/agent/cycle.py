@@ -44,7 +44,8 @@ class Agent:
         self.zones = Zones(self.state, config, ports.source, self.role, ports.rng)
         self.health = HealthInputs(self.state, ports.probes, ports.fleet_health, ports.clock)
         self.work = ZoneWork(self.state, config, ports, self.role, self.zones, self.health)
-        self.loading = Loading(self.state, config, ports, self.role, self.zones, self.health.changed)
+        self.loading = Loading(self.state, config, ports, self.role, self.zones, self.health.changed,
+                               self.work.groups_moved)
         self.reporter = Reporter(self.state, config, self.role, ports, self.zones)
         self._identity_check = ports.identity_check  # checked once, on the first reconcile
         self._lease_builder = ports.lease_builder  # used once, when the cluster's zones are known
@@ -72,10 +73,28 @@ class Agent:
                     break
                 reported = name == "report"
         finally:
-            if not reported and self.state.source_condition != source_before and self.state.current is not None:
-                self.refresh_report()  # the source went away or came back: say so now
+            if reported:
+                pass
+            elif self.state.current is not None and self.reporter.push_due():
+                self.reporter.publish()  # the last status push failed: try again, on its own backoff
+            elif self.state.source_condition != source_before:
+                self.refresh_report()  # the source went away, came back or refused the head: say so now
             self._poll_hooks()
         return cycle
+
+    def next_git_attempt(self) -> float | None:
+        """Seconds until a git operation that failed is tried again (None: nothing waits)."""
+        now = self.ports.clock()
+        waits = [self.state.git_wait.remaining(now)]
+        if self.reporter.push_pending():
+            waits.append(self.state.push_wait.remaining(now))
+        known = [w for w in waits if w is not None]
+        return min(known) if known else None
+
+    def git_kicked(self) -> None:
+        """A webhook delivery: the next pass tries git at once, whatever the backoff."""
+        self.state.git_wait.reset()
+        self.state.push_wait.reset()
 
     def _poll_hooks(self) -> None:
         view = self.view()

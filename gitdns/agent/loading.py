@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gitdns.adapters.gitverify import SignatureRefusedError
 from gitdns.agent import identity
 from gitdns.agent.config import AgentConfig
+from gitdns.agent.gitwait import FileWatch
 from gitdns.agent.ports import AgentPorts
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
@@ -25,6 +27,9 @@ from gitdns.errors import GitdnsError
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
+
+# a head refused stays reported while it is the head, although git itself works
+_REFUSALS = frozenset({"SignatureRefused", "RollbackRefused"})
 
 
 @dataclass(slots=True)
@@ -42,43 +47,126 @@ class Cycle:
 
 class Loading:
     def __init__(self, state: AgentState, config: AgentConfig, ports: AgentPorts, role: Role, zones: Zones,
-                 changed: Callable[[], bool]) -> None:
+                 changed: Callable[[], bool], groups_moved: Callable[[], bool] = lambda: False) -> None:
         self.state = state
         self.config = config
         self.ports = ports
         self.role = role
         self.zones = zones
         self.health_changed = changed
+        self.groups_moved = groups_moved
         self.restore = ports.restore
+        self.files = FileWatch((config.token_file, config.ssh_key, config.known_hosts, config.ca_file,
+                                config.verify_ssh_signers, config.verify_gpg_keys))
 
     def fetch(self, cycle: Cycle, force: bool) -> bool:
-        """The remote head; False when nothing is new and nothing is due."""
+        """The remote head, fetched when it is new; False when nothing is new and nothing is due.
+
+        Git failing (down, refusing our credentials) or a refused head never stops the pass while
+        a revision is in force: the pass goes on from it when zone-side work is due, and only the
+        git operations back off (`GitWait`)."""
+        state = self.state
+        if self.files.changed():  # a rotated token or key, new trusted keys: try them now
+            state.git_wait.reset()
+            state.push_wait.reset()
+            state.refused_head = None
+        cycle.head = self._remote_head()
+        new = cycle.head is not None and cycle.head != state.refused_head and (
+            cycle.head != state.fetched_sha or state.current is None)
+        if new and self._fetch(cycle, str(cycle.head)):
+            return True
+        if state.current is None:
+            return False
+        force = self.health_changed() or force
+        now = self.ports.clock()
+        # every check runs (no short cut): each keeps its own baseline up to date
+        due = [force, bool(self.zones.due(now)), self.role.due(state.current, state.known_cluster),
+               self.groups_moved()]
+        if not any(due):
+            return False
+        cycle.desired = state.current
+        return True
+
+    def _remote_head(self) -> str | None:
+        """The remote head; None while git backs off or when it failed with a revision in force."""
+        state = self.state
+        if not state.git_wait.ready(self.ports.clock()) and state.current is not None:
+            return None
+        try:
+            head = self.ports.source.remote_head()
+        except GitdnsError as exc:
+            self.source_failed(exc)
+            if state.current is None:
+                raise
+            return None
+        if not state.source_condition.status and state.source_condition.reason not in _REFUSALS:
+            state.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
+        state.git_wait.succeeded()
+        return head
+
+    def _fetch(self, cycle: Cycle, head: str) -> bool:
+        """Fetch (and verify) the head; False when it failed or was refused, with the last good
+        revision kept.  After a restart on a refused head, the last verified revision is taken
+        back from our status branch and fetched (and verified) instead."""
         state = self.state
         try:
-            cycle.head = self.ports.source.remote_head()
+            cycle.fetched = self.ports.source.fetch(head)
+        except SignatureRefusedError as exc:
+            state.refused_head = head
+            self._refused(exc, head)
+            cycle.fetched = self._last_verified() if state.current is None else None
+            return cycle.fetched is not None
         except GitdnsError as exc:
             self.source_failed(exc)
-            raise
-        if not state.source_condition.status and state.source_condition.reason == "GitUnreachable":
-            state.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
-        force = self.health_changed() or force
-        if (cycle.head == state.fetched_sha and not force and not self.zones.due(self.ports.clock())
-                and not self.role.due(state.current, state.known_cluster)):
+            if state.current is None:
+                raise
             return False
-        if cycle.head == state.fetched_sha and state.current is not None:
-            cycle.desired = state.current
-            return True
-        try:
-            cycle.fetched = self.ports.source.fetch(cycle.head)
-        except GitdnsError as exc:
-            self.source_failed(exc)
-            raise
+        state.refused_head = None
         state.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded",
                                            f"fetched {str(cycle.head)[:7]}")
         return True
 
+    def _refused(self, exc: SignatureRefusedError, head: str) -> None:
+        keep = self.state.applied_sha
+        log.warning("head refused: sha=%s reason=%s why=%s", head[:12], exc.reason, exc.why)
+        self.state.source_condition = Condition(
+            "SourceAvailable", False, exc.reason,
+            f"{exc}; " + (f"the last verified revision {keep[:7]} stays in force" if keep else
+                          "no verified revision is known yet (our status branch names none)") +
+            "; a new signed head is taken on the next poll")
+
+    def _last_verified(self) -> Any:
+        """The revision our status branch says we applied, fetched and verified; None if none."""
+        state = self.state
+        known = identity.load_identity(self.zones.root, self.config.cluster)
+        ident = known.id if known is not None else self.config.cluster
+        if self.restore is None or not ident:
+            return None
+        try:
+            applied = self.restore(ident)
+            if not applied:
+                return None
+            fetched = self.ports.source.fetch(applied)
+        except GitdnsError as exc:
+            log.warning("last verified revision unavailable: error=%s", exc)
+            return None
+        self.restore = None
+        state.applied_sha = applied
+        log.info("serving the last verified revision: sha=%s", applied[:12])
+        self._refused_message(applied)
+        return fetched
+
+    def _refused_message(self, applied: str) -> None:
+        condition = self.state.source_condition
+        message = condition.message.replace("no verified revision is known yet (our status branch names none)",
+                                            f"the last verified revision {applied[:7]} stays in force")
+        self.state.source_condition = replace(condition, message=message)
+
     def source_failed(self, exc: GitdnsError) -> None:
+        """Git failed: report it (the cause kept) and back off the git operations only."""
+        delay = self.state.git_wait.failed(self.ports.clock())
         reason = exc.reason if exc.reason in REASONS else "GitUnreachable"
+        log.warning("git failed: reason=%s retry_in=%.2fs error=%s", reason, delay, exc)
         self.state.source_condition = Condition("SourceAvailable", False, reason,
                                                 f"{exc}; the last good revision stays in force")
 

@@ -45,6 +45,14 @@ class Reporter:
     def publish(self) -> None:
         publish(self)
 
+    def push_pending(self) -> bool:
+        """The last status push failed (it is tried again on its own backoff)."""
+        pushed = self.state.status_push
+        return self.ports.status is not None and self.config.status and pushed is not None and not pushed.status
+
+    def push_due(self) -> bool:
+        return self.push_pending() and self.state.push_wait.ready(self.ports.clock())
+
 
 def report(agent: Reporter) -> ClusterReport:
     desired = agent.state.current
@@ -178,8 +186,10 @@ def publish(agent: Reporter) -> None:
     the next pass; DNS is reconciled meanwhile."""
     built = report(agent)
     if agent.ports.status is not None and agent.config.status:
-        agent.state.status_push = _push(agent, built)
-        built = replace(built, conditions=(*built.conditions, agent.state.status_push))
+        state, now = agent.state, agent.ports.clock()
+        if state.status_push is None or state.status_push.status or state.push_wait.ready(now):
+            state.status_push = _push(agent, built)
+        built = replace(built, conditions=(*built.conditions, state.status_push))
     agent.state.last_report = built
     for hook in agent.ports.report_hooks:
         try:
@@ -193,10 +203,13 @@ def _push(agent: Reporter, built: ClusterReport) -> Condition:
     try:
         agent.ports.status.publish(built)
     except GitdnsError as exc:
-        log.warning("status push failed: reason=%s error=%s", exc.reason, exc)
+        delay = agent.state.push_wait.failed(agent.ports.clock())
+        log.warning("status push failed: reason=%s retry_in=%.2fs error=%s", exc.reason, delay, exc)
         reason = exc.reason if exc.reason in REASONS else "StatusPushFailed"
         return Condition("StatusPublished", False, reason,
-                         f"status push failed: {exc}; DNS is reconciled meanwhile, the next pass pushes again")
+                         f"status push failed: {exc}; DNS is reconciled meanwhile, the push is tried again "
+                         f"in {delay:.0f}s (or at the next webhook delivery)")
+    agent.state.push_wait.succeeded()
     agent.role.reported(built.heartbeat)
     return Condition("StatusPublished", True, "StatusPushed", "the status branch holds this report")
 

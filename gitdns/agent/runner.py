@@ -1,9 +1,11 @@
 """The long-running agent: apscheduler drives the cycle, the HTTP endpoint pokes it.
 
 One executor thread runs every job, so cycles never overlap; a webhook or a newer revision
-moves the poll job to "now" (coalesced), which pre-empts waiting validation work.  Git and
-provider failures back off exponentially from 0.75 s to 15 min while the last good
-revision stays in force.  SIGTERM lets the running step finish, then stops.
+moves the poll job to "now" (coalesced), which pre-empts waiting validation work.  Only git
+operations back off when git fails (`gitdns.agent.gitwait`: 0.75 s doubling to 15 min): the
+poll keeps its interval, so zone-side work (validation, health withdrawals, a break-glass
+active-groups switch in the zone) goes on from the last good revision.  A webhook delivery ends
+the wait.  SIGTERM lets the running step finish, then stops.
 """
 
 from __future__ import annotations
@@ -17,18 +19,13 @@ from typing import Any
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, Cycle
+from gitdns.agent.gitwait import BACKOFF_MAX, BACKOFF_START, backoff
 from gitdns.agent.metrics import Metrics
-from gitdns.errors import GitdnsError, PermanentError
+from gitdns.errors import ConfigError, GitdnsError, ValidationError
 
 log = logging.getLogger(__name__)
 
-BACKOFF_START = 0.75
-BACKOFF_MAX = 900.0
-
-
-def backoff(failures: int) -> float:
-    """0.75 s, 1.5 s, 3 s, ... capped at 15 min."""
-    return float(min(BACKOFF_START * (2 ** max(failures - 1, 0)), BACKOFF_MAX))
+__all__ = ["BACKOFF_MAX", "BACKOFF_START", "Runner", "backoff"]
 
 
 class Runner:
@@ -41,7 +38,6 @@ class Runner:
         self.config = config
         self.metrics = metrics
         self.wall = wall
-        self.failures = 0
         self.cycles = 0
         self.alive = True
         self.stopped = threading.Event()
@@ -64,6 +60,8 @@ class Runner:
         skip a second instance), another runs as soon as it ends, so no push is left waiting for
         the next poll interval."""
         log.info("poke: why=%s", why)
+        if why.startswith("push"):
+            self.agent.git_kicked()  # a webhook delivery: git is tried at once, whatever the backoff
         with self._poll_lock:
             if self._polling:
                 self._again = True
@@ -71,28 +69,42 @@ class Runner:
         self._reschedule("poll", 0.0)
 
     def first(self) -> Cycle | None:
-        """The first cycle, before the scheduler starts: a permanent error (a refused
-        cluster identity, a bad configuration) propagates so the agent refuses to start."""
+        """The first cycle, before the scheduler starts: a bad configuration (a refused cluster
+        identity) propagates so the agent refuses to start.  Git failing or refusing the head
+        does not: the agent stays up, reports it and tries again (a rotated credential, a new
+        signed head)."""
         started = time.monotonic()
         try:
             cycle = self.agent.run("start", force=True)
-        except PermanentError:
+        except (ConfigError, ValidationError):
             raise
         except GitdnsError as exc:
-            self.failures = 1
             self.metrics.record_git_error(exc.reason)
             log.warning("first cycle failed: reason=%s error=%s; retrying", exc.reason, exc)
+            self._publish_state()
             return None
         self.cycles += 1
         self._after_cycle(cycle, time.monotonic() - started)
         return cycle
 
+    @property
+    def failures(self) -> int:
+        """Consecutive failures of the desired branch's git operations."""
+        return self.agent.state.git_wait.failures
+
+    def _next_poll(self) -> float:
+        """Seconds to the next poll: the poll interval, or sooner when a git retry is due first."""
+        poll = self.config.poll_interval
+        retry = self.agent.next_git_attempt()
+        return poll if retry is None else min(retry, poll)
+
     def start(self, first_delay: float | None = None) -> None:
-        """Schedule the poll (first run after ``first_delay``; default now) and start."""
+        """Schedule the poll (first run after ``first_delay``; default the poll interval, or
+        sooner when git is to be retried) and start."""
         from apscheduler.triggers.interval import IntervalTrigger
 
         poll = self.config.poll_interval
-        delay = backoff(self.failures) if self.failures else (poll if first_delay is None else first_delay)
+        delay = self._next_poll() if first_delay is None else first_delay
         self.scheduler.add_job(self.poll, IntervalTrigger(seconds=poll, jitter=max(poll * 0.05, 0.0)),
                                id="poll", next_run_time=datetime.now(UTC) + timedelta(seconds=delay))
         self.scheduler.start()
@@ -111,22 +123,23 @@ class Runner:
                 self._reschedule("poll", 0.0)
 
     def _poll(self, force: bool) -> Cycle | None:
-        started = time.monotonic()
+        started, failures = time.monotonic(), self.failures
         try:
             cycle = self.agent.run("poll", force=force)
-        except GitdnsError as exc:
-            self.failures += 1
-            delay = backoff(self.failures)
+        except GitdnsError as exc:  # git failed with no revision in force yet: nothing else to do
             self.metrics.record_git_error(exc.reason)
-            log.warning("cycle failed: reason=%s retry_in=%.2fs error=%s", exc.reason, delay, exc)
-            self._reschedule("poll", delay)
+            log.warning("cycle failed: reason=%s error=%s", exc.reason, exc)
+            self._reschedule("poll", self._next_poll())
             self._publish_state()
             return None
-        self.failures = 0
         self.cycles += 1
+        if self.failures > failures:  # git failed; the pass went on from the last good revision
+            self.metrics.record_git_error(self.agent.state.source_condition.reason)
         self._after_cycle(cycle, time.monotonic() - started)
         if cycle.yielded:
             self._reschedule("poll", 1.0)  # a co-owner applied a newer revision: fetch again soon
+        elif self.agent.next_git_attempt() is not None:
+            self._reschedule("poll", self._next_poll())  # git backs off; the poll keeps its interval
         return cycle
 
     def validate(self) -> None:

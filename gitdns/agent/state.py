@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitdns.adapters.leases import LeaseState
+from gitdns.agent.gitwait import GitWait
 from gitdns.core.conditions import Condition
 from gitdns.core.desired import Desired
 from gitdns.core.healthfilter import HealthResult
@@ -49,3 +50,6 @@ class AgentState:
     group_results: dict[str, dict[str, Any]] = field(default_factory=dict)  # zone domain -> groups verdict
     revision_loaded_at: float | None = None  # when a new revision was loaded (the health grace window)
     status_push: Condition | None = None  # how the last push of the status branch went
+    git_wait: GitWait = field(default_factory=GitWait)  # the desired branch's fetch backs off alone
+    push_wait: GitWait = field(default_factory=GitWait)  # and so does the status push
+    refused_head: str | None = None  # a head refused (signature): not fetched again until it moves

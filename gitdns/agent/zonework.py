@@ -14,6 +14,7 @@ from gitdns.agent.roles import Role as AgentRole
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.core.desired import Desired
+from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
 from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
@@ -66,6 +67,31 @@ class ZoneWork:
         if self.ports.on_apply is not None:
             self.ports.on_apply(zone.domain, outcome)
         return outcome
+
+    def groups_moved(self) -> bool:
+        """Whether a grouped zone's active-groups records changed since its last pass (a
+        break-glass `groups set --direct` written straight to the zone): one read of two names per
+        grouped zone, so the agents follow within a poll interval, with or without git."""
+        if self.role.mode is Mode.REMOTE:
+            return False
+        moved = False
+        for name, track in self.state.tracks.items():
+            memory = track.memory
+            if not memory.groups_watch:
+                continue
+            zone = self.zones.zone_in(track.desired, name)
+            try:
+                snapshot = self.ports.factory(zone).read(zone.domain, [kuadrant_name(zone.domain),
+                                                                      gitdns_name(zone.domain)])
+            except GitdnsError as exc:
+                log.debug("active groups check failed: zone=%s error=%s", zone.domain, exc)
+                continue
+            seen = read_zone_groups(snapshot, zone.domain).key()
+            if memory.groups_seen is not None and seen != memory.groups_seen:
+                log.info("active groups changed in the zone: zone=%s", zone.domain)
+                moved = True
+            memory.groups_seen = seen
+        return moved
 
     def _cluster(self, zdesired: Desired, newest: Desired) -> Cluster:
         cluster = self.zones.cluster_of(newest)

@@ -65,6 +65,10 @@ class ZoneGroups:
     kuadrant_record: RecordSet | None = None
     gitdns_record: RecordSet | None = None
 
+    def key(self) -> tuple[object, ...]:
+        """What a later read is compared with to notice a switch written straight to the zone."""
+        return (self.kuadrant, self.serial, self.groups)
+
 
 def read_zone_groups(snapshot: ZoneSnapshot, zone: str) -> ZoneGroups:
     kname, gname = kuadrant_name(zone), gitdns_name(zone)

@@ -49,9 +49,11 @@ def groups(p: ZonePass) -> Result:
     cluster publishes nothing and only keeps its ownership labels' group right."""
     git = p.desired.state.groups_for_zone(p.zone.name)
     if git is None and not p.cluster.group:
+        p.memory.groups_watch = False
         return Result.CONTINUE
     names = [kuadrant_name(p.zone.domain), gitdns_name(p.zone.domain)]
     state = read_zone_groups(p.provider.read(p.zone.domain, names), p.zone.domain)
+    p.memory.groups_watch, p.memory.groups_seen = True, state.key()
     p.groups = decide(git, state, p.zone.domain)
     p.inactive = not is_active(p.cluster.group, p.groups.active)
     if p.inactive and p.primary is not None:  # its own records go; the remotes are filtered by group
@@ -61,6 +63,7 @@ def groups(p: ZonePass) -> Result:
     elif p.inactive:
         return _inactive(p)
     if p.groups.write and p.can_write:
+        p.memory.groups_seen = None  # the zone changes now: the next check takes a new baseline
         result = p.provider.apply(p.zone.domain, p.groups.write)
         p.outcome.applied += len(result.applied)
         if result.refused:

@@ -83,6 +83,8 @@ class ZoneMemory:
     pruned_serial: int | None = None  # the groups serial inactive groups were last pruned for
     cleaned: frozenset[str] | None = None  # merged remotes whose old claims a primary removed
     last: ZoneOutcome | None = None  # the last pass's outcome
+    groups_watch: bool = False  # the zone has active groups: each poll checks its two TXT records
+    groups_seen: tuple[object, ...] | None = None  # those records as last read (None: read again for a baseline)
 
 
 @dataclass(slots=True)

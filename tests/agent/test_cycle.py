@@ -24,13 +24,16 @@ class CountingProvider(MemoryProvider):
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
+        self.log: list[tuple[str, tuple[str, ...] | None]] = []  # ("read" | "apply", names read)
 
     def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
         self.calls += 1
+        self.log.append(("read", tuple(sorted(names)) if names is not None else None))
         return super().read(zone, names)
 
     def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def,override]
         self.calls += 1
+        self.log.append(("apply", None))
         return super().apply(zone, changes, guards)
 
 
@@ -66,13 +69,22 @@ def test_first_cycle_applies_and_reports_ready(world, tmp_path: Path) -> None:  
     assert report is not None and report.ready, report.conditions
 
 
-def test_idle_poll_makes_no_provider_call(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_idle_poll_reads_only_the_active_groups_records(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An idle poll writes nothing and reads only the two active-groups TXT of each zone with
+    groups (so a break-glass switch in the zone is followed within a poll interval)."""
+    from gitdns.core.groups import gitdns_name, kuadrant_name
+
     agent = make_agent(world, tmp_path)
     agent.run()
     _, providers, _ = world
-    before = sum(p.calls for p in providers.values())
+    before = {zone: len(p.log) for zone, p in providers.items()}
     agent.run()
-    assert sum(p.calls for p in providers.values()) == before
+    after = {zone: p.log[before[zone]:] for zone, p in providers.items()}
+    grouped = {zone for zone, g in agent.state.group_results.items() if g}
+    assert grouped, "the example has a zone with active groups"
+    for zone, calls in after.items():
+        expected = [("read", tuple(sorted([gitdns_name(zone), kuadrant_name(zone)])))] if zone in grouped else []
+        assert calls == expected, zone
 
 
 def test_validation_ramps_and_reapplies_missing_records(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -116,18 +128,34 @@ def test_invalid_commit_holds_only_its_zone(world, tmp_path: Path) -> None:  # t
 
 
 def test_unreachable_remote_keeps_the_zone_and_reports(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    source, providers, _ = world
+    source, providers, clock = world
     agent = make_agent(world, tmp_path)
     agent.run()
     before = data(providers["example.com"])
     source.up = False
-    with pytest.raises(UnreachableError):
-        agent.run()
+    agent.run()  # the last good revision stays in force: no exception, the pass is reported
     assert data(providers["example.com"]) == before
     assert agent.state.source_condition.reason == "GitUnreachable"
+    report = agent.last_report
+    assert report is not None and not report.ready
+    assert next(c for c in report.conditions if c.type == "Ready").reason == "GitUnreachable"
     source.up = True
+    source.calls.clear()
+    agent.run(force=True)  # git backs off (0.75 s first): not tried yet
+    assert "remote_head" not in source.calls and not agent.state.source_condition.status
+    clock.advance(1.0)
     agent.run(force=True)
     assert agent.state.source_condition.status
+    assert agent.state.git_wait.failures == 0
+
+
+def test_nothing_in_force_and_git_down_raises(tmp_path: Path) -> None:
+    source = FakeSource()
+    source.commit(example_files(), "initial")
+    source.up = False
+    agent = make_agent((source, {}, Clock()), tmp_path)
+    with pytest.raises(UnreachableError):
+        agent.run()
 
 
 def test_force_push_to_an_older_commit_is_refused(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

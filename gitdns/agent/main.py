@@ -111,17 +111,30 @@ class StatusPublisher:
                                        timeout=self.config.git_timeout)
         return self.branch
 
-    def applied_revision(self, cluster_id: str) -> str | None:
-        """The applied revision our status branch recorded (survives a restart)."""
+    def applied_revision(self, cluster: str) -> str | None:
+        """The applied revision our status branch recorded (survives a restart).  ``cluster`` is
+        our id, or our name when nothing else is known (a new state directory, a refused head to
+        learn nothing from): then the one status branch whose summary names us is used."""
         from gitdns.core.statusdoc import load as load_yaml
 
-        tree = self._branch(cluster_id).read_one()
+        tree = self._branch(cluster).read_one()
+        if tree is None:
+            tree = self._named(cluster)
         if tree is None or "summary.yaml" not in tree.files:
             return None
-        text: str = tree.files["summary.yaml"]
-        summary = load_yaml(text)
+        summary = load_yaml(str(tree.files["summary.yaml"]))
         value: object = summary.get("appliedRevision")
         return value if isinstance(value, str) and value else None
+
+    def _named(self, name: str) -> Any:
+        from gitdns.adapters.statusbranch import read_all
+        from gitdns.core.statusdoc import load as load_yaml
+
+        trees = read_all(self.config.status_repo or self.config.repo, workdir=Path(self.config.state_dir) / "status",
+                         auth=git_auth(self.config), timeout=self.config.git_timeout)
+        ours = [tree for tree in trees.values()
+                if "summary.yaml" in tree.files and load_yaml(str(tree.files["summary.yaml"])).get("cluster") == name]
+        return ours[0] if len(ours) == 1 else None
 
     def publish(self, report: ClusterReport) -> str | None:
         from gitdns import __version__
@@ -333,7 +346,8 @@ def gateway_hook() -> Any:
 
 
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
-    from gitdns.adapters.httpserver import HttpServer, WebhookConfig, repository_of
+    from gitdns.adapters.httpserver import HttpServer
+    from gitdns.adapters.webhooks import WebhookConfig, repository_of
     from gitdns.agent.runner import Runner
 
     runner = Runner(agent, config, metrics)
@@ -346,6 +360,7 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
             github_secret=_read_secret(config.webhook_github_secret_file),
             gitlab_token=token.decode() if token else None,
             gitlab_signing_secret=_read_secret(config.webhook_gitlab_signing_file),
+            gitea_secret=_read_secret(config.webhook_gitea_secret_file),
             cluster_id=agent.state.known_cluster.id if agent.state.known_cluster else None,
             branch=config.branch, repository=repository_of(config.repo),
             status_repository=repository_of(config.status_repo) if config.status_repo else None,

@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Result
 
@@ -31,6 +32,37 @@ examples:
   gitdns zone show example.com --repo example-repo
 """
 
+
+
+# The git transport: one definition for the agent and every verb that talks to a git remote
+# (status, history, groups add|remove|set|reconcile); gitdns/commands/gitremote.py builds the GitAuth.
+TRANSPORT_HELP = {
+    "ssh_key": "SSH private key for ssh:// and scp-like remotes",
+    "known_hosts": "pinned known_hosts file for ssh:// remotes (the host key is checked strictly)",
+    "token_file": "file holding the HTTPS token (read on every git operation)",
+    "token_env": "name of an environment variable holding the HTTPS token",
+    "ca_file": "CA bundle trusted for https:// remotes, e.g. a private CA",
+}
+TRANSPORT_TITLE = "git remote (docs/cli.md, \"Git remotes\"; none given: the ambient git configuration)"
+
+
+def _git_transport() -> argparse.ArgumentParser:
+    """The parent parser of the five transport flags, each defaulting to GITDNS_<NAME>."""
+    from gitdns.commands.gitremote import TRANSPORT, env_name
+
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group(TRANSPORT_TITLE)
+    for name in TRANSPORT:
+        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
+                           help=f"{TRANSPORT_HELP[name]} ({env_name(name)})")
+    return parent
+
+
+def _transport(args: argparse.Namespace) -> Any:
+    """The GitAuth of a verb's transport flags (and GITDNS_<NAME> for those not given)."""
+    from gitdns.commands.gitremote import TRANSPORT, git_auth
+
+    return git_auth({name: getattr(args, name, None) for name in TRANSPORT})
 
 
 def _add_repo(p: argparse.ArgumentParser) -> None:
@@ -57,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    transport = _git_transport()
 
     p = sub.add_parser("validate", help="check the desired state: every problem at once, with file:line",
                        epilog="example: gitdns validate example-repo --format json")
@@ -111,11 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repo(zs)
     _add_format(zs, ["text", "json"])
 
-    _add_agent(sub)
+    _add_agent(sub, transport)
     _add_orchestrator(sub)
     _add_owner_commands(sub)
-    _add_audit_commands(sub)
-    _add_failover_commands(sub)
+    _add_audit_commands(sub, transport)
+    _add_failover_commands(sub, transport)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
@@ -132,11 +165,6 @@ AGENT_HELP = {
     "listen": "HTTP address for /healthz /readyz /status /metrics /webhook (default: 0.0.0.0:8080; '' disables)",
     "state_dir": "git caches and the local record store (default: /var/lib/gitdns)",
     "git_timeout": "timeout of every git operation (default: 30s)",
-    "token_env": "name of an environment variable holding the HTTPS token",
-    "token_file": "file holding the HTTPS token",
-    "ssh_key": "SSH private key for ssh:// remotes",
-    "known_hosts": "pinned known_hosts file for ssh:// remotes",
-    "ca_file": "CA bundle trusted for https:// remotes, e.g. a private CA (GITDNS_CA_FILE)",
     "verify_ssh_signers": "allowed_signers file: refuse heads without a trusted SSH signature",
     "verify_gpg_keys": "exported public keys: refuse heads without a trusted GPG signature",
     "allow_rollback": "accept a head that is not a descendant of the applied revision",
@@ -170,9 +198,10 @@ AGENT_HELP = {
 
 
 
-def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser], transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "agent", help="run the per-cluster agent: follow git, reconcile zones, commit status back",
+        parents=[transport],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="settings come from flags, then GITDNS_<NAME> environment variables, then --config FILE\n"
                "(keys in camelCase: pollInterval, stateDir, ...), in that precedence.\n\n"
@@ -254,8 +283,10 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                    help="adopt records the cluster's desired state does not contain (its next apply deletes them)")
 
 
-def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                        transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser("status", help="aggregate every cluster's status branch (exit 0 when the fleet is ready)",
+                       parents=[transport],
                        epilog="reads every gitdns-status/* branch of the repository; also shows which clusters\n"
                               "have not applied the desired branch's head (when the head can be listed).\n"
                               "exit codes: 0 every cluster and policy is Ready, 1 otherwise (or on error).\n"
@@ -268,6 +299,7 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
     p = sub.add_parser("history", help="trace a name's desired records through git: commits, authors, diffs",
+                       parents=[transport],
                        epilog="desired state from git, not what providers published (see gitdns status).\n"
                               "example: gitdns history api.example.com --repo https://git.example.com/dns.git",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -280,7 +312,8 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
 
-def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                           transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser("groups", help="active failover groups of a zone (docs/failover.md): get, change through a PR",
                        epilog="add/remove/set edit the ActiveGroups file, bump its serial and commit on a new\n"
                               "branch (gitdns/groups-<zone>-<serial>) with the merged-zone plan for the pull\n"
@@ -293,7 +326,8 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                        ("add", "make groups active (the others stay as they are)"),
                        ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
                        ("reconcile", "after --direct: write git level with the zone (a new branch)")):
-        g = gsub.add_parser(name, help=text)
+        # every verb but get talks to origin: the status branches (health) and --push
+        g = gsub.add_parser(name, help=text, parents=[] if name == "get" else [transport])
         g.add_argument("zone", help="zone domain or Zone metadata.name")
         if name in ("add", "remove", "set"):
             g.add_argument("groups", nargs="*" if name == "set" else "+", metavar="GROUP",
@@ -465,14 +499,16 @@ def cmd_adopt(args: argparse.Namespace) -> Result:
 def cmd_status(args: argparse.Namespace) -> Result:
     from gitdns.commands.status import status
 
-    return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir)
+    return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir,
+                  auth=_transport(args))
 
 
 def cmd_history(args: argparse.Namespace) -> Result:
     from gitdns.commands.history import history_command
 
     return history_command(args.name, args.repo, branch=args.branch, path=args.path,
-                           max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format)
+                           max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,
+                           auth=_transport(args))
 
 
 def cmd_groups(args: argparse.Namespace) -> Result:
@@ -480,8 +516,8 @@ def cmd_groups(args: argparse.Namespace) -> Result:
 
     opts = {k: v for k, v in vars(args).items() if k in Request.__dataclass_fields__}
     req = Request(action=args.groups_command, zone=args.zone, groups=tuple(getattr(args, "groups", ())),
-                  provider_settings=tuple(getattr(args, "provider_setting", ())),
-                  **{k: v for k, v in opts.items() if k not in ("zone", "groups")})
+                  provider_settings=tuple(getattr(args, "provider_setting", ())), auth=_transport(args),
+                  **{k: v for k, v in opts.items() if k not in ("zone", "groups", "auth")})
     return run(req)
 
 

@@ -5,9 +5,12 @@ branch without touching the checkout, push that branch (``gitdns groups``'s pull
     head_files(wt) -> {path: text}        the desired repository's YAML files as HEAD has them
     is_dirty(wt, path) / branch_exists(wt, branch)
     commit_on_branch(wt, path, content, branch, message) -> sha
-    push_branch(wt, branch)               to ``origin`` (UnreachableError when the push fails)
+    push_branch(wt, branch, auth=GitAuth(), timeout=) to ``origin``, with the git transport
+                                          ``auth`` (`gitdns.adapters.gitauth`)
 
-Git failures raise WorkTreeError naming the git command and its message.
+Local git failures raise WorkTreeError naming the git command and its message.  A failed push
+raises the error `gitdns.adapters.giterrors` classifies (HostKeyMismatch, AuthenticationFailed,
+TLSVerificationFailed, PushDeclined, ...), with the secrets taken out.
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from pathlib import Path
 
 import git
 
-from gitdns.errors import PermanentError, UnreachableError
+from gitdns.adapters.gitauth import GitAuth, auth_env, check_url, redact
+from gitdns.adapters.giterrors import git_error
+from gitdns.adapters.statuscache import run_git as run_remote_git
+from gitdns.errors import GitdnsError, PermanentError
+
+PUSH_TIMEOUT = 120.0
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -122,9 +130,31 @@ def commit_on_branch(wt: WorkTree, path: str, content: str, branch: str, message
     return commit
 
 
-def push_branch(wt: WorkTree, branch: str) -> None:
-    try:
-        run_git(wt, "push", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
-    except WorkTreeError as exc:
-        raise UnreachableError(f"pushing {branch} to origin failed: {exc}; the branch is committed "
-                               f"locally, push it with `git push origin {branch}`") from None
+def push_branch(wt: WorkTree, branch: str, auth: GitAuth = GitAuth(),  # noqa: B008 - frozen value
+                timeout: float = PUSH_TIMEOUT) -> None:
+    """Push ``branch`` to ``origin`` (never forced) with the transport ``auth``: its key and
+    known_hosts, its token (answered by an askpass helper from git's environment, never in
+    argv, the URL or a file of ours; no credential helper is asked or told) and its CA; with
+    nothing configured, the ambient git configuration, prompts off.  The whole git process
+    group is killed after ``timeout``."""
+    url = wt.origin_url() or "origin"
+    helpers = ["-c", "credential.helper="] if auth.uses_token else []
+    with tempfile.TemporaryDirectory(prefix="gitdns-push-") as tmp:
+        secrets: tuple[str, ...] = ()
+        try:
+            if auth.configured:
+                check_url(url)
+            env, secrets = auth_env(auth, Path(tmp), timeout)
+            out = run_remote_git([*helpers, "push", "origin", f"refs/heads/{branch}:refs/heads/{branch}"],
+                                 cwd=wt.root, timeout=timeout, env=env)
+        except GitdnsError as exc:
+            raise _unpushed(exc, branch, secrets) from None
+    if out.rc != 0:
+        raise _unpushed(git_error("push", url, out.stderr, secrets), branch, secrets)
+
+
+def _unpushed(exc: GitdnsError, branch: str, secrets: tuple[str, ...]) -> GitdnsError:
+    """``exc`` (same type and reason) saying the branch stays committed locally."""
+    message = (f"{redact(str(exc), secrets)}; the branch {branch} is committed locally: push it with "
+               f"`git push origin {branch}` once the cause is fixed")
+    return type(exc)(message, reason=exc.reason)

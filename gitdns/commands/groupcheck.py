@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitdns.adapters.gitauth import GitAuth
 from gitdns.core import groups
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.model import Zone
@@ -35,6 +36,7 @@ class Request:
     provider_settings: tuple[str, ...] = ()  # KEY=VALUE
     credentials_env: str | None = None
     credentials_file: str | None = None
+    auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (gitremote.py)
 
 
 def show(items: Iterable[str]) -> str:

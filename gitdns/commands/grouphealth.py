@@ -3,6 +3,7 @@
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint: its
 clusters publish at least one record in the zone, and (when the status branches on ``origin``
 can be read) none of them reports ``Ready`` false nor all its health-checked targets unhealthy.
+The status branches are read through the verb's git transport (`gitdns.commands.gitremote`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gitdns.adapters.gitauth import GitAuth
 from gitdns.commands import Result
 from gitdns.commands.failover import serving
 from gitdns.commands.groupcheck import GroupsRefused
@@ -97,17 +99,23 @@ def activation_problems(desired: Desired, zone: Zone, activated: Sequence[str],
     return problems
 
 
-def status_trees(url: str | None) -> dict[str, StatusTree] | None:
-    """Every status branch on ``url``; None when there is no remote or it cannot be read."""
+def status_trees(url: str | None, auth: GitAuth | None = None,
+                 result: Result | None = None) -> dict[str, StatusTree] | None:
+    """Every status branch on ``url``, read through the git transport ``auth``; None when there
+    is no remote or it cannot be read (then a warning with the cause goes to ``result``)."""
     if not url:
         return None
     from gitdns.adapters.statusbranch import read_all
 
     try:
         with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
-            trees = read_all(url, workdir=Path(tmp), timeout=STATUS_TIMEOUT)
+            trees = read_all(url, workdir=Path(tmp), timeout=STATUS_TIMEOUT, auth=auth)
     except (GitdnsError, OSError) as exc:
         log.debug("status branches not read: %s", exc)
+        if result is not None:
+            reason = f" (reason: {exc.reason})" if isinstance(exc, GitdnsError) else ""
+            result.err.append(f"warning: the status branches on origin were not read, so the clusters' "
+                              f"reported health is not checked: {exc}{reason}")
         return None
     return trees or None
 

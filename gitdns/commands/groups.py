@@ -9,6 +9,8 @@ TXT (`gitdns.core.groups`).  A change is a pull request:
                      checked-out one; the work tree, the index and the checked-out branch stay
                      as they were), optionally push it to ``origin``, and return the
                      pull-request description with the merged-zone plan (`failover`).
+                     The status branches (health) and ``--push`` use the git transport
+                     ``Request.auth`` (--ssh-key, --token-file, ...: `gitremote`).
     --direct         break-glass when git is unreachable (`groupdirect`).
     reconcile        the zone ahead of git (after --direct): write git level with the zone's
                      serial and groups, on a new branch for a pull request.
@@ -181,7 +183,7 @@ def _commit_groups(req: Request, wt: WorkTree, desired: Desired, zone: Zone, tar
     if req.push:
         if wt.origin_url() is None:
             raise GroupsRefused("--push: the work tree has no remote named origin")
-        worktree.push_branch(wt, branch)
+        worktree.push_branch(wt, branch, req.auth)
     return branch, rel, text
 
 
@@ -234,7 +236,7 @@ def change(req: Request) -> Result:
                           f"{serial}: agents keep the zone's groups until git's serial is higher; "
                           f"run `gitdns groups reconcile {zone.name}` first")
     activated = [g for g in target if not before or g not in before]
-    trees = status_trees(wt.origin_url()) if activated else None
+    trees = status_trees(wt.origin_url(), req.auth, result) if activated else None
     refuse_unhealthy(activation_problems(desired, zone, activated, trees), req.force, result)
     sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [])
     branch, _, _ = _commit_groups(req, wt, desired, zone, target, serial)

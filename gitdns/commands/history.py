@@ -1,8 +1,8 @@
 """`gitdns history NAME`: how a DNS name's desired records changed, commit by commit, and who
 changed them (what an auditor asks).
 
-    history_command(name, repo, ..., fmt=) -> Result                  the command
-    history(name, repo, branch=, path=, max_commits=, state_dir=) -> History
+    history_command(name, repo, ..., fmt=, auth=) -> Result            the command
+    history(name, repo, branch=, path=, max_commits=, state_dir=, auth=) -> History
     trace(name, commits, files_at, baseline=None) -> list[Entry]     the walk, without git
     merge(per_cluster) -> tuple[Merged, ...]                         the fleet's records per key
     to_text(history) / to_json(history)
@@ -46,6 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitsource import CommitInfo, GitSource
 from gitdns.commands import Result
 from gitdns.core import builder
@@ -261,11 +262,13 @@ def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
 
 
 def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 200,
-            state_dir: str | Path | None = None) -> History:
-    """Fetch the branch's history and trace NAME through its last ``max_commits`` YAML commits."""
+            state_dir: str | Path | None = None, auth: GitAuth | None = None) -> History:
+    """Fetch the branch's history and trace NAME through its last ``max_commits`` YAML commits,
+    through the git transport ``auth`` (default: the ambient git configuration)."""
     max_commits = max(1, max_commits)
     with scratch_dir(state_dir, "history") as workdir:
-        source = GitSource(repo_url(repo), branch=branch, path=path, workdir=workdir, timeout=GIT_TIMEOUT)
+        source = GitSource(repo_url(repo), branch=branch, path=path, workdir=workdir, timeout=GIT_TIMEOUT,
+                           auth=auth or GitAuth())
         newest_first = source.log(PATHS, max_count=max_commits + 1)
         truncated = len(newest_first) > max_commits
         baseline = newest_first[max_commits] if truncated else None
@@ -363,7 +366,8 @@ def to_json(result: History) -> str:
 
 
 def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 200,
-                    state_dir: str | Path | None = None, fmt: str = "text") -> Result:
+                    state_dir: str | Path | None = None, fmt: str = "text", auth: GitAuth | None = None) -> Result:
     """``gitdns history NAME``: text or JSON."""
-    result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir)
+    result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir,
+                     auth=auth)
     return Result(out=[to_json(result) if fmt == "json" else to_text(result)])

@@ -1,7 +1,7 @@
 """`gitdns status`: the fleet's status branches, aggregated, and who lags the desired head.
 
-    status(repo, cluster=, branch=, fmt=, state_dir=) -> Result the command (exit 0: the fleet is ready)
-    fleet_status(repo, cluster=, branch=, state_dir=) -> dict   statusview.aggregate + lag fields
+    status(repo, cluster=, branch=, fmt=, state_dir=, auth=) -> Result   the command (exit 0: the fleet is ready)
+    fleet_status(repo, cluster=, branch=, state_dir=, auth=) -> dict    statusview.aggregate + lag fields
     with_lag(agg, head, branch) -> dict                          pure: adds the lag fields
     lag_text(agg) -> str                                         the lines added below statusview.to_text
 
@@ -9,6 +9,8 @@ Every ``gitdns-status/*`` branch of ``repo`` is read with one fetch (`statusbran
 into ``state_dir/status`` (a temporary directory, removed afterwards, without ``state_dir``).
 The head of the desired branch comes from ``git ls-remote`` on the same repository; when that
 fails (the desired repository is elsewhere, or unreachable) the lag is simply not shown.
+Both go through one git transport, ``auth`` (the verb's --ssh-key, --known-hosts, --token-file,
+--token-env, --ca-file: `gitdns.commands.gitremote`).
 
 Added to the aggregate: ``desiredHead`` (the branch head's sha, or None when unknown),
 ``desiredBranch``, and per cluster ``behindHead`` — the head sha when the cluster's
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters.gitauth import GitAuth, check_url
 from gitdns.adapters.gitsource import GitSource
 from gitdns.adapters.statusbranch import read_all
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
@@ -35,9 +38,9 @@ log = logging.getLogger(__name__)
 
 
 def status(repo: str, *, cluster: str | None = None, branch: str = "main", fmt: str = "text",
-           state_dir: str | Path | None = None) -> Result:
+           state_dir: str | Path | None = None, auth: GitAuth | None = None) -> Result:
     """``gitdns status``: exit 0 when every cluster and policy is Ready, else 1."""
-    agg = fleet_status(repo, cluster=cluster, branch=branch, state_dir=state_dir)
+    agg = fleet_status(repo, cluster=cluster, branch=branch, state_dir=state_dir, auth=auth)
     result = Result(EXIT_OK if agg["ready"] else EXIT_ERROR)
     if cluster and not agg["clusters"]:
         result.err.append(f"no status branch for cluster {cluster}")
@@ -46,18 +49,23 @@ def status(repo: str, *, cluster: str | None = None, branch: str = "main", fmt: 
 
 
 def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
-                 state_dir: str | Path | None = None, timeout: float = 30.0) -> dict[str, Any]:
+                 state_dir: str | Path | None = None, timeout: float = 30.0,
+                 auth: GitAuth | None = None) -> dict[str, Any]:
     url = repo_url(repo)
+    check_url(url)  # no password in --repo: the token comes from --token-file or --token-env
+    auth = auth or GitAuth()
     with scratch_dir(state_dir, "status") as workdir:
-        trees = read_all(url, workdir=workdir / "branches", timeout=timeout)
-        head = desired_head(url, branch, workdir / "desired", timeout)
+        trees = read_all(url, workdir=workdir / "branches", timeout=timeout, auth=auth)
+        head = desired_head(url, branch, workdir / "desired", timeout, auth)
     return with_lag(aggregate(trees, cluster), head, branch)
 
 
-def desired_head(url: str, branch: str, workdir: Path, timeout: float) -> str | None:
+def desired_head(url: str, branch: str, workdir: Path, timeout: float,
+                 auth: GitAuth | None = None) -> str | None:
     """The sha of the desired branch's head, or None when it cannot be listed."""
     try:
-        return GitSource(url, branch=branch, workdir=workdir, timeout=timeout).remote_head()
+        return GitSource(url, branch=branch, workdir=workdir, timeout=timeout,
+                         auth=auth or GitAuth()).remote_head()
     except GitdnsError as exc:
         log.debug("skipped: check=desired-head url=%s error=%s", url, exc)
         return None

@@ -6,31 +6,11 @@ Routes
     ``GET /readyz``    200 ``ready`` when ``ready()`` is true, else 503
     ``GET /status``    200, ``status()`` as JSON (sorted keys)
     ``GET /metrics``   200, Prometheus text format
-    ``POST /webhook``, ``/webhook/github``, ``/webhook/gitlab``
-                       a delivery from GitHub (``X-GitHub-Event``) or GitLab (``X-Gitlab-Event``)
-
-Webhook outcomes (``gitdns_webhook_deliveries_total{provider,result}``)
-    ======= =========================================================== ==========
-    status  when                                                        result
-    ======= =========================================================== ==========
-    202     a verified push, passed to ``on_push``                      accepted
-    202     a verified push to another repository or branch than the    ignored
-            agent follows (the body says which); nothing runs
-    204     verified, but not a push, or a push to our own status branch ignored
-    401     signature/token wrong or missing, or no secret configured   forged
-            for that provider (fail closed)
-    409     a delivery id seen before (only verified ones are recorded) replayed
-    400     no/both provider headers, or path and header disagree       (none)
-    400     a verified push whose body is not a push payload             ignored
-    411/413 no Content-Length / body over ``max_body`` (1 MiB)           (none)
-    404     ``webhook`` is None (the endpoint is off)                    (none)
-    ======= =========================================================== ==========
-
-Status branches: the agent commits to ``<own_status_prefix><cluster_id>``. A push to that ref
-is the agent's own and is ignored (204), so its status commits never wake it. A push to any
-other status branch is passed on: primaries (delegation through git) are woken by their remotes' status
-pushes. When ``cluster_id`` is not configured the server cannot tell its branch from the
-others and ignores every push under ``own_status_prefix``.
+    ``POST /webhook``, ``/webhook/github``, ``/webhook/gitlab``, ``/webhook/gitea``
+                       a delivery from GitHub, GitLab or Gitea, answered as
+                       `gitdns.adapters.webhooks` judges it (its docstring has the table)
+    411/413            no Content-Length / body over ``max_body`` (1 MiB)
+    404                an unknown path, or a webhook path while ``webhook`` is None (off)
 
 ``on_push`` runs on the request thread and must be cheap (set a "fetch now" flag); it is
 called for every accepted delivery and the caller coalesces. Secrets come in as values in
@@ -46,32 +26,21 @@ import socketserver
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gitdns.core.webhook import (
-    GITHUB,
-    GITLAB,
-    PushEvent,
-    ReplayGuard,
-    WebhookPayloadError,
-    delivery_id,
-    detect_provider,
-    header,
-    parse_push,
-    verify_github,
-    verify_gitlab,
-)
+from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
+from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
+from gitdns.core.webhook import PushEvent, ReplayGuard
 
-__all__ = ["MAX_BODY", "HttpServer", "MetricsPage", "WebhookConfig"]
+__all__ = ["MAX_BODY", "HttpServer", "MetricsPage", "WebhookConfig", "repository_of"]
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
-WEBHOOK_PATHS = {"/webhook": None, "/webhook/github": GITHUB, "/webhook/gitlab": GITLAB}
 READ_TIMEOUT_SECONDS = 10.0
 LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
 POLL_SECONDS = 0.1  # how soon stop() is noticed
@@ -86,77 +55,6 @@ class MetricsPage(Protocol):
     def render(self) -> bytes: ...
 
     def record_webhook(self, provider: str, result: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookConfig:
-    """Webhook secrets (values, never paths) and the status-branch rule.
-
-    ``github_secret``: the GitHub hook secret. ``gitlab_token``: GitLab's secret token
-    (``X-Gitlab-Token``). ``gitlab_signing_secret``: GitLab's signing token (``whsec_...``).
-    A provider with nothing configured has all its deliveries refused (401).
-    """
-
-    github_secret: bytes | None = field(default=None, repr=False)
-    gitlab_token: str | None = field(default=None, repr=False)
-    gitlab_signing_secret: bytes | None = field(default=None, repr=False)
-    own_status_prefix: str = "refs/heads/gitdns-status/"
-    cluster_id: str | None = None
-    timestamp_tolerance_seconds: int = 300
-    replay_memory: int = 4096
-    # what this agent follows: pushes elsewhere are answered 202 with the reason and start nothing
-    branch: str | None = None  # the desired branch (None: any)
-    repository: str | None = None  # "owner/name" of the desired repository (None: any)
-    status_repository: str | None = None  # where the status branches live (default: ``repository``)
-
-    @property
-    def own_status_ref(self) -> str | None:
-        return None if self.cluster_id is None else self.own_status_prefix + self.cluster_id
-
-    def unfollowed(self, event: PushEvent) -> str:
-        """Why this agent does not act on ``event`` ("" when it does): another repository, or a
-        branch that is neither the desired branch nor another cluster's status branch."""
-        status = event.ref.startswith(self.own_status_prefix)
-        repo = (self.status_repository or self.repository) if status else self.repository
-        if repo and not same_repository(repo, event.repository):
-            return f"ignored: a push to {event.repository or 'an unnamed repository'}, not {repo}"
-        if not status and self.branch and event.ref != f"refs/heads/{self.branch}":
-            return f"ignored: a push to {event.ref}, not refs/heads/{self.branch}"
-        return ""
-
-    def is_own_status_push(self, ref: str) -> bool:
-        """True for a push the agent made itself (see the module docstring for the rule)."""
-        if self.cluster_id is None:
-            return ref.startswith(self.own_status_prefix)
-        return ref == self.own_status_ref
-
-
-def same_repository(configured: str, pushed: str) -> bool:
-    """Whether a delivery's repository ("owner/name"; GitLab: the full namespace path) is the
-    configured one: exact, ignoring case and a ``.git`` suffix."""
-    def norm(name: str) -> str:
-        name = name.strip().strip("/").lower()
-        return name[:-4] if name.endswith(".git") else name
-    return bool(pushed) and norm(configured) == norm(pushed)
-
-
-def repository_of(url: str) -> str | None:
-    """The "owner/name" path of a remote URL (https://host/owner/name.git, ssh://git@host:22/
-    owner/name.git, git@host:owner/name.git); None for a local path, which a webhook never names."""
-    from urllib.parse import urlsplit
-
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.scheme == "file":
-            return None
-        path = parts.path
-    elif ":" in url and not url.startswith(("/", ".")):
-        path = url.split(":", 1)[1]
-    else:
-        return None
-    path = path.strip("/")
-    path = path[:-4] if path.endswith(".git") else path
-    return path or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,52 +152,21 @@ class HttpServer:
         return _text(404, "not found")
 
     def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> _Reply:
-        cfg = self.webhook
-        if cfg is None:
+        if self.webhook is None:
             return _text(404, "webhook endpoint is off")
-        provider = detect_provider(headers)
-        if provider is None:
-            return _text(400, "expected exactly one of X-GitHub-Event or X-Gitlab-Event")
-        expected = WEBHOOK_PATHS[path]
-        if expected is not None and expected != provider:
-            return _text(400, f"{path} takes {expected} deliveries")
-        if not self._verify(cfg, provider, headers, body):
-            return self._count(provider, "forged", _text(401, "signature or token does not verify"))
-        ident = delivery_id(provider, headers)
-        if ident is not None:
-            with self._guard_lock:
-                replayed = self._guard.seen(ident)
-            if replayed:
-                return self._count(provider, "replayed", _text(409, "delivery already seen"))
-        try:
-            event = parse_push(provider, headers, body)
-        except WebhookPayloadError as exc:
-            return self._count(provider, "ignored", _text(400, str(exc)))
-        if event is None:
-            return self._count(provider, "ignored", _Reply(204))
-        if cfg.is_own_status_push(event.ref):
-            return self._count(provider, "ignored", _Reply(204))
-        why = cfg.unfollowed(event)
-        if why:
-            return self._count(provider, "ignored", _text(202, why))
-        self.on_push(event)
-        log.debug("webhook push: provider=%s ref=%s after=%s", provider, event.ref, event.after[:12])
-        return self._count(provider, "accepted", _text(202, "accepted"))
+        verdict = judge(self.webhook, path, headers, body, now=int(self.clock()), seen=self._seen)
+        if verdict.event is not None:
+            self.on_push(verdict.event)  # raising: 500, and the delivery is not counted accepted
+            log.debug("webhook push: provider=%s ref=%s after=%s",
+                      verdict.provider, verdict.event.ref, verdict.event.after[:12])
+        reply = _Reply(204) if verdict.status == HTTPStatus.NO_CONTENT else _text(verdict.status, verdict.text)
+        if verdict.provider is None or verdict.result is None:
+            return reply
+        return self._count(verdict.provider, verdict.result, reply)
 
-    def _verify(self, cfg: WebhookConfig, provider: str, headers: Mapping[str, str], body: bytes) -> bool:
-        if provider == GITHUB:
-            return verify_github(cfg.github_secret or b"", body, header(headers, "X-Hub-Signature-256"))
-        return verify_gitlab(
-            cfg.gitlab_token,
-            header(headers, "X-Gitlab-Token"),
-            signing_secret=cfg.gitlab_signing_secret,
-            body=body,
-            signature_header=header(headers, "webhook-signature"),
-            timestamp_header=header(headers, "webhook-timestamp"),
-            webhook_id_header=header(headers, "webhook-id"),
-            now=int(self.clock()),
-            tolerance_seconds=cfg.timestamp_tolerance_seconds,
-        )
+    def _seen(self, ident: str) -> bool:
+        with self._guard_lock:
+            return self._guard.seen(ident)
 
     def _count(self, provider: str, result: str, reply: _Reply) -> _Reply:
         self.metrics.record_webhook(provider, result)

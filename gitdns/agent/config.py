@@ -38,6 +38,7 @@ class AgentConfig:
     webhook_github_secret_file: str = ""
     webhook_gitlab_token_file: str = ""
     webhook_gitlab_signing_file: str = ""
+    webhook_gitea_secret_file: str = ""
     status: bool = True  # push the status branch
     status_repo: str = ""  # where status branches go (default: the desired repository)
     lease: str = "auto"  # auto | kubernetes | txt | none

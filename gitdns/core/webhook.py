@@ -17,6 +17,20 @@ GitLab
     ``webhook-id`` when signing is on) stays the same across retries of one delivery, and
     ``X-Gitlab-Event-UUID`` identifies the event.
 
+Gitea
+    ``X-Gitea-Signature: <hex>``, HMAC-SHA256 of the raw body under the hook's secret, bare
+    lowercase hex with no ``sha256=`` prefix (empty when the hook has no secret).
+    ``X-Gitea-Event`` names the event (``push``, ``create``, ``delete``, ...),
+    ``X-Gitea-Delivery`` is a UUID per delivery. For compatibility every Gitea delivery
+    also carries ``X-Gogs-Event``/``X-Gogs-Signature`` and GitHub's ``X-GitHub-Event``,
+    ``X-GitHub-Delivery`` (the same UUID) and ``X-Hub-Signature-256: sha256=<the same hex>``
+    (Gitea's ``services/webhook/deliver.go``, ``addDefaultHeaders``), so one delivery reads as
+    both; :func:`detect_provider` says which it is taken for. The push payload is GitHub's
+    shape (``ref``, ``after``, ``repository.full_name``, ``clone_url``, ``ssh_url``,
+    ``html_url``). The signature covers the payload, which is the body only with the hook's
+    content type ``application/json`` (a form-encoded delivery never verifies); like
+    GitHub's it covers no delivery id or timestamp.
+
 Every delivery is only a hint to fetch now: the agent fetches and verifies the revision
 itself, so a replayed push costs one fetch at most. Replays are still counted and refused.
 """
@@ -33,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "GITEA",
     "GITHUB",
     "GITLAB",
     "PROVIDERS",
@@ -43,16 +58,19 @@ __all__ = [
     "detect_provider",
     "header",
     "parse_push",
+    "sign_gitea",
     "sign_github",
     "sign_gitlab",
     "signing_key",
+    "verify_gitea",
     "verify_github",
     "verify_gitlab",
 ]
 
 GITHUB = "github"
 GITLAB = "gitlab"
-PROVIDERS = (GITHUB, GITLAB)
+GITEA = "gitea"
+PROVIDERS = (GITHUB, GITLAB, GITEA)
 
 _GITHUB_PREFIX = "sha256="
 _SHA256_HEX_LEN = 64
@@ -70,8 +88,11 @@ class PushEvent:
 
     ref: str  # "refs/heads/main"
     after: str  # the commit the ref now points at (all zeros when the ref was deleted)
-    repository: str  # "owner/name" (GitHub full_name, GitLab path_with_namespace)
+    repository: str  # "owner/name" (GitHub and Gitea full_name, GitLab path_with_namespace)
     delivery_id: str | None
+    # the repository's URLs as the delivery gives them (Gitea: clone_url, ssh_url, html_url),
+    # for a forge served under a sub-path, where "owner/name" is not the URL's whole path
+    urls: tuple[str, ...] = ()
 
 
 # --- headers ----------------------------------------------------------------------------
@@ -89,23 +110,34 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-def detect_provider(headers: Mapping[str, str]) -> str | None:
-    """``github`` for ``X-GitHub-Event``, ``gitlab`` for ``X-Gitlab-Event``, else None.
+def detect_provider(headers: Mapping[str, str], *, gitea_first: bool = True) -> str | None:
+    """``github`` for ``X-GitHub-Event``, ``gitlab`` for ``X-Gitlab-Event``, ``gitea`` for
+    ``X-Gitea-Event``, else None.
 
-    A request that carries both is ambiguous and gets None.
+    A Gitea delivery also carries ``X-GitHub-Event``: it is ``gitea`` when ``gitea_first``
+    (or when it lacks ``X-GitHub-Event``), else ``github`` (read through its GitHub headers).
+    A request that carries ``X-Gitlab-Event`` and either of the others is ambiguous and gets
+    None.
     """
     is_github = header(headers, "X-GitHub-Event") is not None
     is_gitlab = header(headers, "X-Gitlab-Event") is not None
-    if is_github == is_gitlab:
-        return None
-    return GITHUB if is_github else GITLAB
+    is_gitea = header(headers, "X-Gitea-Event") is not None
+    if is_gitlab:
+        return None if is_github or is_gitea else GITLAB
+    if is_gitea and (gitea_first or not is_github):
+        return GITEA
+    return GITHUB if is_github else None
 
 
 def delivery_id(provider: str, headers: Mapping[str, str]) -> str | None:
     """The id a replay guard keys on: ``X-GitHub-Delivery``; for GitLab ``Idempotency-Key``
-    (stable across retries), else ``webhook-id``, else ``X-Gitlab-Event-UUID``."""
+    (stable across retries), else ``webhook-id``, else ``X-Gitlab-Event-UUID``; for Gitea
+    ``X-Gitea-Delivery`` (the same UUID as its ``X-GitHub-Delivery``, so one delivery is one
+    id whichever provider it is taken for)."""
     if provider == GITHUB:
         names: tuple[str, ...] = ("X-GitHub-Delivery",)
+    elif provider == GITEA:
+        names = ("X-Gitea-Delivery",)
     elif provider == GITLAB:
         names = ("Idempotency-Key", "webhook-id", "X-Gitlab-Event-UUID")
     else:
@@ -137,6 +169,30 @@ def verify_github(secret: bytes, body: bytes, signature_header: str | None) -> b
     if not value.startswith(_GITHUB_PREFIX):
         return False
     given = value[len(_GITHUB_PREFIX) :].lower()
+    if len(given) != _SHA256_HEX_LEN:
+        return False
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode("ascii"), given.encode("ascii", "replace"))
+
+
+# --- Gitea ------------------------------------------------------------------------------
+
+
+def sign_gitea(secret: bytes, body: bytes) -> str:
+    """The ``X-Gitea-Signature`` value Gitea sends for ``body`` (for tests and tools)."""
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def verify_gitea(secret: bytes, body: bytes, signature_header: str | None) -> bool:
+    """True when ``signature_header`` is the bare hex HMAC-SHA256 of ``body`` under ``secret``.
+
+    An empty secret never verifies (fail closed), nor does an empty header (what Gitea sends
+    for a hook without a secret). The comparison is constant-time over the 64 hex digits; a
+    header of another shape (a ``sha256=`` prefix included) is refused before any comparison.
+    """
+    if not secret or signature_header is None:
+        return False
+    given = signature_header.strip().lower()
     if len(given) != _SHA256_HEX_LEN:
         return False
     expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
@@ -279,20 +335,36 @@ def _gitlab_is_push(event: str, data: Mapping[str, object]) -> bool:
     return event == "System Hook" and data.get("object_kind") == "push"
 
 
+def _urls(data: Mapping[str, object]) -> tuple[str, ...]:
+    repo = data.get("repository")
+    if not isinstance(repo, Mapping):
+        return ()
+    found = (repo.get(key) for key in ("clone_url", "ssh_url", "html_url"))
+    return tuple(url for url in found if isinstance(url, str) and url)
+
+
 def parse_push(provider: str, headers: Mapping[str, str], body: bytes) -> PushEvent | None:
     """The push a (verified) delivery announces; None for any other event.
 
     GitHub: ``X-GitHub-Event: push`` (``ping`` and the rest give None), fields ``ref``,
     ``after``, ``repository.full_name``. GitLab: ``X-Gitlab-Event: Push Hook`` (or a system
     hook whose ``object_kind`` is ``push``; tag pushes give None), fields ``ref``, ``after``,
-    ``project.path_with_namespace``. Raises :class:`WebhookPayloadError` when a push's body
-    lacks those fields.
+    ``project.path_with_namespace``. Gitea: ``X-Gitea-Event: push``, GitHub's fields, and the
+    optional ``repository.clone_url``, ``ssh_url`` and ``html_url`` as ``urls``. Raises
+    :class:`WebhookPayloadError` when a push's body lacks the required fields.
     """
+    urls: tuple[str, ...] = ()
     if provider == GITHUB:
         if (header(headers, "X-GitHub-Event") or "").strip() != "push":
             return None
         data = _load_json(body)
         repo = _text(data, "repository", "full_name")
+    elif provider == GITEA:
+        if (header(headers, "X-Gitea-Event") or "").strip() != "push":
+            return None
+        data = _load_json(body)
+        repo = _text(data, "repository", "full_name")
+        urls = _urls(data)
     elif provider == GITLAB:
         event = (header(headers, "X-Gitlab-Event") or "").strip()
         if event not in ("Push Hook", "System Hook"):
@@ -308,6 +380,7 @@ def parse_push(provider: str, headers: Mapping[str, str], body: bytes) -> PushEv
         after=_text(data, "after"),
         repository=repo,
         delivery_id=delivery_id(provider, headers),
+        urls=urls,
     )
 
 

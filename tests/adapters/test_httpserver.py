@@ -15,10 +15,11 @@ import pytest
 
 from gitdns.adapters.httpserver import HttpServer, WebhookConfig
 from gitdns.agent.metrics import Metrics
-from gitdns.core.webhook import PushEvent, sign_github, sign_gitlab
+from gitdns.core.webhook import PushEvent, sign_gitea, sign_github, sign_gitlab
 
 GITHUB_SECRET = b"gh-secret-value"
 GITLAB_TOKEN = "gl-token-value"
+GITEA_SECRET = b"gitea-secret-value"
 GITLAB_SIGNING = b"whsec_" + b"c2lnbmluZy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE="
 CLUSTER = "3f1e5c1a-0000-4000-8000-000000000001"
 SHA = "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c"
@@ -55,6 +56,7 @@ def running() -> Iterator[Running]:
         github_secret=GITHUB_SECRET,
         gitlab_token=GITLAB_TOKEN,
         gitlab_signing_secret=GITLAB_SIGNING,
+        gitea_secret=GITEA_SECRET,
         cluster_id=CLUSTER,
     )
     server = HttpServer(
@@ -257,6 +259,32 @@ def test_gitlab_wrong_token_or_stale_timestamp_is_forged(running: Running) -> No
     assert call(running.base + "/webhook", data=body, headers=stale)[0] == 401
     assert running.agent.pushes == []
     assert deliveries(running.metrics, "gitlab", "forged") == 2
+
+
+def gitea_headers(body: bytes, delivery: str, secret: bytes = GITEA_SECRET) -> dict[str, str]:
+    """As Gitea sends them: its own headers plus the Gogs and GitHub ones, both signatures."""
+    sig = sign_gitea(secret, body)
+    return {
+        "Content-Type": "application/json",
+        "X-Gitea-Event": "push", "X-Gitea-Delivery": delivery, "X-Gitea-Signature": sig,
+        "X-Gogs-Event": "push", "X-Gogs-Delivery": delivery, "X-Gogs-Signature": sig,
+        "X-GitHub-Event": "push", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": "sha256=" + sig,
+    }
+
+
+def test_gitea_push_over_http(running: Running) -> None:
+    body = github_push()  # Gitea's push payload has GitHub's shape
+    assert call(running.base + "/webhook/gitea", data=body, headers=gitea_headers(body, "t-1"))[0] == 202
+    assert running.agent.pushes == [PushEvent("refs/heads/main", SHA, "acme/dns", "t-1")]
+    assert call(running.base + "/webhook", data=body, headers=gitea_headers(body, "t-1"))[0] == 409
+    forged = gitea_headers(body, "t-2", secret=GITHUB_SECRET)  # the GitHub secret does not admit Gitea's
+    assert call(running.base + "/webhook", data=body, headers=forged)[0] == 401
+    unsigned = {k: v for k, v in gitea_headers(body, "t-3").items() if k != "X-Gitea-Signature"}
+    assert call(running.base + "/webhook", data=body, headers=unsigned)[0] == 401
+    assert call(running.base + "/webhook/github", data=body, headers=gitea_headers(body, "t-4"))[0] == 400
+    assert len(running.agent.pushes) == 1
+    assert [deliveries(running.metrics, "gitea", r) for r in ("accepted", "replayed", "forged")] == [1, 1, 2]
+    assert deliveries(running.metrics, "github", "forged") == 0
 
 
 def test_provider_without_secret_fails_closed() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gitdns.core.webhook import (
+    GITEA,
     GITHUB,
     GITLAB,
     PushEvent,
@@ -20,9 +21,11 @@ from gitdns.core.webhook import (
     detect_provider,
     header,
     parse_push,
+    sign_gitea,
     sign_github,
     sign_gitlab,
     signing_key,
+    verify_gitea,
     verify_github,
     verify_gitlab,
 )
@@ -58,6 +61,34 @@ GITLAB_PUSH = {
     "commits": [{"id": SHA, "message": "Shift weights to eu"}],
     "total_commits_count": 1,
 }
+
+GITEA_PUSH = {
+    "ref": "refs/heads/main",
+    "before": BEFORE,
+    "after": SHA,
+    "compare_url": "https://git.example.com/git/acme/dns/compare/95790bf8...0d1a26e6",
+    "commits": [{"id": SHA, "message": "Shift weights to eu"}],
+    "repository": {
+        "id": 140,
+        "name": "dns",
+        "full_name": "acme/dns",
+        "html_url": "https://git.example.com/git/acme/dns",
+        "ssh_url": "git@git.example.com:acme/dns.git",
+        "clone_url": "https://git.example.com/git/acme/dns.git",
+        "default_branch": "main",
+    },
+    "pusher": {"login": "gitea"},
+}
+GITEA_DELIVERY = "f6266f16-1bf3-46a5-9ea4-602e06ead473"
+
+
+def gitea_headers(event: str = "push") -> dict[str, str]:
+    """The event headers every Gitea delivery carries (Gitea, Gogs and GitHub names)."""
+    return {
+        "X-Gitea-Delivery": GITEA_DELIVERY, "X-Gitea-Event": event, "X-Gitea-Event-Type": event,
+        "X-Gogs-Delivery": GITEA_DELIVERY, "X-Gogs-Event": event, "X-Gogs-Event-Type": event,
+        "X-GitHub-Delivery": GITEA_DELIVERY, "X-GitHub-Event": event, "X-GitHub-Event-Type": event,
+    }
 
 
 def body_of(payload: object) -> bytes:
@@ -105,6 +136,94 @@ def test_verify_github_refuses_other_body_other_secret_and_empty_secret() -> Non
     assert not verify_github(SECRET, body + b" ", sig)
     assert not verify_github(b"another secret", body, sig)
     assert not verify_github(b"", body, sign_github(b"", body))
+
+
+# --- Gitea --------------------------------------------------------------------------------
+
+
+def test_gitea_signature_is_bare_hex_hmac_sha256() -> None:
+    body = b"Hello, World!"
+    assert sign_gitea(SECRET, body) == hmac.new(SECRET, body, hashlib.sha256).hexdigest()
+    # the same digest GitHub sends, without its prefix
+    assert "sha256=" + sign_gitea(SECRET, body) == sign_github(SECRET, body)
+
+
+@pytest.mark.parametrize(
+    ("signature", "ok"),
+    [
+        pytest.param("VALID", True, id="valid"),
+        pytest.param("VALID_UPPER", True, id="hex case does not matter"),
+        pytest.param("VALID_PADDED", True, id="surrounding whitespace"),
+        pytest.param("GITHUB_SHAPE", False, id="sha256= prefix is GitHub's header, not Gitea's"),
+        pytest.param(None, False, id="missing header"),
+        pytest.param("", False, id="empty header (a hook without a secret)"),
+        pytest.param("0" * 64, False, id="forged"),
+        pytest.param("abc", False, id="wrong length"),
+        pytest.param("0" * 65, False, id="too long"),
+        pytest.param("zz" * 32, False, id="not hex"),
+        pytest.param("é" * 64, False, id="non-ascii"),
+    ],
+)
+def test_verify_gitea(signature: str | None, ok: bool) -> None:
+    body = body_of(GITEA_PUSH)
+    good = sign_gitea(SECRET, body)
+    signature = {"VALID": good, "VALID_UPPER": good.upper(), "VALID_PADDED": f" {good}\t",
+                 "GITHUB_SHAPE": sign_github(SECRET, body)}.get(signature or "", signature)
+    assert verify_gitea(SECRET, body, signature) is ok
+
+
+def test_verify_gitea_refuses_other_body_other_secret_and_empty_secret() -> None:
+    body = body_of(GITEA_PUSH)
+    sig = sign_gitea(SECRET, body)
+    assert verify_gitea(SECRET, body, sig)
+    assert not verify_gitea(SECRET, body + b" ", sig)
+    assert not verify_gitea(b"another secret", body, sig)
+    assert not verify_gitea(b"", body, sign_gitea(b"", body))
+
+
+@pytest.mark.parametrize(
+    ("headers", "gitea_first", "provider"),
+    [
+        pytest.param(gitea_headers(), True, GITEA, id="gitea first"),
+        pytest.param(gitea_headers(), False, GITHUB, id="read through its GitHub headers"),
+        pytest.param({"X-Gitea-Event": "push"}, False, GITEA, id="no GitHub headers: gitea anyway"),
+        pytest.param({"X-GitHub-Event": "push"}, True, GITHUB, id="plain GitHub"),
+        pytest.param({"X-Gogs-Event": "push"}, True, None, id="Gogs alone is not taken"),
+        pytest.param({**gitea_headers(), "X-Gitlab-Event": "Push Hook"}, True, None, id="with GitLab's: ambiguous"),
+        pytest.param({"X-Gitea-Event": "push", "X-Gitlab-Event": "Push Hook"}, False, None, id="gitea+gitlab"),
+        pytest.param({"x-gitea-event": "push"}, True, GITEA, id="any case"),
+    ],
+)
+def test_detect_provider_gitea(headers: dict[str, str], gitea_first: bool, provider: str | None) -> None:
+    assert detect_provider(headers, gitea_first=gitea_first) == provider
+
+
+def test_parse_gitea_push_keeps_the_repository_urls() -> None:
+    event = parse_push(GITEA, gitea_headers(), body_of(GITEA_PUSH))
+    assert event == PushEvent(
+        "refs/heads/main", SHA, "acme/dns", GITEA_DELIVERY,
+        urls=("https://git.example.com/git/acme/dns.git", "git@git.example.com:acme/dns.git",
+              "https://git.example.com/git/acme/dns"),
+    )
+    assert delivery_id(GITEA, {"X-Gitea-Delivery": "d-1", "X-GitHub-Delivery": "d-2"}) == "d-1"
+    assert delivery_id(GITEA, {"X-GitHub-Delivery": "d-2"}) is None
+    # the URLs are optional; GitHub's pushes keep none
+    bare = dict(GITEA_PUSH, repository={"full_name": "acme/dns", "clone_url": "", "ssh_url": 7})
+    assert parse_push(GITEA, gitea_headers(), body_of(bare)) == PushEvent("refs/heads/main", SHA, "acme/dns",
+                                                                          GITEA_DELIVERY)
+    github = parse_push(GITHUB, gitea_headers(), body_of(GITEA_PUSH))
+    assert github is not None and github.urls == ()
+
+
+def test_parse_gitea_non_pushes_and_malformed_pushes() -> None:
+    assert parse_push(GITEA, gitea_headers("create"), body_of(GITEA_PUSH)) is None
+    assert parse_push(GITEA, gitea_headers("delete"), b"{}") is None
+    # only X-Gitea-Event counts for a delivery taken as Gitea
+    assert parse_push(GITEA, {"X-GitHub-Event": "push"}, body_of(GITEA_PUSH)) is None
+    with pytest.raises(WebhookPayloadError):
+        parse_push(GITEA, gitea_headers(), body_of({"ref": "refs/heads/main", "after": SHA}))
+    with pytest.raises(WebhookPayloadError):
+        parse_push(GITEA, gitea_headers(), b"payload=%7B%7D")  # the form content type
 
 
 # --- GitLab token and signing -------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gitdns.core.records import RecordKey
-from gitdns.core.webhook import sign_github
+from gitdns.core.webhook import sign_gitea, sign_github
 from gitdns.providers.local import LocalProvider
 from tests.e2e.agent_kit import AgentProcess, DesiredRepo, git
 
@@ -86,6 +86,20 @@ def github_push(ref: str, after: str, *, secret: bytes,
     headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
                "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
                "X-Hub-Signature-256": sign_github(secret, body)}
+    return body, headers
+
+
+def gitea_push(ref: str, after: str, *, secret: bytes,
+               delivery: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """A Gitea push delivery as Gitea sends it: its own headers, the Gogs and GitHub ones, and
+    the body signed with ``secret`` under both ``X-Gitea-Signature`` and ``X-Hub-Signature-256``."""
+    body = json.dumps({"ref": ref, "after": after, "repository": {
+        "full_name": "acme/desired", "clone_url": "https://git.example.com/acme/desired.git"}}).encode()
+    ident, sig = delivery or str(uuid.uuid4()), sign_gitea(secret, body)
+    headers = {"Content-Type": "application/json", "X-Hub-Signature-256": "sha256=" + sig,
+               "X-GitHub-Event": "push", "X-GitHub-Delivery": ident}
+    for family in ("Gitea", "Gogs"):
+        headers |= {f"X-{family}-Event": "push", f"X-{family}-Delivery": ident, f"X-{family}-Signature": sig}
     return body, headers
 
 

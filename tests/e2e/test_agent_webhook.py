@@ -20,6 +20,7 @@ from tests.e2e.faults_kit import (
     add_record,
     cycles,
     data,
+    gitea_push,
     github_push,
     gitlab_push,
     metric,
@@ -27,6 +28,7 @@ from tests.e2e.faults_kit import (
 
 SECRET = b"correct horse battery staple"
 TOKEN = "gitlab-hook-token-123"
+GITEA_SECRET = b"gitea hook secret 456"
 MAIN = "refs/heads/main"
 OWN_STATUS = f"refs/heads/gitdns-status/{CLUSTER_IDS['eu-west-1']}"
 OTHER_STATUS = f"refs/heads/gitdns-status/{CLUSTER_IDS['us-east-1']}"
@@ -144,3 +146,47 @@ def test_gitlab_token(agent: AgentProcess, repo: DesiredRepo) -> None:
     stays_unchanged(agent, repo, "nothing", 2)
     assert metric(agent, 'gitdns_webhook_deliveries_total{provider="gitlab",result="forged"}') == 3
     assert metric(agent, 'gitdns_webhook_deliveries_total{provider="gitlab",result="accepted"}') == 1
+
+
+@pytest.fixture
+def gitea_agent(repo: DesiredRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentProcess]:
+    """An agent with a GitHub secret (flag) and a Gitea secret (environment variable)."""
+    github, gitea = tmp_path / "github-secret", tmp_path / "gitea-secret"
+    github.write_bytes(SECRET + b"\n")
+    gitea.write_bytes(GITEA_SECRET + b"\n")
+    monkeypatch.setenv("GITDNS_WEBHOOK_GITEA_SECRET_FILE", str(gitea))
+    proc = AgentProcess(repo, "eu-west-1", tmp_path / "a", "--poll-interval", "600",
+                        "--webhook-github-secret-file", str(github))
+    try:
+        assert proc.wait(lambda: proc.get("/readyz")[0] == 200, 90), proc.log.read_text()
+        assert cycles(proc) == 1
+        yield proc
+    finally:
+        assert proc.stop() == 0, proc.log.read_text()[-3000:]
+
+
+def test_gitea_signed_push_applies_forged_and_unfollowed_ones_start_nothing(
+        gitea_agent: AgentProcess, repo: DesiredRepo) -> None:
+    agent = gitea_agent
+    sha = add_record(repo, "hook5", "192.0.2.45")
+    body, headers = gitea_push(MAIN, sha, secret=b"not the secret")
+    assert agent.post("/webhook", body, headers) == 401
+    unsigned = {k: v for k, v in gitea_push(MAIN, sha, secret=GITEA_SECRET)[1].items() if k != "X-Gitea-Signature"}
+    assert agent.post("/webhook/gitea", body, unsigned) == 401
+    # signed with the GitHub secret: X-Hub-Signature-256 is good, but a Gitea delivery is judged by Gitea's
+    body, headers = gitea_push(MAIN, sha, secret=SECRET)
+    assert agent.post("/webhook", body, headers) == 401
+    other, other_headers = gitea_push("refs/heads/feature", sha, secret=GITEA_SECRET)
+    assert agent.post("/webhook/gitea", other, other_headers) == 202  # ignored, with the reason
+    stays_unchanged(agent, repo, "hook5", 1)
+
+    body, headers = gitea_push(MAIN, sha, secret=GITEA_SECRET)
+    assert agent.post("/webhook/gitea", body, headers) == 202
+    assert agent.wait(lambda: present(repo, "hook5"), 90), agent.log.read_text()[-3000:]
+    assert agent.wait(lambda: cycles(agent) == 2, 60)
+    assert agent.post("/webhook", body, headers) == 409
+    assert metric(agent, 'gitdns_webhook_deliveries_total{provider="gitea",result="forged"}') == 3
+    assert metric(agent, 'gitdns_webhook_deliveries_total{provider="gitea",result="ignored"}') == 1
+    assert metric(agent, 'gitdns_webhook_deliveries_total{provider="gitea",result="accepted"}') == 1
+    assert metric(agent, 'gitdns_webhook_deliveries_total{provider="github"') == 0
+    assert GITEA_SECRET.decode() not in agent.log.read_text()

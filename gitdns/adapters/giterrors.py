@@ -17,6 +17,10 @@ with secrets and URL userinfo taken out.
                            needs --ca-file)
     PushDeclined           the server refused the push (a hook, a protected       PermanentError
                            branch, a read-only key)
+    GitConnectionRefused   the SSH server closed the connection before the key    UnreachableError
+                           exchange (sshd's MaxStartups drops unauthenticated
+                           connections beyond its limit): transient, retried at
+                           once with backoff (`gitdns.adapters.statuscache`)
     GitUnreachable         anything else: DNS, connection refused, timeouts       UnreachableError
 """
 
@@ -52,6 +56,12 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("AuthenticationFailed", "could not read password"),
     ("AuthenticationFailed", "returned error: 403"),
     ("AuthenticationFailed", "returned error: 401"),
+    # the server dropped the connection before its banner: nothing was sent, nothing was checked
+    # ("kex_..." since OpenSSH 8.2, "ssh_..." before)
+    ("GitConnectionRefused", "_exchange_identification: connection closed by remote host"),
+    ("GitConnectionRefused", "_exchange_identification: read: connection reset by peer"),
+    ("GitConnectionRefused", "_exchange_identification: write: connection reset by peer"),
+    ("GitConnectionRefused", "_exchange_identification: write: broken pipe"),
 )
 _FINGERPRINT = re.compile(r"SHA256:[A-Za-z0-9+/=]{20,}")
 _NOISE = ("fatal: could not read from remote repository", "please make sure you have the correct access",
@@ -65,6 +75,9 @@ FIXES = {
     "RepositoryNotFound": "check the repository URL, and that the key or token can see the repository",
     "TLSVerificationFailed": "give --ca-file the CA bundle that signed the server's certificate",
     "PushDeclined": "the status branch needs a key or token with write access and no hook refusing it",
+    "GitConnectionRefused": "the SSH server turned the connection away before the key exchange (sshd's "
+                            "MaxStartups or a per-source penalty); if it recurs, size MaxStartups for the fleet "
+                            "(docs/agent.md, 'Many agents, one SSH server')",
 }
 
 
@@ -90,7 +103,7 @@ def git_error(op: str, url: str, stderr: str, secrets: Sequence[str] = ()) -> Gi
     fix = FIXES.get(reason)
     message = (f"git {op} {redact(url)}: {diagnosis(stderr, secrets)}{offered}"
                + (f" (fix: {fix})" if fix else ""))
-    if reason in ("GitUnreachable", "RepositoryNotFound"):  # retried: it may come back
+    if reason in ("GitUnreachable", "RepositoryNotFound", "GitConnectionRefused"):  # retried: it may come back
         return UnreachableError(message, reason=reason)
     if reason == "PushDeclined":
         return PermanentError(message, reason=reason)

@@ -13,7 +13,11 @@ Commits are built with git plumbing (``hash-object -w``, ``mktree``, ``commit-tr
 forward, and never to any branch but this cluster's status branch.  The first commit is an
 orphan.  When the push is refused because the tip moved (a second writer with the same
 cluster id; the lease should prevent it), the commit is rebuilt on the new tip, same tree,
-and retried a bounded number of times with jitter.
+and retried a bounded number of times with jitter.  Every command that talks to the remote
+(ls-remote, fetch, push) goes through `gitdns.adapters.statuscache.run_remote`: a connection
+the SSH server turned away before the key exchange (sshd's ``MaxStartups``, when many agents
+push at once) is tried again with exponential backoff and full jitter; a host key, key or
+authentication failure is raised at once.
 
 Crash safety: git writes objects atomically (temporary file, then rename) and the remote
 updates a ref with a compare-and-swap, so a process killed at any point leaves at most
@@ -38,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.statuscache import StatusCache, fetch_error, remote_env, remote_error, sanitize, tail
+from gitdns.adapters.statuscache import StatusCache, fetch_error, remote_error, run_remote, sanitize, tail
 from gitdns.adapters.statusobjects import blob_sha, mktree, read_trees, tree_sha, validated, write_blobs
 from gitdns.core.statusdoc import StatusTree
 from gitdns.errors import ConfigError, PermanentError, RetryableError, StaleWriteError
@@ -152,15 +156,15 @@ class StatusBranch:
     def _remote_tip(self, cluster_id: str) -> str | None:
         """The remote tip of a status branch with its objects in the cache, or None."""
         branch = f"refs/heads/{self.prefix}{cluster_id}"
-        out = self._cache.run(["ls-remote", "--", self.url, branch], env=remote_env(self._auth, self._cache))
+        out = run_remote(self._cache, ["ls-remote", "--", self.url, branch], self._auth)
         if out.rc != 0:
             raise remote_error("ls-remote", self.url, out)
         tips = [line.split("\t") for line in out.stdout.decode().splitlines()]
         tip = next((sha for sha, ref in tips if ref == branch), None)
         if tip is None or tip in self._trees or self._cache.has_commit(tip):
             return tip
-        out = self._cache.run(["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", self.url,
-                               f"+{branch}:{TRACK}{cluster_id}"], env=remote_env(self._auth, self._cache))
+        out = run_remote(self._cache, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", self.url,
+                                       f"+{branch}:{TRACK}{cluster_id}"], self._auth)
         if out.rc != 0:
             if "couldn't find remote ref" in out.stderr:
                 return None
@@ -174,8 +178,8 @@ class StatusBranch:
 
     def _push(self, commit: str) -> bool:
         """Push as a fast-forward; False when refused because the tip moved (retry)."""
-        out = self._cache.run(["push", "--porcelain", "--no-verify", "--", self.url,
-                               f"{commit}:refs/heads/{self.branch}"], env=remote_env(self._auth, self._cache))
+        out = run_remote(self._cache, ["push", "--porcelain", "--no-verify", "--", self.url,
+                                       f"{commit}:refs/heads/{self.branch}"], self._auth)
         if out.rc == 0:
             return True
         report = out.stdout.decode("utf-8", "replace") + "\n" + out.stderr
@@ -194,8 +198,8 @@ def read_all(url: str, *, workdir: Path, timeout: float = 30.0, prefix: str = DE
     cache = StatusCache(Path(workdir) / READ_CACHE, timeout)
     with cache.lock:
         cache.ensure(sweep=True)
-        out = cache.run(["fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head", "--", url,
-                         f"+refs/heads/{prefix}*:{TRACK}*"], env=remote_env(auth, cache))
+        out = run_remote(cache, ["fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head", "--", url,
+                                 f"+refs/heads/{prefix}*:{TRACK}*"], auth)
         if out.rc != 0:
             raise fetch_error(cache, url, out)
         listing = cache.local(["for-each-ref", "--format=%(objectname) %(refname)", TRACK]).decode()

@@ -6,6 +6,14 @@ tips: created atomically (complete or absent), swept of the lock and temporary f
 process left, and thrown away on a local git error (it is only a cache; the next use rebuilds
 it).  Every git command runs with a timeout; on expiry its whole process group is killed
 and `UnreachableError` is raised.  Messages never carry the credentials of a URL.
+
+`run_remote` runs a command that talks to the remote (ls-remote, fetch, push).  When the SSH
+server turned the connection away before the key exchange (``GitConnectionRefused``: sshd's
+``MaxStartups`` drops unauthenticated connections beyond its limit when a fleet connects at
+once), nothing was sent and nothing was checked, so the command is run again after an
+exponential backoff with full jitter (`Backoff`: 0.2 s doubling, each pause capped at 5 s, at
+most 8 runs within 30 s), which spreads the fleet's reconnections out.  Every other failure
+(a host key, a key, a refused push, an unreachable host) is returned at once.
 """
 
 from __future__ import annotations
@@ -13,17 +21,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import re
 import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth, auth_env
-from gitdns.adapters.giterrors import git_error
+from gitdns.adapters.giterrors import classify, git_error
 from gitdns.errors import ConfigError, GitdnsError, RetryableError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -87,6 +97,49 @@ def remote_env(auth: GitAuth | None, cache: StatusCache) -> dict[str, str]:
         return {}
     env, _ = auth_env(auth, cache.path.parent, cache.timeout)
     return env
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """How a remote command the SSH server turned away before the key exchange is run again:
+    pause ``n`` (from 1) is uniform in [0, min(cap, base * 2**(n-1))] ("full jitter"); at most
+    ``attempts`` runs, and no pause that would end more than ``budget`` seconds after the first
+    run started."""
+
+    attempts: int = 8
+    base: float = 0.2
+    cap: float = 5.0
+    budget: float = 30.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    def pause(self, n: int) -> float:
+        return random.uniform(0.0, min(self.cap, self.base * 2 ** (n - 1)))
+
+
+REFUSALS = Backoff()
+REFUSED = "GitConnectionRefused"  # the one reason run again at once (`gitdns.adapters.giterrors`)
+
+
+def run_remote(cache: StatusCache, args: Sequence[str], auth: GitAuth | None, *,
+               backoff: Backoff | None = None) -> GitOut:
+    """Run a git command that talks to the remote, again with backoff and jitter while the SSH
+    server turns the connection away before the key exchange (see the module docstring).  The
+    last outcome is returned: the caller reads a failure as before."""
+    policy = backoff or REFUSALS
+    env = remote_env(auth, cache)
+    start = policy.clock()
+    for attempt in range(1, max(1, policy.attempts) + 1):
+        out = cache.run(args, env=env)
+        if out.rc == 0 or attempt >= policy.attempts or classify(out.stderr) != REFUSED:
+            return out
+        delay = policy.pause(attempt)
+        if policy.clock() - start + delay > policy.budget:
+            return out
+        log.info("connection turned away before the key exchange: command=%s attempt=%d retry_in=%.2fs error=%s",
+                 args[0], attempt, delay, tail(out.stderr, 200))
+        policy.sleep(delay)
+    return out
 
 
 def tail(text: str, limit: int = 400) -> str:

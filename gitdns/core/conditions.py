@@ -31,6 +31,7 @@ REASONS = frozenset({
     # source
     "GitOperationSucceeded",
     "GitUnreachable",
+    "GitConnectionRefused",
     "SignatureRefused",
     "RollbackRefused",
     "ValidationFailed",

@@ -58,6 +58,22 @@ To ssh://127.0.0.1:40123/srv/dns.git
 error: failed to push some refs to 'ssh://127.0.0.1:40123/srv/dns.git'
 """
 DOWN = "ssh: connect to host 127.0.0.1 port 40123: Connection refused\nfatal: Could not read from remote repository.\n"
+# sshd (OpenSSH 9.2, MaxStartups) turning a connection away before the key exchange, as git
+# ls-remote printed it when twenty agents connected at once (tests/e2e/test_status_fleet_push.py)
+CLOSING = """\
+Please make sure you have the correct access rights
+and the repository exists.
+"""
+KEX_RESET = ("kex_exchange_identification: read: Connection reset by peer\n"
+             "Connection reset by 127.0.0.1 port 35239\n"
+             "fatal: Could not read from remote repository.\n\n" + CLOSING)
+KEX_CLOSED = ("kex_exchange_identification: Connection closed by remote host\n"
+              "Connection closed by 127.0.0.1 port 35239\n"
+              "fatal: Could not read from remote repository.\n\n" + CLOSING)
+# the same refusal in the wording of OpenSSH before 8.2
+FATAL = "fatal: Could not read from remote repository.\n"
+OLD_RESET = "ssh_exchange_identification: read: Connection reset by peer\n" + FATAL
+OLD_CLOSED = "ssh_exchange_identification: Connection closed by remote host\n" + FATAL
 
 
 @pytest.mark.parametrize(("stderr", "reason"), [
@@ -65,6 +81,8 @@ DOWN = "ssh: connect to host 127.0.0.1 port 40123: Connection refused\nfatal: Co
     (MISSING, "KeyMissing"), (REFUSED_KEY, "AuthenticationFailed"), (NO_REPO, "RepositoryNotFound"),
     (HTTP_404, "RepositoryNotFound"), (HTTP_401, "AuthenticationFailed"), (NO_USERNAME, "AuthenticationFailed"),
     (TLS, "TLSVerificationFailed"), (HOOK, "PushDeclined"), (DOWN, "GitUnreachable"),
+    (KEX_RESET, "GitConnectionRefused"), (KEX_CLOSED, "GitConnectionRefused"),
+    (OLD_RESET, "GitConnectionRefused"), (OLD_CLOSED, "GitConnectionRefused"),
 ])
 def test_each_cause_has_its_reason(stderr: str, reason: str) -> None:
     assert classify(stderr) == reason
@@ -96,3 +114,12 @@ def test_secrets_never_reach_the_message() -> None:
     stderr = "fatal: unable to access 'https://x-token:s3cret-token@127.0.0.1/dns.git/': returned error: 403\n"
     text = diagnosis(stderr, ("s3cret-token",))
     assert "s3cret-token" not in text and "x-token" not in text
+
+
+def test_a_connection_turned_away_before_the_key_exchange_is_transient_and_says_so() -> None:
+    for stderr in (KEX_RESET, KEX_CLOSED):
+        err = git_error("ls-remote", "ssh://git@127.0.0.1:35239/srv/dns.git", stderr)
+        assert isinstance(err, UnreachableError) and err.reason == "GitConnectionRefused"
+        assert "kex_exchange_identification" in str(err) and "MaxStartups" in str(err)
+    # a closed port is not the server turning us away: it stays GitUnreachable
+    assert git_error("fetch", "ssh://h/r", DOWN).reason == "GitUnreachable"

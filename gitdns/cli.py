@@ -11,9 +11,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Result
+
+if TYPE_CHECKING:
+    from gitdns.adapters.gitauth import GitAuth
 
 EPILOG = """\
 exit codes:
@@ -47,7 +50,7 @@ TRANSPORT_TITLE = "git remote (docs/cli.md, \"Git remotes\"; none given: the amb
 
 
 def _git_transport() -> argparse.ArgumentParser:
-    """The parent parser of the five transport flags, each defaulting to GITDNS_<NAME>."""
+    """The parent parser of the five transport flags (None when not given: GITDNS_<NAME> then applies)."""
     from gitdns.commands.gitremote import TRANSPORT, env_name
 
     parent = argparse.ArgumentParser(add_help=False)
@@ -58,7 +61,7 @@ def _git_transport() -> argparse.ArgumentParser:
     return parent
 
 
-def _transport(args: argparse.Namespace) -> Any:
+def _transport(args: argparse.Namespace) -> GitAuth:
     """The GitAuth of a verb's transport flags (and GITDNS_<NAME> for those not given)."""
     from gitdns.commands.gitremote import TRANSPORT, git_auth
 

@@ -14,6 +14,8 @@ the state directory.
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -69,8 +71,9 @@ def gitdns(tmp_path: Path) -> Gitdns:
     shim = tmp_path / "git-shim"
     shim.mkdir()
     recorder = shim / "git"
-    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True, check=True).stdout.strip()
-    recorder.write_text(GIT_RECORDER.format(git=real))
+    real = shutil.which("git")
+    assert real, "git is not on PATH"
+    recorder.write_text(GIT_RECORDER.format(git=shlex.quote(real)))
     recorder.chmod(0o755)
     argv_log = tmp_path / "git-argv.log"
 

@@ -45,12 +45,13 @@ TRANSPORT_HELP = {
     "token_file": "file holding the HTTPS token (read on every git operation)",
     "token_env": "name of an environment variable holding the HTTPS token",
     "ca_file": "CA bundle trusted for https:// remotes, e.g. a private CA",
+    "git_username": "user name sent with the HTTPS token (default: git; a GitLab deploy token's or a Gitea account's name)",
 }
 TRANSPORT_TITLE = "git remote (docs/cli.md, \"Git remotes\"; none given: the ambient git configuration)"
 
 
 def _git_transport() -> argparse.ArgumentParser:
-    """The parent parser of the five transport flags (None when not given: GITDNS_<NAME> then applies)."""
+    """The parent parser of the transport flags (None when not given: GITDNS_<NAME> then applies)."""
     from gitdns.commands.gitremote import TRANSPORT, env_name
 
     parent = argparse.ArgumentParser(add_help=False)
@@ -174,6 +175,7 @@ AGENT_HELP = {
     "webhook_github_secret_file": "file holding the GitHub webhook secret",
     "webhook_gitlab_token_file": "file holding the GitLab webhook secret token",
     "webhook_gitlab_signing_file": "file holding the GitLab webhook signing token",
+    "webhook_gitea_secret_file": "file holding the Gitea webhook secret",
     "status": "push the status branch gitdns-status/<cluster-id> (true|false, default: true)",
     "status_repo": "where status branches go (default: the desired repository)",
     "lease": "one writer per owner: auto (Kubernetes Lease in a cluster, else a lock TXT) | kubernetes | txt | none",

@@ -32,6 +32,7 @@ class AgentConfig:
     ssh_key: str = ""
     known_hosts: str = ""
     ca_file: str = ""  # CA bundle for https:// remotes (a private CA)
+    git_username: str = ""  # the HTTPS user name sent with the token ("" = git)
     verify_ssh_signers: str = ""  # allowed_signers file: require SSH-signed heads
     verify_gpg_keys: str = ""  # exported public keys: require GPG-signed heads
     allow_rollback: bool = False  # accept a head that is not a descendant of the applied one

@@ -75,7 +75,8 @@ def git_auth(config: AgentConfig) -> Any:
     def path(value: str) -> Path | None:
         return Path(value) if value else None
     return GitAuth(token_env=config.token_env or None, token_file=path(config.token_file),
-                   ssh_key=path(config.ssh_key), known_hosts=path(config.known_hosts), ca_file=path(config.ca_file))
+                   ssh_key=path(config.ssh_key), known_hosts=path(config.known_hosts), ca_file=path(config.ca_file),
+                   username=config.git_username or "git")
 
 
 def make_source(config: AgentConfig) -> Any:

@@ -2,7 +2,7 @@
 branches and the desired head), `history` (the desired branch's history) and `groups
 add|remove|set|reconcile` (the status branches for the health check, and ``--push``).
 
-    TRANSPORT                          the five settings, named as the agent's (agent/config.py)
+    TRANSPORT                          the settings, named as the agent's (agent/config.py)
     git_auth(values, env=None) -> GitAuth
 
 The settings and their meaning are the agent's: ``ssh_key`` + ``known_hosts`` for ssh://
@@ -26,7 +26,7 @@ from gitdns.agent.config import env_name
 
 __all__ = ["TRANSPORT", "env_name", "git_auth"]
 
-TRANSPORT = ("ssh_key", "known_hosts", "token_file", "token_env", "ca_file")
+TRANSPORT = ("ssh_key", "known_hosts", "token_file", "token_env", "ca_file", "git_username")
 
 
 def git_auth(values: Mapping[str, object], env: Mapping[str, str] | None = None) -> GitAuth:
@@ -41,4 +41,5 @@ def git_auth(values: Mapping[str, object], env: Mapping[str, str] | None = None)
         return Path(chosen[name]) if chosen[name] else None
 
     return GitAuth(token_env=chosen["token_env"] or None, token_file=path("token_file"),
-                   ssh_key=path("ssh_key"), known_hosts=path("known_hosts"), ca_file=path("ca_file"))
+                   ssh_key=path("ssh_key"), known_hosts=path("known_hosts"), ca_file=path("ca_file"),
+                   username=chosen["git_username"] or "git")

@@ -12,13 +12,13 @@ from gitdns.adapters.gitauth import GitAuth
 from gitdns.cli import build_parser
 from gitdns.commands.gitremote import TRANSPORT, git_auth
 
-FLAGS = ("--ssh-key", "--known-hosts", "--token-file", "--token-env", "--ca-file")
+FLAGS = ("--ssh-key", "--known-hosts", "--token-file", "--token-env", "--ca-file", "--git-username")
 REMOTE_VERBS = (["status"], ["history", "api.example.com"], ["groups", "add", "example.com", "a"],
                 ["groups", "remove", "example.com", "a"], ["groups", "set", "example.com"],
                 ["groups", "reconcile", "example.com"], ["agent"])
 
 
-def test_the_transport_is_the_agent_s_five_settings() -> None:
+def test_the_transport_is_the_agent_s_settings() -> None:
     from gitdns.agent.config import AgentConfig
 
     assert tuple(f.replace("_", "-") for f in TRANSPORT) == tuple(f[2:] for f in FLAGS)
@@ -53,8 +53,8 @@ def test_an_empty_flag_unsets_the_environment_s_value() -> None:
 
 
 @pytest.mark.parametrize("argv", REMOTE_VERBS, ids=lambda a: " ".join(a[:2]))
-def test_every_verb_that_talks_to_a_remote_takes_the_five_flags(argv: list[str]) -> None:
-    values = ["/key", "/known", "/token", "TOKEN_VAR", "/ca.pem"]
+def test_every_verb_that_talks_to_a_remote_takes_the_transport_flags(argv: list[str]) -> None:
+    values = ["/key", "/known", "/token", "TOKEN_VAR", "/ca.pem", "deploy-bot"]
     args = build_parser().parse_args([*argv, *(x for pair in zip(FLAGS, values, strict=True) for x in pair)])
     assert [getattr(args, name) for name in TRANSPORT] == values
 
@@ -93,3 +93,9 @@ def test_a_repo_url_carrying_a_password_is_refused(verb: list[str], tmp_path: Pa
     err = capsys.readouterr().err
     assert code == 1 and "carries a password" in err, err
     assert "s3cr3t-in-url" not in err
+
+
+def test_the_https_user_name_defaults_to_git_and_is_set_by_flag_or_environment() -> None:
+    assert git_auth({}, env={}).username == "git"
+    assert git_auth({"git_username": "deploy-bot"}, env={}).username == "deploy-bot"
+    assert git_auth({}, env={"GITDNS_GIT_USERNAME": "gitlab+deploy-token-42"}).username == "gitlab+deploy-token-42"

@@ -225,3 +225,21 @@ def test_https_untrusted_ca_has_a_reason_of_its_own(untrusted_run: Run) -> None:
     assert untrusted_run.done.returncode != 0
     assert "(reason: Unreachable)" not in untrusted_run.output, untrusted_run.output[-3000:]
     assert "TLSVerificationFailed" in untrusted_run.output and "--ca-file" in untrusted_run.output
+
+
+def test_https_git_username_is_the_user_name_sent_with_the_token(https: HttpsServer, tmp_path: Path) -> None:
+    """A server that knows the token only for one account (a Gitea user, a GitLab deploy token):
+    --git-username names it; the default user name is refused."""
+    repo = DesiredRepo(https.repos / "agent-https-username")
+    https.set_token("deploy-bot", "bot-token-7")
+    try:
+        token = token_file(https, tmp_path, "bot-token-7")
+        wrong = once(repo, tmp_path / "state", *https_flags(https, repo, token))
+        assert wrong.done.returncode != 0 and "AuthenticationFailed" in wrong.output, wrong.output[-3000:]
+        right = once(repo, tmp_path / "state", *https_flags(https, repo, token), "--git-username", "deploy-bot")
+        assert right.done.returncode == 0, right.output[-3000:]
+        assert applied(repo)
+        assert_status_landed(right)
+        assert "bot-token-7" not in right.output + wrong.output
+    finally:
+        https.set_token("deploy-bot", None)

@@ -45,7 +45,7 @@ TRANSPORT_HELP = {
     "token_file": "file holding the HTTPS token (read on every git operation)",
     "token_env": "name of an environment variable holding the HTTPS token",
     "ca_file": "CA bundle trusted for https:// remotes, e.g. a private CA",
-    "git_username": "user name sent with the HTTPS token (default: git; a GitLab deploy token's or a Gitea account's name)",
+    "git_username": "user name sent with the HTTPS token (default: git; a GitLab deploy token's, a Gitea account's)",
 }
 TRANSPORT_TITLE = "git remote (docs/cli.md, \"Git remotes\"; none given: the ambient git configuration)"
 

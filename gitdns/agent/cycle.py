@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gitdns.adapters.leases import Lease, LeaseState, NoLease
+from gitdns.agent.applied import save_applied
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.healthinputs import HealthInputs
 from gitdns.agent.loading import Cycle, Loading
@@ -45,10 +46,11 @@ class Agent:
         self.health = HealthInputs(self.state, ports.probes, ports.fleet_health, ports.clock)
         self.work = ZoneWork(self.state, config, ports, self.role, self.zones, self.health)
         self.loading = Loading(self.state, config, ports, self.role, self.zones, self.health.changed,
-                               self.work.groups_moved)
+                               self.work.groups_moved, self.work.own_revision)
         self.reporter = Reporter(self.state, config, self.role, ports, self.zones)
         self._identity_check = ports.identity_check  # checked once, on the first reconcile
         self._lease_builder = ports.lease_builder  # used once, when the cluster's zones are known
+        self._saved: str | None = None  # the applied revision last recorded in the state directory
 
     @property
     def last_report(self) -> ClusterReport | None:
@@ -148,6 +150,9 @@ class Agent:
             cycle.wrote = cycle.wrote or outcome.applied > 0
             cycle.yielded = cycle.yielded or bool(outcome.plan and outcome.plan.yielded)
         if cycle.fetched is not None and can_write and not any(o.errors for o in cycle.outcomes):
+            if self._saved != cycle.fetched.sha:
+                save_applied(self.zones.root, cycle.fetched.sha)
+                self._saved = cycle.fetched.sha
             self.state.applied_sha = cycle.fetched.sha
             self.state.applied_state = desired.state
         return True

@@ -14,6 +14,7 @@ from typing import Any
 
 from gitdns.adapters.gitverify import SignatureRefusedError
 from gitdns.agent import identity
+from gitdns.agent.applied import load_applied
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.gitwait import FileWatch
 from gitdns.agent.ports import AgentPorts
@@ -22,7 +23,7 @@ from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.core.conditions import REASONS, Condition
 from gitdns.core.desired import Desired, HeadInfo
-from gitdns.core.model import Cluster, Mode
+from gitdns.core.model import Cluster, Mode, Revision
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.zonepass import ZoneOutcome
 
@@ -47,7 +48,8 @@ class Cycle:
 
 class Loading:
     def __init__(self, state: AgentState, config: AgentConfig, ports: AgentPorts, role: Role, zones: Zones,
-                 changed: Callable[[], bool], groups_moved: Callable[[], bool] = lambda: False) -> None:
+                 changed: Callable[[], bool], groups_moved: Callable[[], bool] = lambda: False,
+                 own_revision: Callable[[Desired, Cluster], tuple[str, Revision] | None] = lambda d, c: None) -> None:
         self.state = state
         self.config = config
         self.ports = ports
@@ -55,6 +57,8 @@ class Loading:
         self.zones = zones
         self.health_changed = changed
         self.groups_moved = groups_moved
+        self.own_revision = own_revision
+        self.floor: tuple[str, Revision] | None = None  # (zone, revision) our own records carry, if nothing else
         self.restore = ports.restore
         self.files = FileWatch((config.token_file, config.ssh_key, config.known_hosts, config.ca_file,
                                 config.verify_ssh_signers, config.verify_gpg_keys))
@@ -140,10 +144,10 @@ class Loading:
         state = self.state
         known = identity.load_identity(self.zones.root, self.config.cluster)
         ident = known.id if known is not None else self.config.cluster
-        if self.restore is None or not ident:
-            return None
         try:
-            applied = self.restore(ident)
+            applied = load_applied(self.zones.root)
+            if not applied and self.restore is not None and ident:
+                applied = self.restore(ident)
             if not applied:
                 return None
             fetched = self.ports.source.fetch(applied)
@@ -202,7 +206,7 @@ class Loading:
         self.role.resolve(self._mode_cluster(desired))
         self.role.note_primaries(desired)
         self.role.refresh_for_revision(desired, self.zones.cluster_of(desired))
-        self._restore_applied()
+        self._restore_applied(desired)
 
     def _history(self) -> Cluster | None:
         return identity.cluster_from_history(self.state, self.config, self.ports.source, self.zones.desired_at)
@@ -220,28 +224,53 @@ class Loading:
             return known
         return None
 
-    def _restore_applied(self) -> None:
-        """After a restart: take the applied revision from our status branch, so a force-push
-        is still refused and a zone held by an invalid commit keeps its last good state."""
+    def _restore_applied(self, desired: Desired) -> None:
+        """After a restart: the applied revision from the state directory, else our status
+        branch, else (as a floor) the revision our own records carry in our zones, so a
+        force-push back is refused even when two of the three are lost (gitdns.agent.applied)."""
         state = self.state
-        if self.restore is None or state.applied_sha is not None or state.known_cluster is None:
+        if state.applied_sha is not None or state.known_cluster is None or self.floor is not None:
             return
-        restore, self.restore = self.restore, None
-        try:
-            state.applied_sha = restore(state.known_cluster.id)
-        except GitdnsError as exc:
-            log.warning("restore applied revision failed: error=%s", exc)
+        state.applied_sha = load_applied(self.zones.root)
         if state.applied_sha:
-            log.info("restored applied revision: sha=%s", state.applied_sha[:12])
+            self.restore = None
+            log.info("restored applied revision: sha=%s from=state-dir", state.applied_sha[:12])
+            return
+        if self.restore is not None:
+            restore, self.restore = self.restore, None
+            try:
+                state.applied_sha = restore(state.known_cluster.id)
+            except GitdnsError as exc:
+                log.warning("restore applied revision failed: error=%s", exc)
+            if state.applied_sha:
+                log.info("restored applied revision: sha=%s from=status-branch", state.applied_sha[:12])
+                return
+        cluster = self.zones.cluster_of(desired) or state.known_cluster
+        self.floor = self.own_revision(desired, cluster)
+        if self.floor is not None:
+            log.info("restored applied revision: rev=%s zone=%s from=own-records", self.floor[1].label, self.floor[0])
 
     def _refuse_rollback(self, head: str) -> bool:
+        """A head that is not a descendant of what this cluster applied (a force-push back, or
+        unrelated history) is refused unless the operator allowed rollbacks.  Fails closed:
+        when the ancestry cannot be shown, the head is refused."""
         applied = self.state.applied_sha
-        if not applied or self.config.allow_rollback or head == applied:
+        if self.config.allow_rollback:
             return False
-        if self.ports.source.is_descendant(head, applied):
+        if applied:
+            if head == applied or self.ports.source.is_descendant(head, applied):
+                return False
+            what = f"the applied revision {applied[:7]}"
+        elif self.floor is not None:
+            zone, rev = self.floor
+            if head.startswith(rev.sha) or self.ports.source.is_descendant(head, rev.sha):
+                return False
+            what = f"revision {rev.sha[:7]}, which this cluster's own records in {zone} carry (its last applied)"
+        else:
             return False
+        log.warning("head refused: sha=%s reason=RollbackRefused not-after=%s", head[:12], what)
         self.state.source_condition = Condition(
             "SourceAvailable", False, "RollbackRefused",
-            f"head {head[:7]} is not a descendant of the applied revision {applied[:7]} "
-            "(a force-push back?); the applied revision stays; start with --allow-rollback to accept it")
+            f"head {head[:7]} is not a descendant of {what} (a force-push back?); "
+            "the applied revision stays; start with --allow-rollback to accept it")
         return True

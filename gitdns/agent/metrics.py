@@ -18,6 +18,7 @@ gitdns_stale_write_retries_total{zone}     counter record_stale_retries
 gitdns_cycle_duration_seconds              hist.   observe_cycle
 gitdns_cycle_last_duration_seconds         gauge   observe_cycle
 gitdns_git_errors_total{reason}            counter record_git_error
+gitdns_head_refusals_total{reason}         counter record_refusal (SignatureRefused|RollbackRefused; once per head)
 gitdns_applied_revision_info{revision}     gauge   set_revision (=1; the old label goes)
 gitdns_validation_problems{zone}           gauge   set_validation_problems
 gitdns_webhook_deliveries_total            counter record_webhook; result is one of
@@ -83,6 +84,10 @@ class Metrics:
         )
         self.git_errors = Counter(
             "gitdns_git_errors", "Git fetch/verify/push errors by reason.", ["reason"], registry=r
+        )
+        self.head_refusals = Counter(
+            "gitdns_head_refusals", "Heads refused (unsigned or untrusted, or not a descendant of the applied "
+            "revision), once per refused head.", ["reason"], registry=r
         )
         self.applied_revision = Gauge(
             "gitdns_applied_revision_info", "The desired revision applied last (value 1).", ["revision"], registry=r
@@ -154,6 +159,9 @@ class Metrics:
 
     def record_git_error(self, reason: str) -> None:
         self.git_errors.labels(reason).inc()
+
+    def record_refusal(self, reason: str) -> None:
+        self.head_refusals.labels(reason).inc()
 
     def set_revision(self, label: str) -> None:
         """Point ``gitdns_applied_revision_info`` at ``label``; the previous label is removed."""

@@ -39,6 +39,7 @@ class Runner:
         self.metrics = metrics
         self.wall = wall
         self.cycles = 0
+        self._refusal: tuple[str, str] | None = None  # the head refusal last counted
         self.alive = True
         self.stopped = threading.Event()
         # set before the scheduler shuts down: apscheduler's shutdown holds its job-store lock
@@ -151,6 +152,11 @@ class Runner:
         self._publish_state()
 
     def _after_cycle(self, cycle: Cycle, seconds: float) -> None:
+        source = self.agent.state.source_condition
+        refusal = (source.reason, source.message) if source.reason in ("SignatureRefused", "RollbackRefused") else None
+        if refusal is not None and refusal != self._refusal:
+            self.metrics.record_refusal(source.reason)
+        self._refusal = refusal
         if cycle.desired is not None or cycle.outcomes:
             self.metrics.observe_cycle(seconds)
         pushed = self.agent.state.status_push

@@ -15,7 +15,7 @@ from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.core.desired import Desired
 from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
-from gitdns.core.model import Cluster, Mode, Zone
+from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
@@ -92,6 +92,28 @@ class ZoneWork:
                 moved = True
             memory.groups_seen = seen
         return moved
+
+    def own_revision(self, desired: Desired, cluster: Cluster) -> tuple[str, Revision] | None:
+        """The newest revision this cluster's own ownership TXT records carry in its zones
+        (``rev`` label: commit time and short sha), with the zone: what the agent applied last,
+        as the zones remember it.  Read once, after a restart that found no other record."""
+        if self.role.mode is Mode.REMOTE:
+            return None  # a remote writes no zone (and holds no credentials)
+        newest: tuple[str, Revision] | None = None
+        for zone in self.role.zones(desired, cluster):
+            try:
+                snapshot = self.ports.factory(zone).read(zone.domain)
+            except GitdnsError as exc:
+                log.warning("reading own revisions failed: zone=%s error=%s", zone.domain, exc)
+                continue
+            for row in owners(snapshot, ()):
+                if row.owner != cluster.id:
+                    continue
+                for label in row.revisions:
+                    rev = Revision.parse(label)
+                    if rev is not None and (newest is None or rev.time > newest[1].time):
+                        newest = (zone.domain, rev)
+        return newest
 
     def _cluster(self, zdesired: Desired, newest: Desired) -> Cluster:
         cluster = self.zones.cluster_of(newest)

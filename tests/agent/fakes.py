@@ -65,7 +65,7 @@ class FakeSource:
     def is_descendant(self, new: str, old: str) -> bool:
         cur: str | None = new
         while cur is not None:
-            if cur == old:
+            if cur.startswith(old):  # as git resolves an abbreviated sha
                 return True
             cur = self.parents.get(cur)
         return False

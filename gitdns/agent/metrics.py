@@ -21,6 +21,7 @@ gitdns_git_errors_total{reason}            counter record_git_error
 gitdns_head_refusals_total{reason}         counter record_refusal (SignatureRefused|RollbackRefused; once per head)
 gitdns_applied_revision_info{revision}     gauge   set_revision (=1; the old label goes)
 gitdns_validation_problems{zone}           gauge   set_validation_problems
+gitdns_zone_errors_total{zone,reason}      counter record_zone_error (a pass that ended in an error)
 gitdns_webhook_deliveries_total            counter record_webhook; result is one of
   {provider,result}                                accepted|forged|replayed|ignored
 gitdns_provider_calls_total{zone,op}       counter record_provider_call
@@ -84,6 +85,9 @@ class Metrics:
         )
         self.git_errors = Counter(
             "gitdns_git_errors", "Git fetch/verify/push errors by reason.", ["reason"], registry=r
+        )
+        self.zone_errors = Counter(
+            "gitdns_zone_errors", "Zone passes that ended in an error, by reason.", ["zone", "reason"], registry=r
         )
         self.head_refusals = Counter(
             "gitdns_head_refusals", "Heads refused (unsigned or untrusted, or not a descendant of the applied "
@@ -159,6 +163,9 @@ class Metrics:
 
     def record_git_error(self, reason: str) -> None:
         self.git_errors.labels(reason).inc()
+
+    def record_zone_error(self, zone: str, reason: str) -> None:
+        self.zone_errors.labels(zone, reason).inc()
 
     def record_refusal(self, reason: str) -> None:
         self.head_refusals.labels(reason).inc()

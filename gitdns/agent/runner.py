@@ -164,6 +164,8 @@ class Runner:
             self.metrics.record_git_error(pushed.reason)
         for outcome in cycle.outcomes:
             zone = outcome.zone.domain
+            for error in outcome.errors:
+                self.metrics.record_zone_error(zone, error.split(":", 1)[0])
             if outcome.plan is not None:
                 counts: dict[str, int] = {}
                 for conflict in outcome.plan.real_conflicts:

@@ -19,10 +19,11 @@ from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent
 from gitdns.core.planner import plan as make_plan
+from gitdns.core.records import Action, Change
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.reconcile import pipeline
-from gitdns.reconcile.engine import policy_for_zone
+from gitdns.reconcile.engine import policy_for_zone, render_views
 from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneOutcome, ZonePass
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,12 @@ class ZoneWork:
                 self._housekeeping(zone, provider, cluster, newest)
         except GitdnsError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
+        except Exception as exc:
+            log.exception("zone pass failed: zone=%s", zone.domain)
+            outcome.errors.append(f"InternalError: {type(exc).__name__}: {_short(str(exc))}; what this pass "
+                                  "wrote is taken back and the zone keeps its last good state")
+            if zpass is not None and not remote:
+                _undo(zpass)
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
         if remote:
             track.next_validation = None
@@ -193,3 +200,26 @@ def _remember(zpass: ZonePass | None, outcome: ZoneOutcome, remote: bool) -> Non
         zpass.memory.intent = zpass.intent.records
     else:
         zpass.memory.intent = None  # next pass plans in full (after a failure, or once active again)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _undo(zpass: ZonePass) -> None:
+    """Take back what a failed pass wrote: each change of its plan inverted, under the same
+    compare-and-swap (a change that never landed is refused harmlessly), then the views again."""
+    plan = zpass.outcome.plan
+    if plan is None or not plan.changes or not zpass.can_write:
+        return
+    inverse = [Change(_INVERSE[c.action], c.new, c.old, c.group, "undo a failed pass") for c in reversed(plan.changes)]
+    try:
+        result = zpass.provider.apply(zpass.zone.domain, inverse, ())
+        log.warning("failed pass undone: zone=%s changes=%d", zpass.zone.domain, len(result.applied))
+        render_views(zpass.provider, zpass.zone, zpass.desired.state)
+    except Exception as exc:
+        log.warning("undo of a failed pass failed: zone=%s error=%s: %s", zpass.zone.domain, type(exc).__name__, exc)
+
+
+_INVERSE = {Action.CREATE: Action.DELETE, Action.DELETE: Action.CREATE, Action.UPDATE: Action.UPDATE}

@@ -50,6 +50,11 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("PushDeclined", "pre-receive hook declined"),
     ("PushDeclined", "[remote rejected]"),
     ("PushDeclined", "protected branch"),
+    # a key or token that may read but not write (GitHub, GitLab, a forced-command key)
+    ("PushDeclined", "marked as read only"),
+    ("PushDeclined", "does not have write access"),
+    ("PushDeclined", "not allowed to push"),
+    ("PushDeclined", "read-only deploy key"),
     ("AuthenticationFailed", "permission denied"),
     ("AuthenticationFailed", "authentication failed"),
     ("AuthenticationFailed", "could not read username"),
@@ -71,10 +76,12 @@ FIXES = {
     "HostKeyUnknown": "pin the server's host key in the known_hosts file (ssh-keyscan, checked out of band)",
     "KeyPermissions": "make the private key readable by its owner only (chmod 600; a Secret: defaultMode 0400)",
     "KeyMissing": "give --ssh-key the path of the mounted private key",
-    "AuthenticationFailed": "check that the deploy key or token is registered and has access to the repository",
+    "AuthenticationFailed": "check that the deploy key or token is registered and has access to the repository; "
+                            "over HTTPS the user name sent with the token is --git-username (default git)",
     "RepositoryNotFound": "check the repository URL, and that the key or token can see the repository",
     "TLSVerificationFailed": "give --ca-file the CA bundle that signed the server's certificate",
-    "PushDeclined": "the status branch needs a key or token with write access and no hook refusing it",
+    "PushDeclined": "the push needs a key or token with write access, and no hook or branch protection refusing "
+                    "the branch (gitdns-status/* for the agent, gitdns/groups-* for groups --push)",
     "GitConnectionRefused": "the SSH server turned the connection away before the key exchange (sshd's "
                             "MaxStartups or a per-source penalty); if it recurs, size MaxStartups for the fleet "
                             "(docs/agent.md, 'Many agents, one SSH server')",

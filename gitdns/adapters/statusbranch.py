@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.giterrors import FIXES
 from gitdns.adapters.statuscache import StatusCache, fetch_error, remote_error, run_remote, sanitize, tail
 from gitdns.adapters.statusobjects import blob_sha, mktree, read_trees, tree_sha, validated, write_blobs
 from gitdns.core.statusdoc import StatusTree
@@ -186,9 +187,11 @@ class StatusBranch:
         refused = [line for line in report.splitlines() if line.startswith("!")]
         if refused and all(any(word in line for word in _RACE) for line in refused):
             return False
-        if refused:
-            raise PermanentError(f"git push refused: url={sanitize(self.url)} branch={self.branch} "
-                                 f"error={tail(' '.join(refused))}", reason="StatusPushRefused")
+        if refused:  # a hook, a protected branch, a read-only key: the server's own words are kept
+            said = [line.strip() for line in out.stderr.splitlines() if line.startswith("remote:")]
+            raise PermanentError(f"git push declined: url={sanitize(self.url)} branch={self.branch} "
+                                 f"error={tail(' '.join([*said, *refused]))} (fix: {FIXES['PushDeclined']})",
+                                 reason="PushDeclined")
         raise remote_error("push", self.url, out)
 
 

@@ -123,3 +123,23 @@ def test_a_connection_turned_away_before_the_key_exchange_is_transient_and_says_
         assert "kex_exchange_identification" in str(err) and "MaxStartups" in str(err)
     # a closed port is not the server turning us away: it stays GitUnreachable
     assert git_error("fetch", "ssh://h/r", DOWN).reason == "GitUnreachable"
+
+
+@pytest.mark.parametrize("stderr", [
+    "ERROR: The key you are authenticating with has been marked as read only.\nfatal: Could not read from remote "
+    "repository.",  # GitHub, a read-only deploy key
+    "remote: GitLab: This deploy key does not have write access to this project.\nfatal: Could not read from "
+    "remote repository.",  # GitLab
+    "remote: GitLab: You are not allowed to push code to this project.\n",
+    "read-only deploy key: 'git-receive-pack '/srv/dns.git'' refused\nfatal: Could not read from remote repository.",
+])
+def test_a_key_that_may_not_write_is_a_declined_push_not_an_outage(stderr: str) -> None:
+    assert classify(stderr) == "PushDeclined"
+    error = git_error("push", "ssh://git@git.example.test/dns.git", stderr)
+    assert isinstance(error, PermanentError) and not isinstance(error, UnreachableError)
+    assert "write access" in str(error)
+
+
+def test_an_authentication_failure_names_the_https_user_name_setting() -> None:
+    error = git_error("fetch", "https://git.example.test/dns.git", "fatal: Authentication failed for 'x'")
+    assert error.reason == "AuthenticationFailed" and "--git-username" in str(error)

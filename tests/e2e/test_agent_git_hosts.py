@@ -100,6 +100,8 @@ def test_ssh_status_push_declined_by_the_server_fails_once(sshd: SshServer, tmp_
     assert run.done.returncode != 0, run.output[-3000:]
     assert "status push failed" in run.done.stdout, run.done.stdout  # --once's report names it
     assert "pre-receive hook declined" in run.output
+    assert "StatusPublished: PushDeclined" in run.done.stdout, run.done.stdout
+    assert "status pushes are frozen" in run.done.stdout  # the hook's own words reach the operator
     assert run.status_tip() is None
 
 
@@ -110,6 +112,7 @@ def test_ssh_read_only_key_status_push_refused_fails_once(sshd: SshServer, tmp_p
     assert run.done.returncode != 0, run.output[-3000:]
     assert "status push failed" in run.done.stdout, run.done.stdout
     assert "read-only deploy key" in run.output  # the server's reason reaches the operator
+    assert "StatusPublished: PushDeclined" in run.done.stdout, run.done.stdout
     assert run.status_tip() is None
 
 
@@ -176,6 +179,8 @@ def test_https_status_push_declined_by_the_server_fails_once(https: HttpsServer,
     assert run.done.returncode != 0, run.output[-3000:]
     assert "status push failed" in run.done.stdout, run.done.stdout  # --once's report names it
     assert "pre-receive hook declined" in run.output
+    assert "StatusPublished: PushDeclined" in run.done.stdout, run.done.stdout
+    assert "status pushes are frozen" in run.done.stdout  # the hook's own words reach the operator
     assert run.status_tip() is None
 
 

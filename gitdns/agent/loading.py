@@ -104,6 +104,8 @@ class Loading:
                 raise
             return None
         if not state.source_condition.status and state.source_condition.reason not in _REFUSALS:
+            log.info("git reachable again: after=%d failure(s) reason=%s", state.git_wait.failures,
+                     state.source_condition.reason)
             state.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded", "reachable again")
         state.git_wait.succeeded()
         return head

@@ -66,6 +66,43 @@ def _read_secret(path: str) -> bytes | None:
         raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
 
 
+_PATH_SETTINGS = ("state_dir", "ssh_key", "known_hosts", "token_file", "ca_file", "verify_ssh_signers",
+                  "verify_gpg_keys", "webhook_github_secret_file", "webhook_gitlab_token_file",
+                  "webhook_gitlab_signing_file", "webhook_gitea_secret_file")
+_MUST_EXIST = {"known_hosts": "--known-hosts", "ca_file": "--ca-file", "token_file": "--token-file"}
+
+
+def absolute_paths(config: AgentConfig) -> AgentConfig:
+    """Every path setting made absolute once, at start: git runs in its cache directories, so a
+    relative --state-dir, --repo or key path given from the operator's directory would otherwise
+    be looked for there.  A transport file that does not exist is a configuration error naming
+    the setting (ssh and curl would blame the host key or the certificate instead)."""
+    import dataclasses
+
+    changes: dict[str, str] = {}
+    for name in _PATH_SETTINGS:
+        value = str(getattr(config, name, "") or "")
+        if value:
+            changes[name] = os.path.abspath(value)
+    for name in ("repo", "status_repo"):
+        value = getattr(config, name)
+        if value and _local_path(value):
+            changes[name] = os.path.abspath(value)
+    for name, flag in _MUST_EXIST.items():
+        path = changes.get(name)
+        if path and not os.path.exists(path):
+            raise ConfigError(f"{flag} {path}: no such file")
+    return dataclasses.replace(config, **changes)
+
+
+def _local_path(url: str) -> bool:
+    """A repository given as a path (not a URL, not scp-like ``user@host:path``)."""
+    if "://" in url:
+        return False
+    head = url.split("/", 1)[0]
+    return ":" not in head
+
+
 def git_auth(config: AgentConfig) -> Any:
     """The one git transport of the agent — the desired branch's fetch, the status branch's
     push, the primaries' and the fleet's reads of the status branches: SSH key + pinned
@@ -346,16 +383,49 @@ def gateway_hook() -> Any:
     return hook
 
 
+def listen_address(value: str, flag: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` for every interface) as (host, port); a ConfigError naming the
+    setting otherwise."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"--{flag} {value[:80]!r}: expected HOST:PORT (e.g. 0.0.0.0:8080)")
+    return host or "0.0.0.0", int(port)
+
+
+def http_endpoints(config: AgentConfig, make: Callable[[str, int, frozenset[str], str], Any]) -> list[Any]:
+    """The agent's HTTP servers, built by ``make(host, port, routes, name)`` and not started:
+    ``listen`` serves the webhook and the probes, ``admin_listen`` /status, /metrics and the
+    probes (docs/agent.md, "HTTP endpoint and metrics"); one address given to both serves all
+    there; an empty address serves nothing."""
+    from gitdns.adapters.httpserver import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
+
+    hook = listen_address(config.listen, "listen") if config.listen else None
+    admin = listen_address(config.admin_listen, "admin-listen") if config.admin_listen else None
+    if hook is not None and hook == admin:
+        return [make(*hook, ALL_ROUTES, "http")]
+    if hook is not None and admin is not None and hook[1] == admin[1] != 0:
+        raise ConfigError(f"--listen {config.listen} and --admin-listen {config.admin_listen} share port {hook[1]}: "
+                          "give both the same address to serve everything there, or another port")
+    servers = []
+    if hook is not None:
+        servers.append(make(*hook, WEBHOOK_ROUTES, "webhook"))
+    if admin is not None:
+        servers.append(make(*admin, ADMIN_ROUTES, "admin"))
+    return servers
+
+
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
+    import contextlib
+
     from gitdns.adapters.httpserver import HttpServer
     from gitdns.adapters.webhooks import WebhookConfig, repository_of
     from gitdns.agent.runner import Runner
 
+    http_endpoints(config, lambda *_: None)  # a bad address refuses to start before any work
     runner = Runner(agent, config, metrics)
     runner.first()  # before the scheduler: a refused identity or configuration exits here
-    http = None
+    webhook = None
     if config.listen:
-        host, _, port = config.listen.rpartition(":")
         token = _read_secret(config.webhook_gitlab_token_file)
         webhook = WebhookConfig(
             github_secret=_read_secret(config.webhook_github_secret_file),
@@ -366,11 +436,27 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
             branch=config.branch, repository=repository_of(config.repo),
             status_repository=repository_of(config.status_repo) if config.status_repo else None,
         )
-        http = HttpServer(host or "0.0.0.0", int(port), metrics=metrics, status=runner.status,
+
+    def make(host: str, port: int, routes: frozenset[str], name: str) -> HttpServer:
+        return HttpServer(host, port, metrics=metrics, status=runner.status,
                           ready=lambda: agent.last_report is not None and agent.last_report.ready,
-                          live=lambda: runner.alive, webhook=webhook,
-                          on_push=lambda event: runner.poke(f"push {event.ref}"))
-        http.start()
+                          live=lambda: runner.alive, webhook=webhook if "webhook" in routes else None,
+                          on_push=lambda event: runner.poke(f"push {event.ref}"), routes=routes, name=name)
+
+    servers: list[HttpServer] = []
+    for server in http_endpoints(config, make):
+        try:
+            server.start()
+        except OSError as exc:  # the address is taken or not ours: refuse to start, as a bad flag does
+            from gitdns.errors import GitdnsError
+
+            for started in servers:
+                started.stop()
+            with contextlib.suppress(GitdnsError):
+                agent.lease.release()
+            raise ConfigError(f"cannot listen on {server.host}:{server.port} ({server.name}): "
+                              f"{exc.strerror or exc}") from None
+        servers.append(server)
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -383,8 +469,8 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     while not runner.stopped.wait(0.5):
         pass
     runner.stop()
-    if http is not None:
-        http.stop()
+    for server in servers:
+        server.stop()
     log.info("agent stopped: signal=%s", stop["signal"])
     return 0
 

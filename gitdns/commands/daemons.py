@@ -24,11 +24,12 @@ ABNORMAL_WHEN_TRUE = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")
 def run_agent(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Result:
     """Flags (argparse names), then ``GITDNS_*`` variables of ``env``, then the config file."""
     from gitdns.agent.config import resolve
-    from gitdns.agent.main import build_agent, run_once, serve, setup_logging
+    from gitdns.agent.main import absolute_paths, build_agent, run_once, serve, setup_logging
     from gitdns.agent.metrics import Metrics
 
     config = resolve(flags, os.environ if env is None else env)
     setup_logging(config)
+    config = absolute_paths(config)
     metrics = Metrics()
     agent = build_agent(config, metrics)
     if config.once:

@@ -1,16 +1,30 @@
 """The HTTP endpoint of the agent and the orchestrator: health, readiness, status, metrics and
 git-host webhooks (the agent's; the orchestrator serves no webhook).
 
-Routes
+Routes (each server serves the groups in its ``routes``; a path of another group is 404)
     ``GET /healthz``   200 ``ok`` while ``live()`` is true (the process loop is alive), else 503
-    ``GET /readyz``    200 ``ready`` when ``ready()`` is true, else 503
-    ``GET /status``    200, ``status()`` as JSON (sorted keys)
-    ``GET /metrics``   200, Prometheus text format
-    ``POST /webhook``, ``/webhook/github``, ``/webhook/gitlab``, ``/webhook/gitea``
+    ``GET /readyz``    200 ``ready`` when ``ready()`` is true, else 503            (health)
+    ``GET /status``    200, ``status()`` as JSON (sorted keys)                     (status)
+    ``GET /metrics``   200, Prometheus text format                                (metrics)
+    ``POST /webhook``, ``/webhook/github``, ``/webhook/gitlab``, ``/webhook/gitea``  (webhook)
                        a delivery from GitHub, GitLab or Gitea, answered as
                        `gitdns.adapters.webhooks` judges it (its docstring has the table)
     411/413            no Content-Length / body over ``max_body`` (1 MiB)
-    404                an unknown path, or a webhook path while ``webhook`` is None (off)
+    404                an unknown path, a path outside ``routes``, or a webhook path while
+                       ``webhook`` is None (off)
+
+The agent runs two: ``WEBHOOK_ROUTES`` on its webhook address and ``ADMIN_ROUTES`` on its
+admin address (`gitdns.agent.main.serve`), so what exposes the webhook exposes nothing else.
+
+Hostile clients (`Limits`)
+    * request line and headers must arrive within ``header_seconds`` in total, the body within
+      ``body_seconds``, whatever the pace (one byte a second renews no deadline); any one read
+      or write waits at most ``read_seconds``; a keep-alive connection idle for
+      ``header_seconds`` is closed, and serves at most ``requests_per_connection`` requests;
+    * at most ``connections`` connections are served at once, ``per_peer`` of them from one
+      address; one more is answered 503 and closed by the accepting thread, without a thread
+      of its own, and never waits.
+    Each served connection has one daemon thread; ``stop()`` closes them all.
 
 ``on_push`` runs on the request thread and must be cheap (set a "fetch now" flag); it is
 called for every accepted delivery and the caller coalesces. Secrets come in as values in
@@ -20,8 +34,12 @@ logged; requests are logged at debug as method, path (no query) and status, neve
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
+import math
+import socket
 import socketserver
 import threading
 import time
@@ -36,14 +54,34 @@ from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
 from gitdns.core.webhook import PushEvent, ReplayGuard
 
-__all__ = ["MAX_BODY", "HttpServer", "MetricsPage", "WebhookConfig", "repository_of"]
+__all__ = ["ADMIN_ROUTES", "ALL_ROUTES", "MAX_BODY", "WEBHOOK_ROUTES", "HttpServer", "Limits", "MetricsPage",
+           "WebhookConfig", "repository_of"]
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
-READ_TIMEOUT_SECONDS = 10.0
 LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
 POLL_SECONDS = 0.1  # how soon stop() is noticed
+REFUSAL_LOG_SECONDS = 60.0  # refused connections are logged as a count at most this often
+
+ALL_ROUTES = frozenset({"health", "status", "metrics", "webhook"})
+WEBHOOK_ROUTES = frozenset({"health", "webhook"})
+ADMIN_ROUTES = frozenset({"health", "status", "metrics"})
+
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+         b"Content-Length: 5\r\nRetry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\nbusy\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one server gives its clients (the module docstring says how each is enforced)."""
+
+    header_seconds: float = 10.0  # request line + headers, in total
+    body_seconds: float = 30.0  # the body, in total (1 MiB at 35 kB/s)
+    read_seconds: float = 10.0  # any one read or write
+    connections: int = 64  # served at once
+    per_peer: int = 32  # served at once from one client address
+    requests_per_connection: int = 100  # keep-alive
 
 
 class MetricsPage(Protocol):
@@ -80,7 +118,13 @@ class HttpServer:
         on_push: Callable[[PushEvent], None] | None = None,
         max_body: int = MAX_BODY,
         clock: Callable[[], float] = time.time,
+        routes: frozenset[str] = ALL_ROUTES,
+        limits: Limits | None = None,
+        name: str = "http",
     ) -> None:
+        unknown = set(routes) - ALL_ROUTES
+        if unknown:
+            raise ValueError(f"unknown route groups: {sorted(unknown)}")
         self.host = host
         self._port = port
         self.metrics = metrics
@@ -91,6 +135,9 @@ class HttpServer:
         self.on_push = on_push if on_push is not None else (lambda _event: None)
         self.max_body = max_body
         self.clock = clock
+        self.routes = frozenset(routes)
+        self.limits = limits if limits is not None else Limits()
+        self.name = name
         self._guard = ReplayGuard(webhook.replay_memory if webhook is not None else 1)
         self._guard_lock = threading.Lock()
         self._httpd: _Server | None = None
@@ -110,10 +157,16 @@ class HttpServer:
         httpd.app = self
         self._httpd = httpd
         self._thread = threading.Thread(
-            target=httpd.serve_forever, args=(POLL_SECONDS,), name="gitdns-http", daemon=True
+            target=httpd.serve_forever, args=(POLL_SECONDS,), name=f"gitdns-{self.name}", daemon=True
         )
         self._thread.start()
-        log.info("listening: host=%s port=%d", self.host, self.port)
+        log.info("listening: name=%s host=%s port=%d routes=%s", self.name, self.host, self.port,
+                 ",".join(sorted(self.routes)))
+
+    @property
+    def connections(self) -> int:
+        """Connections being served now (each on its own thread)."""
+        return self._httpd.open_connections if self._httpd is not None else 0
 
     def stop(self, timeout: float = 5.0) -> None:
         httpd, thread = self._httpd, self._thread
@@ -122,6 +175,7 @@ class HttpServer:
         port = self.port
         httpd.shutdown()
         httpd.server_close()
+        httpd.close_connections()
         if thread is not None:
             thread.join(timeout)
         self._httpd = None
@@ -137,7 +191,14 @@ class HttpServer:
 
     # --- routes ------------------------------------------------------------------------
 
+    def serves(self, path: str) -> bool:
+        """Whether ``path`` belongs to a route group of this server."""
+        group = _GROUPS.get(path, "webhook" if path in WEBHOOK_PATHS else None)
+        return group is not None and group in self.routes
+
     def handle_get(self, path: str) -> _Reply:
+        if not self.serves(path):
+            return _text(404, "not found")
         if path == "/healthz":
             return _text(200, "ok") if self.live() else _text(503, "not live")
         if path == "/readyz":
@@ -147,11 +208,11 @@ class HttpServer:
             return _Reply(200, body.encode("utf-8"), "application/json")
         if path == "/metrics":
             return _Reply(200, self.metrics.render(), self.metrics.content_type)
-        if path in WEBHOOK_PATHS:
-            return _text(405, "use POST")
-        return _text(404, "not found")
+        return _text(405, "use POST")  # a webhook path
 
     def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> _Reply:
+        if not self.serves(path):
+            return _text(404, "not found")
         if self.webhook is None:
             return _text(404, "webhook endpoint is off")
         verdict = judge(self.webhook, path, headers, body, now=int(self.clock()), seen=self._seen)
@@ -174,13 +235,30 @@ class HttpServer:
         return reply
 
 
+_GROUPS = {"/healthz": "health", "/readyz": "health", "/status": "status", "/metrics": "metrics"}
+
+
 def _text(status: int, text: str) -> _Reply:
     return _Reply(status, (text + "\n").encode("utf-8"))
 
 
 class _Server(ThreadingHTTPServer):
+    """One thread per connection, up to ``Limits.connections`` (``per_peer`` per address); the
+    accepting thread answers one more 503 itself and closes it."""
+
     daemon_threads = True
+    block_on_close = False  # stop() closes the connections instead of waiting for them
+    request_queue_size = 128  # a burst waits in the backlog, not in threads
     app: HttpServer
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[socket.socket, str] = {}  # served connection -> peer address
+        self._peers: dict[str, int] = {}
+        self.refused = 0
+        self._refusals_logged = 0
+        self._refusal_logged_at = -math.inf
+        super().__init__(address, handler)
 
     def server_bind(self) -> None:
         """Bind without http.server's reverse lookup of the listen address (``getfqdn``),
@@ -189,13 +267,127 @@ class _Server(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
 
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """On the accepting thread: admit the connection to a thread of its own, or refuse it."""
+        limits = self.app.limits
+        peer = str(client_address[0])
+        with self._lock:
+            admitted = len(self._open) < limits.connections and self._peers.get(peer, 0) < limits.per_peer
+            if admitted:
+                self._open[request] = peer
+                self._peers[peer] = self._peers.get(peer, 0) + 1
+        if not admitted:
+            self._refuse(request, peer)
+            return
+        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                                  name=f"gitdns-{self.app.name}-conn", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: refuse rather than fail the accept loop
+            self._release(request)
+            self._refuse(request, peer)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release(request)
+
+    def _release(self, request: socket.socket) -> None:
+        with self._lock:
+            peer = self._open.pop(request, None)
+            if peer is not None:
+                left = self._peers.get(peer, 1) - 1
+                if left > 0:
+                    self._peers[peer] = left
+                else:
+                    self._peers.pop(peer, None)
+
+    def _refuse(self, request: socket.socket, peer: str) -> None:
+        """503 and close, without blocking: what the send buffer takes now is all it gets."""
+        try:
+            request.setblocking(False)
+            request.send(_BUSY)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+        self.refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged_at >= REFUSAL_LOG_SECONDS:
+            log.warning("connections refused: name=%s count=%d peer=%s (limits: %d at once, %d per address)",
+                        self.app.name, self.refused - self._refusals_logged, peer,
+                        self.app.limits.connections, self.app.limits.per_peer)
+            self._refusal_logged_at, self._refusals_logged = now, self.refused
+
+    def close_connections(self) -> None:
+        """Wake every connection thread (their reads fail) so none outlives stop() for long."""
+        with self._lock:
+            requests = list(self._open)
+        for request in requests:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that resets or vanishes mid-request: one debug line, no traceback on stderr."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        log.debug("connection ended: name=%s error=%s", self.app.name, type(exc).__name__)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reads under a total deadline: each read waits at most ``read_seconds`` and
+    never past ``deadline`` (``time.monotonic()``), after which every read raises TimeoutError."""
+
+    def __init__(self, sock: socket.socket, read_seconds: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self.read_seconds = read_seconds
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request deadline passed")
+        self._sock.settimeout(min(self.read_seconds, left))
+        return self._sock.recv_into(buffer)
+
+    def start(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
-    timeout = READ_TIMEOUT_SECONDS  # a slow or stalled client cannot hold a thread for ever
+    timeout = None  # setup() sets the socket's (Limits.read_seconds); the reader adjusts it per read
     server_version = "gitdns"
     sys_version = ""
+    _reader: _DeadlineReader
+    _served: int
+
+    def setup(self) -> None:
+        limits = self.server.app.limits
+        super().setup()
+        self.connection.settimeout(limits.read_seconds)
+        self.rfile.close()  # http.server's own buffered reader: replaced by one with deadlines
+        self._reader = _DeadlineReader(self.connection, limits.read_seconds)
+        self.rfile = io.BufferedReader(self._reader)
+        self._served = 0
+
+    def handle_one_request(self) -> None:
+        """One request: its request line and headers under the header deadline (which also
+        bounds a keep-alive connection's idle wait), its body under the body deadline."""
+        self._reader.start(self.server.app.limits.header_seconds)
+        self._served += 1
+        super().handle_one_request()
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
@@ -243,6 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length < 0:
             self.close_connection = True
             return _text(400, "bad Content-Length")
+        self._reader.start(self.server.app.limits.body_seconds)
         if length > self.server.app.max_body:
             self._discard(length)
             return _text(413, f"body over {self.server.app.max_body} bytes")
@@ -261,6 +454,9 @@ class _Handler(BaseHTTPRequestHandler):
             length -= len(chunk)
 
     def _send(self, reply: _Reply) -> None:
+        self.connection.settimeout(self.server.app.limits.read_seconds)  # reads may have left less
+        if self._served >= self.server.app.limits.requests_per_connection:
+            self.close_connection = True
         self.send_response(reply.status)
         if reply.status != HTTPStatus.NO_CONTENT:
             self.send_header("Content-Type", reply.content_type)

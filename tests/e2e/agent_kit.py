@@ -94,6 +94,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (held together while chosen)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+ADMIN_PATHS = frozenset({"/status", "/metrics"})  # served on --admin-listen, not beside the webhook
+
+
 def agent_cmd(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(repo.bare), "--cluster", cluster,
             "--state-dir", str(state), "--lease", "txt", "--git-timeout", "20", *extra]
@@ -105,17 +120,31 @@ def run_once(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> subpr
 
 
 class AgentProcess:
+    """A `gitdns agent` process with its two HTTP addresses on loopback: ``port`` (--listen:
+    the webhook and the probes) and ``admin_port`` (--admin-listen: /status, /metrics and the
+    probes).  ``get`` asks each path of the address that serves it."""
+
+    port: int
+    admin_port: int
+
     def __init__(self, repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> None:
-        self.port = free_port()
         self.log = state.parent / f"{state.name}.log"
         state.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            agent_cmd(repo, cluster, state, "--listen", f"127.0.0.1:{self.port}", *extra),
+            agent_cmd(repo, cluster, state, *self.listen_flags(), *extra),
             stdout=self.log.open("w"), stderr=subprocess.STDOUT)
 
-    def get(self, path: str) -> tuple[int, bytes]:
+    def listen_flags(self) -> list[str]:
+        """Picks ``port`` and ``admin_port``; the flags giving them to the agent."""
+        self.port, self.admin_port = free_ports(2)
+        return ["--listen", f"127.0.0.1:{self.port}", "--admin-listen", f"127.0.0.1:{self.admin_port}"]
+
+    def get(self, path: str, port: int | None = None) -> tuple[int, bytes]:
+        """GET ``path`` from ``port``, by default the address serving it."""
+        if port is None:
+            port = self.admin_port if path.split("?", 1)[0] in ADMIN_PATHS else self.port
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()

@@ -201,13 +201,12 @@ class GroupAgent(AgentProcess):
     def __init__(self, repo: DesiredRepo, cluster: str, state: Path, *extra: str, log: Path | None = None) -> None:
         import subprocess
 
-        from tests.e2e.agent_kit import agent_cmd, free_port
+        from tests.e2e.agent_kit import agent_cmd
 
-        self.port = free_port()
         self.log = log or state.parent / f"{state.name}.log"
         state.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            agent_cmd(repo, cluster, state, "--listen", f"127.0.0.1:{self.port}", *extra),
+            agent_cmd(repo, cluster, state, *self.listen_flags(), *extra),
             stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
     def kill9(self) -> None:

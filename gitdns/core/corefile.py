@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import jinja2
 
+from gitdns.core.corefilecheck import dns_name_error, file_name_error, hosts_problems, snippet_problems
 from gitdns.core.model import DesiredState, Tenant
 
 HOSTS_TEMPLATE = "coredns/tenant.hosts.j2"
@@ -77,11 +78,13 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """The pool's zone blocks, and what was left out and why."""
+    """The pool's zone blocks, and what was left out and why (``refused``: tenants fenced off
+    by `gitdns.core.checks.tenants`)."""
 
     pool: str
     blocks: tuple[ZoneBlock, ...]
     skipped: tuple[Skipped, ...] = ()
+    refused: tuple[Skipped, ...] = ()
 
     @property
     def server_file(self) -> str:
@@ -118,24 +121,32 @@ def tenant_zone(tenant: Tenant) -> str | None:
     return tenant.zone if tenant.zone else inferred_zone(tenant.domains)
 
 
-def _zone_owners(state: DesiredState) -> dict[str, str]:
+def _zone_owners(state: DesiredState, refused: Mapping[str, str]) -> dict[str, str]:
     """zone -> the node pool that serves it (the first pool name among its tenants)."""
     owners: dict[str, str] = {}
     for tenant in state.tenants:
+        if tenant.name in refused:
+            continue
         zone = tenant_zone(tenant)
         if zone is not None and (zone not in owners or tenant.node_pool < owners[zone]):
             owners[zone] = tenant.node_pool
     return owners
 
 
-def layout(state: DesiredState, pool: str) -> Layout:
-    """Group ``pool``'s tenants into zone blocks (see the module docstring for the rules)."""
-    owners = _zone_owners(state)
+def layout(state: DesiredState, pool: str, refused: Mapping[str, str] | None = None) -> Layout:
+    """Group ``pool``'s tenants into zone blocks (see the module docstring for the rules);
+    tenants named in ``refused`` (name -> why) are left out and claim no zone."""
+    refused = refused or {}
+    owners = _zone_owners(state, refused)
     members: dict[str, list[Tenant]] = {}
     domains: dict[str, set[str]] = {}
     skipped: list[Skipped] = []
+    fenced: list[Skipped] = []
     for tenant in sorted(state.tenants, key=lambda t: t.name):
         if tenant.node_pool != pool:
+            continue
+        if tenant.name in refused:
+            fenced.append(Skipped(tenant.name, refused[tenant.name]))
             continue
         zone = tenant_zone(tenant)
         if zone is None:
@@ -159,7 +170,7 @@ def layout(state: DesiredState, pool: str) -> Layout:
         names = tuple(sorted(t.name for t in members[zone]))
         hosts = f"{names[0]}.hosts" if len(names) == 1 else f"{zone}.hosts"
         blocks.append(ZoneBlock(zone, names, tuple(sorted(domains[zone])), hosts))
-    return Layout(pool, tuple(blocks), tuple(skipped))
+    return Layout(pool, tuple(blocks), tuple(skipped), tuple(fenced))
 
 
 def sort_ips(ips: Iterable[str]) -> list[str]:
@@ -195,6 +206,30 @@ def render_files(env: jinja2.Environment, plan: Layout, ips: Iterable[str], tota
     files = {b.hosts_file: render_hosts(env, plan.pool, b, published, total) for b in plan.blocks}
     files[plan.server_file] = render_server(env, plan, settings)
     return files
+
+
+# --- what was rendered, checked before delivery (gitdns.core.corefilecheck) ----------------
+
+
+def server_block_tokens(block: ZoneBlock, settings: CorefileSettings = CorefileSettings()) -> list[str]:
+    """The tokens CoreDNS must read for ``block``'s server block (tenant.server.j2)."""
+    hosts = f"{settings.custom_dir.rstrip('/')}/{block.hosts_file}"
+    return [f"{block.zone}:{settings.port}", "{",
+            "hosts", hosts, "{", "ttl", str(settings.ttl), "reload", settings.reload, "no_reverse", "}",
+            "errors", "cache", str(settings.cache), "prometheus", settings.prometheus, "}"]
+
+
+def check_server(text: str, blocks: Sequence[ZoneBlock], settings: CorefileSettings = CorefileSettings()) -> list[str]:
+    """Problems of a rendered snippet that should serve exactly ``blocks``; empty when fine."""
+    names = [wrong for b in blocks if (wrong := file_name_error(b.hosts_file, ".hosts")) is not None]
+    expected = [server_block_tokens(b, settings) for b in blocks]
+    return names + snippet_problems(text, expected, settings.port)
+
+
+def check_hosts(text: str, block: ZoneBlock, ips: Iterable[str]) -> list[str]:
+    """Problems of a rendered hosts file that should give ``block``'s domains ``ips``."""
+    names = [wrong for d in block.domains if (wrong := dns_name_error(d, wildcard=True)) is not None]
+    return names[:1] + hosts_problems(text, [(ip, *block.domains) for ip in sort_ips(ips)])
 
 
 # --- lint: the checks CoreDNS (which the tests do not run) and our own rules would make -------

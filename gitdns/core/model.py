@@ -225,6 +225,7 @@ class NodePool:
     health: HealthCheck = HealthCheck(protocol="HTTP", port=15021, path="/healthz/ready")
     discovery_selector: str | None = None  # Kubernetes node label selector
     origin: Origin = Origin("")
+    allow_inside: tuple[str, ...] = ()  # spec.tenants.allowInside: domains its tenants may sit inside
 
 
 @dataclass(frozen=True, slots=True)

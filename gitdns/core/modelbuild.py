@@ -254,7 +254,8 @@ def _node_pool(name: str, spec: Json, origin: Origin) -> NodePool:
 
     nodes = tuple(Node(n["name"], n["ip"], n.get("healthEndpoint") or endpoint(n["ip"])) for n in spec.get("nodes", ()))
     selector = spec.get("discovery", {}).get("labelSelector")
-    return NodePool(name=name, nodes=nodes, health=health, discovery_selector=selector, origin=origin)
+    allow = tuple(d.lower().rstrip(".") for d in spec.get("tenants", {}).get("allowInside", ()))  # checks.tenants
+    return NodePool(name, nodes, health=health, discovery_selector=selector, origin=origin, allow_inside=allow)
 
 
 def _tenant(name: str, spec: Json, origin: Origin) -> Tenant:

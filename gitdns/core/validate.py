@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gitdns.core.checks import addressing, groups, hosts, policies, providers, references, serving
+from gitdns.core.checks import addressing, groups, hosts, policies, providers, references, serving, tenants
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import Index
 from gitdns.core.loader import LoadResult, load
@@ -54,6 +54,7 @@ CHECKS: tuple[Check, ...] = (
     groups.groups_need_active_groups,
     hosts.static_records,
     serving.nameservers,
+    tenants.tenant_zones,
 )
 
 

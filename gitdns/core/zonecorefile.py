@@ -20,7 +20,8 @@ rows for answers like the default view (its file is still written, so the snippe
 points at a missing file).  ``corednsDir`` is the directory where CoreDNS sees the view files
 (the agent's state volume mounted into CoreDNS); default: where the agent writes them.
 
-Values in, text out; a bad setting is a `ValueError` naming the field.
+Values in, text out; a bad setting is a `ValueError` naming the field, and so is a rendered
+snippet that fails the parse rules CoreDNS applies (`gitdns.core.corefilecheck`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from gitdns.core.corefilecheck import shown, snippet_problems
 from gitdns.core.model import Zone
 
 SERVER_TEMPLATE = "coredns/zone.server.j2"
@@ -40,6 +42,7 @@ COREDNS_DIR = "corednsDir"
 DEFAULT_VIEW = "default"
 RELOAD = "30s"  # how often CoreDNS re-reads a view's master and weight files
 _VIEW_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9]*$")
+_DIRECTORY_RE = re.compile(r"/[-A-Za-z0-9._/+@=,~]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +135,43 @@ def server_file(zone: str) -> str:
     return f"{zone}.server"
 
 
+def directory_error(directory: str) -> str | None:
+    """What keeps ``directory`` from being written unquoted into a Corefile (an absolute path
+    of letters, digits and ``-._/+@=,~``), or None."""
+    if _DIRECTORY_RE.fullmatch(directory):
+        return None
+    return (f"{shown(directory)} is not an absolute path of letters, digits and '-._/+@=,~' (CoreDNS would "
+            "split it, or read a comment or a directive in it)")
+
+
+def block_tokens(zone: str, port: int, directory: str, reload: str, block: ServerBlock) -> list[str]:
+    """The tokens CoreDNS must read for one server block of zone.server.j2."""
+    tokens = [f"{zone}:{port}", "{"]
+    if block.expr:
+        tokens += ["view", block.label, "{", "expr", *block.expr.split(" "), "}"]
+    tokens += ["file", f"{directory}/{block.stem}.zone", "{", "reload", reload, "}"]
+    if block.weights:
+        tokens += ["loadbalance", "weighted", f"{directory}/{block.stem}.weights", "{", "reload", reload, "}"]
+    return [*tokens, "errors", "}"]
+
+
 def render_zone_server(env: jinja2.Environment, zone: str, directory: str, views: Sequence[ServedView],
                        clients: Sequence[ViewClients], *, port: int = 53, reload: str = RELOAD) -> str:
-    """The Corefile snippet for ``zone`` whose view files CoreDNS finds in ``directory``."""
+    """The Corefile snippet for ``zone`` whose view files CoreDNS finds in ``directory``.
+    The text is checked with CoreDNS's parse rules (`gitdns.core.corefilecheck`) before it is
+    returned: a ValueError naming the zone says what is wrong, and nothing is to be written."""
+    wrong = directory_error(directory)
+    if wrong is not None:
+        raise ValueError(f"zone {shown(zone)}: the CoreDNS snippet's directory ({COREDNS_DIR}): {wrong}")
     view_blocks, default, unrouted = blocks(zone, views, clients)
-    return env.get_template(SERVER_TEMPLATE).render(
-        zone=zone, port=port, directory=directory.rstrip("/") or "/", reload=reload,
+    directory = directory.rstrip("/") or "/"
+    text = env.get_template(SERVER_TEMPLATE).render(
+        zone=zone, port=port, directory=directory, reload=reload,
         blocks=list(view_blocks), default=default, unrouted=list(unrouted),
     )
+    expected = [block_tokens(zone, port, directory, reload, b) for b in (*view_blocks, default)]
+    problems = snippet_problems(text, expected, port)
+    if problems:
+        raise ValueError(f"zone {shown(zone)}: the rendered CoreDNS snippet {shown(server_file(zone))} fails "
+                         f"CoreDNS's parse rules, not written: {'; '.join(problems[:3])}")
+    return text

@@ -27,7 +27,12 @@ health_orchestrator_probe_consecutive_failures  gauge   the node's current failu
   {node_name}
 health_orchestrator_probe_last_duration_seconds gauge   the node's latest probe round
   {node_name}
-health_orchestrator_tenants{state}              gauge   tenants served / skipped
+health_orchestrator_tenants{state}              gauge   tenants served / skipped / refused (fenced
+                                                        off, or their rendered files failed the
+                                                        CoreDNS parse check)
+health_orchestrator_render_refusals_total       counter rendered files refused before delivery:
+  {reason}                                              tenant (its block left out) or snippet
+                                                        (nothing delivered, the last stays)
 health_orchestrator_lease_held                  gauge   1 while this process holds the pool lease
 health_orchestrator_ready                       gauge   1 once the first delivery landed
 =============================================== ======= =========================================
@@ -75,8 +80,11 @@ class OrchestratorMetrics:
                                       ["reason"], registry=r)
         self._samples: Mapping[str, NodeSample] = {}
         r.register(_NodeCollector(self))
-        self.tenants = Gauge(p + "tenants", "Tenants of the node pool by state (served, skipped).", ["state"],
-                             registry=r)
+        self.tenants = Gauge(p + "tenants", "Tenants of the node pool by state (served, skipped, refused).",
+                             ["state"], registry=r)
+        self.render_refusals = Counter(p + "render_refusals", "Rendered files refused before delivery, by what "
+                                       "was left out (tenant: its block; snippet: the whole delivery).", ["reason"],
+                                       registry=r)
         self.lease_held = Gauge(p + "lease_held", "1 while this process holds the node pool's lease.", registry=r)
         self.ready = Gauge(p + "ready", "1 once the first delivery landed.", registry=r)
 
@@ -97,9 +105,10 @@ class OrchestratorMetrics:
         self.published_nodes.set(published)
         self.fail_open.set(1 if fail_open else 0)
 
-    def set_tenants(self, served: int, skipped: int) -> None:
+    def set_tenants(self, served: int, skipped: int, refused: int = 0) -> None:
         self.tenants.labels("served").set(served)
         self.tenants.labels("skipped").set(skipped)
+        self.tenants.labels("refused").set(refused)
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

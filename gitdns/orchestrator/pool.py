@@ -1,6 +1,7 @@
 """What the desired state says about an orchestrator's node pool: the last good state, the
-pool, its nodes (static and discovered), the zone layout and its notes, and the probe
-targets set on the health monitor."""
+pool, its nodes (static and discovered), the zone layout with the tenants it refuses
+(`gitdns.core.checks.tenants`) and its notes, and the probe targets set on the health
+monitor."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from collections.abc import Callable
 
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import Layout, layout
+from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.errors import GitdnsError
 from gitdns.orchestrator.faults import Faults
 from gitdns.orchestrator.metrics import OrchestratorMetrics
-from gitdns.orchestrator.sources import DesiredSource, hold_good, pool_targets
+from gitdns.orchestrator.sources import DesiredSource, hold_addresses, hold_fenced, hold_good, pool_targets
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,7 @@ class PoolView:
         self.nodes: tuple[Node, ...] = ()
         self.plan: Layout | None = None
         self.notes: list[str] = []
+        self.refused: dict[str, tuple[str, str]] = {}  # tenant -> (its file, why it is refused)
         self.target_notes: list[str] = []
         self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
 
@@ -61,6 +64,9 @@ class PoolView:
 
     def _take(self, desired: Desired) -> None:
         state, notes = hold_good(desired, self.state, self.pool_name)
+        state, more = hold_addresses(state, self.state, self.pool_name)
+        state, refused, fenced = hold_fenced(state, self.state, self.pool_name)
+        notes += more + fenced
         self.state = state
         pool = next((p for p in state.node_pools if p.name == self.pool_name), None)
         if pool is None and self.pool is not None:
@@ -71,13 +77,20 @@ class PoolView:
             self.notes = notes
             return
         self.pool = pool
-        plan = layout(state, self.pool_name)
+        plan = layout(state, self.pool_name, refused)
         self.notes = notes + [f"tenant {s.tenant}: {s.reason}" for s in plan.skipped]
+        self.notes += [f"tenant {shown(s.tenant)} refused: {s.reason}" for s in plan.refused]
+        origins = {t.name: t.origin.file for t in state.tenants}
+        self.refused = {s.tenant: (origins.get(s.tenant, ""), s.reason) for s in plan.refused}
         if plan != self.plan:
-            log.info("layout: pool=%s zones=%s skipped=%d", self.pool_name,
-                     ",".join(b.zone for b in plan.blocks) or "-", len(plan.skipped))
+            log.info("layout: pool=%s zones=%s skipped=%d refused=%d", self.pool_name,
+                     ",".join(b.zone for b in plan.blocks) or "-", len(plan.skipped), len(plan.refused))
+            for s in plan.refused:
+                log.warning("tenant refused: pool=%s tenant=%r file=%s reason=%s", self.pool_name, s.tenant,
+                            origins.get(s.tenant, ""), s.reason)
         self.plan = plan
-        self.metrics.set_tenants(sum(len(b.tenants) for b in plan.blocks), len({s.tenant for s in plan.skipped}))
+        self.metrics.set_tenants(sum(len(b.tenants) for b in plan.blocks), len({s.tenant for s in plan.skipped}),
+                                 len(plan.refused))
 
     def _refresh_nodes(self) -> bool:
         assert self.pool is not None

@@ -1,19 +1,30 @@
 """Health to files to delivery, for an orchestrator: the IPs of its pool to publish now (fail
 open: when health publishes none, the last set stays), the CoreDNS files rendered from them
-(a zone's hosts file re-rendered only when its published set changed), delivered only when
-they changed, and retried after a failed delivery."""
+(a zone's hosts file re-rendered only when its published set changed) and checked with
+CoreDNS's parse rules (a failing zone block is left out, a failing snippet not delivered),
+delivered only when they changed, and retried after a failed delivery."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jinja2
 
 from gitdns.adapters.coredns_delivery import Delivery
 from gitdns.adapters.probes import HealthMonitor
-from gitdns.core.corefile import CorefileSettings, ZoneBlock, render_hosts, render_server, sort_ips
+from gitdns.core.corefile import (
+    CorefileSettings,
+    Layout,
+    ZoneBlock,
+    check_hosts,
+    check_server,
+    render_hosts,
+    render_server,
+    sort_ips,
+)
+from gitdns.core.corefilecheck import shown
 from gitdns.core.health import HealthSettings, State, TargetHealth, published
 from gitdns.errors import GitdnsError
 from gitdns.orchestrator.faults import Faults
@@ -23,6 +34,14 @@ from gitdns.orchestrator.pool import PoolView
 log = logging.getLogger(__name__)
 
 RETRY_DELIVERY = 5.0  # seconds before a failed delivery is tried again
+
+
+class RenderRefused(Exception):
+    """A rendered snippet that must not be delivered."""
+
+    def __init__(self, file: str, message: str) -> None:
+        super().__init__(message)
+        self.file = file
 
 
 @dataclass(slots=True)
@@ -51,11 +70,14 @@ class Publisher:
         self.ready = False
         self.retry_at = 0.0
         self._started = clock()
-        self._hosts_cache: dict[tuple[ZoneBlock, tuple[str, ...], int], str] = {}
+        self._hosts_cache: dict[tuple[ZoneBlock, tuple[str, ...], int], tuple[str, list[str]]] = {}
+        self._block_checks: dict[ZoneBlock, list[str]] = {}
+        self.refused: dict[str, tuple[str, str]] = {}  # tenant -> (rendered file, problem): left out
 
     def forget_rendered(self) -> None:
-        """The layout changed: drop the hosts files rendered for the old one."""
+        """The layout changed: drop the hosts files rendered and the blocks checked for the old one."""
         self._hosts_cache.clear()
+        self._block_checks.clear()
 
     def compute(self) -> Published:
         """The IPs to publish now.  Fail open: none published by health -> the last set."""
@@ -77,34 +99,99 @@ class Publisher:
         settings = self.view.health or HealthSettings()
         return self.clock() - self._started > settings.interval + settings.timeout
 
+    def _block_problems(self, block: ZoneBlock) -> list[str]:
+        """The block's server block rendered alone and checked (once per layout)."""
+        if block not in self._block_checks:
+            alone = Layout(self.view.pool_name, (block,))
+            self._block_checks[block] = check_server(render_server(self.env, alone, self.settings), (block,),
+                                                     self.settings)
+        return self._block_checks[block]
+
+    def _hosts(self, block: ZoneBlock, ips: list[str], total: int) -> tuple[str, list[str]]:
+        key = (block, tuple(ips), total)
+        if key not in self._hosts_cache:  # re-rendered (and checked) only when its published set changed
+            text = render_hosts(self.env, self.view.pool_name, block, ips, total)
+            self._hosts_cache[key] = (text, check_hosts(text, block, ips))
+        return self._hosts_cache[key]
+
     def render(self, ips: list[str]) -> dict[str, str]:
-        assert self.view.plan is not None
-        if not self.view.plan.blocks or not ips:
+        """The pool's files, each checked with CoreDNS's parse rules (`check_server`,
+        `check_hosts`): a zone block whose server block or hosts file fails is left out (its
+        tenants in ``refused``), the rest delivered; a snippet failing as a whole, or every
+        block failing, raises `RenderRefused` (nothing is delivered, the last delivery stays)."""
+        plan = self.view.plan
+        assert plan is not None
+        self.refused = {}
+        if not plan.blocks or not ips:
             return {}
         total = len(self.view.nodes)
         files: dict[str, str] = {}
-        for block in self.view.plan.blocks:
-            key = (block, tuple(ips), total)
-            if key not in self._hosts_cache:  # re-rendered only when its published set changed
-                self._hosts_cache[key] = render_hosts(self.env, self.view.pool_name, block, ips, total)
-            files[block.hosts_file] = self._hosts_cache[key]
-        files[self.view.plan.server_file] = render_server(self.env, self.view.plan, self.settings)
-        if len(self._hosts_cache) > 4 * len(self.view.plan.blocks):
+        kept: list[ZoneBlock] = []
+        for block in plan.blocks:
+            wrong, file = self._block_problems(block), plan.server_file
+            if not wrong:
+                text, wrong = self._hosts(block, ips, total)
+                file = block.hosts_file
+            if wrong:
+                self.refused.update({tenant: (file, wrong[0]) for tenant in block.tenants})
+                continue
+            kept.append(block)
+            files[block.hosts_file] = text
+        if len(self._hosts_cache) > 4 * len(plan.blocks):
             self._hosts_cache = {k: v for k, v in self._hosts_cache.items() if k[1] == tuple(ips)}
+        if not kept:
+            raise RenderRefused(plan.server_file, "every zone block fails its check: " + self._refusals())
+        server = render_server(self.env, replace(plan, blocks=tuple(kept)), self.settings)
+        wrong = check_server(server, kept, self.settings)
+        if wrong:
+            raise RenderRefused(plan.server_file, "; ".join(wrong[:3]))
+        files[plan.server_file] = server
+        return files
+
+    def _refusals(self) -> str:
+        return "; ".join(f"tenant {shown(t)}: {f}: {why}" for t, (f, why) in sorted(self.refused.items()))
+
+    def _checked(self, ips: list[str]) -> dict[str, str] | None:
+        """`render`, its refusals reported (fault "render", metric, log); None: deliver nothing."""
+        try:
+            files = self.render(ips)
+        except (RenderRefused, ValueError) as exc:
+            file = exc.file if isinstance(exc, RenderRefused) else "-"
+            message = f"nothing delivered, the last delivery stays: {file}: {exc}"
+            if self.faults.errors.get("render") != message:
+                self.metrics.render_refusals.labels("snippet").inc()
+            self.faults.fail("render", "RenderRefused", message)
+            return None
+        if self.refused:
+            message = "left out: " + self._refusals()
+            if self.faults.errors.get("render") != message:
+                self.metrics.render_refusals.labels("tenant").inc(len(self.refused))
+            self.faults.fail("render", "TenantRefused", message)
+        else:
+            self.faults.clear("render")
+        plan = self.view.plan
+        if plan is not None:
+            served = sum(len(b.tenants) for b in plan.blocks) - len(self.refused)
+            self.metrics.set_tenants(served, len({s.tenant for s in plan.skipped}),
+                                     len(plan.refused) + len(self.refused))
         return files
 
     def publish(self) -> None:
         if self.view.plan is None or not self.view.nodes or not self.first_round_done():
             return
-        current = self.compute()
+        try:
+            current = self.compute()
+        except ValueError as exc:  # an address no check caught: deliver nothing, keep running
+            self.faults.fail("render", "InvalidAddress", f"nothing delivered, the last delivery stays: {exc}")
+            return
         if current.fail_open and not self.published.fail_open:
             log.warning("fail open: pool=%s no node is healthy; keeping %s", self.view.pool_name,
                         ",".join(current.ips) or "-")
         self.published = current
         self.metrics.published_nodes.set(len(current.ips))
         self.metrics.fail_open.set(1 if current.fail_open else 0)
-        files = self.render(current.ips)
-        if files == self.delivered:
+        files = self._checked(current.ips)
+        if files is None or files == self.delivered:
             return
         try:
             result = self.delivery.deliver(files)

@@ -230,6 +230,8 @@ class Orchestrator:
             "lease": {"held": self.lease_state.held, "message": self.lease_state.message},
             "ready": self.ready,
             "notes": [*self.notes, *self.view.target_notes],
+            "refused": [{"tenant": tenant, "file": file, "reason": reason}
+                        for tenant, (file, reason) in sorted({**self.view.refused, **self.publisher.refused}.items())],
             "errors": dict(self.errors),
         }
 

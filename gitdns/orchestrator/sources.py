@@ -1,6 +1,7 @@
 """Where the orchestrator's inputs come from: the desired state (a directory or a git remote;
-a revision that does not parse keeps the last good one), the pool's probe targets, and the
-nodes Kubernetes lists for a pool's ``discovery.labelSelector``."""
+a revision that does not parse keeps the last good one; a node address that is no IP or a
+fenced tenant keeps its last good version), the pool's probe targets, and the nodes
+Kubernetes lists for a pool's ``discovery.labelSelector`` (those with an IP address)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitdns.adapters.repo import read_tree
+from gitdns.core.addresses import ip_error
+from gitdns.core.checks.tenants import refused_tenants
+from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec, node_probe
 from gitdns.core.model import DesiredState, Node, NodePool
@@ -76,6 +80,44 @@ def hold_good(desired: Desired, previous: DesiredState | None, pool: str) -> tup
     return state, notes
 
 
+def hold_addresses(state: DesiredState, previous: DesiredState | None, pool: str) -> tuple[DesiredState, list[str]]:
+    """The pool with IP addresses only: a node whose ``ip`` is not one keeps the pool's last
+    good version when there is one, else that node is left out (validation reports it too)."""
+    current = next((p for p in state.node_pools if p.name == pool), None)
+    wrong = [(node, why) for node in (current.nodes if current else ()) if (why := ip_error(node.ip)) is not None]
+    if current is None or not wrong:
+        return state, []
+    reasons = "; ".join(f"node {shown(node.name)}: ip {why}" for node, why in wrong)
+    before = next((p for p in previous.node_pools if p.name == pool), None) if previous is not None else None
+    if before is not None and all(ip_error(n.ip) is None for n in before.nodes):
+        chosen, note = before, f"NodePool {pool}: {reasons}: its last good version is kept"
+    else:
+        bad = {id(node) for node, _ in wrong}
+        chosen = replace(current, nodes=tuple(n for n in current.nodes if id(n) not in bad))
+        note = f"NodePool {pool}: {reasons}: left out"
+    pools = tuple(chosen if p is current else p for p in state.node_pools)
+    return replace(state, node_pools=pools), [note]
+
+
+def hold_fenced(state: DesiredState, previous: DesiredState | None,
+                pool: str) -> tuple[DesiredState, dict[str, str], list[str]]:
+    """The tenants `gitdns.core.checks.tenants` refuses (name -> why), after giving each of
+    ``pool``'s refused tenants its last good version when that one is not refused."""
+    refused = refused_tenants(state)
+    earlier = {t.name: t for t in previous.tenants if t.node_pool == pool} if previous is not None else {}
+    swap = {id(t): earlier[t.name] for t in state.tenants
+            if t.node_pool == pool and t.name in refused and t.name in earlier and earlier[t.name] != t}
+    if not swap:
+        return state, refused, []
+    trial = refused_tenants(replace(state, tenants=tuple(swap.get(id(t), t) for t in state.tenants)))
+    swap = {key: old for key, old in swap.items() if old.name not in trial}
+    if not swap:
+        return state, refused, []
+    kept = replace(state, tenants=tuple(swap.get(id(t), t) for t in state.tenants))
+    notes = [f"Tenant {old.name}: {refused[old.name]}: its last good version is kept" for old in swap.values()]
+    return kept, refused_tenants(kept), notes
+
+
 def pool_targets(pool: NodePool, nodes: tuple[Node, ...],
                  headers: tuple[tuple[str, str], ...] = ()) -> tuple[Targets, list[str]]:
     """One probe per node (target id: the node name; the first of a duplicated name wins);
@@ -103,7 +145,7 @@ def discover_nodes(api: Any, pool: NodePool) -> tuple[Node, ...]:
     for item in api.list_node(label_selector=pool.discovery_selector, _request_timeout=10).items:
         addresses = (item.status.addresses or []) if item.status is not None else []
         ip = next((a.address for a in addresses if a.type == "InternalIP"), None)
-        if ip is None:
+        if ip is None or ip_error(ip) is not None:
             continue
         host = f"[{ip}]" if ":" in ip else ip
         check = pool.health

@@ -1,0 +1,178 @@
+"""Rendered CoreDNS files checked with the parse rules CoreDNS applies, before they are delivered
+(pure).
+
+A Corefile snippet is read the way CoreDNS's Caddyfile lexer reads it: tokens separated by
+white space, ``"…"`` quoted (at the start of a token), ``#`` a comment to the end of the line
+(even inside a word);
+``{`` and ``}`` open and close blocks.  `snippet_problems` checks
+
+* every character is printable ASCII, a tab or a line break (no carriage return, NUL, escape);
+* braces balance, and every statement at the top level is a server block (no ``import``, no
+  snippet definition ``(name) { … }``);
+* each server block key is ``<zone>:<port>`` with a DNS name as the zone and the port wanted;
+* each block is token for token the block that was meant (``expected``): a name carrying a
+  line break, a ``#``, a brace or a directive changes the tokens and is caught here.
+
+A hosts file is read the way CoreDNS's ``hosts`` plugin (and dnsmasq) read it: ``#`` starts a
+comment anywhere on a line, the rest is ``<ip> <name>…``.  `hosts_problems` checks the
+characters and that the lines are exactly the ones meant.
+
+Values in, problems (strings naming the line) out; the callers decide what to refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+MAX_NAME = 253
+_LABEL = re.compile(r"[a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?")
+_FILE = re.compile(r"[a-z0-9]([-a-z0-9._]{0,240}[a-z0-9])?")
+_SPACE = " \t\r\n"
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """An untrusted value for a message: quoted (control characters escaped), at most ``limit``."""
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def dns_name_error(name: str, *, wildcard: bool = False) -> str | None:
+    """What keeps ``name`` (lower case, no trailing dot) from being a DNS name fit for a server
+    block key or a hosts line: whole-string labels of letters, digits, '-' and '_'."""
+    bare = name.removeprefix("*.") if wildcard else name
+    if not bare:
+        return f"{shown(name)} is not a DNS name (it is empty)"
+    if len(bare) > MAX_NAME:
+        return f"{shown(name)} is not a DNS name ({len(bare)} characters; at most {MAX_NAME})"
+    for label in bare.split("."):
+        if not _LABEL.fullmatch(label):
+            why = "an empty label" if not label else f"the label {shown(label, 70)}"
+            return f"{shown(name)} is not a DNS name ({why}: labels are 1 to 63 letters, digits, '-' or '_')"
+    return None
+
+
+def file_name_error(name: str, suffix: str) -> str | None:
+    """What keeps ``name`` from being a plain file name ending in ``suffix`` (no directory,
+    no hidden file, nothing a shell or CoreDNS would split)."""
+    if name.endswith(suffix) and _FILE.fullmatch(name):
+        return None
+    return f"{shown(name)} is not a plain file name ending in {suffix} (lower-case letters, digits, '-', '.', '_')"
+
+
+def _character_problems(text: str) -> list[str]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        bad = next((c for c in line if not (" " <= c <= "~" or c == "\t")), None)
+        if bad is not None:
+            return [f"line {number}: character {bad!r} (only printable ASCII, tabs and line breaks)"]
+    return []
+
+
+def lex(text: str) -> list[tuple[str, int]]:
+    """The tokens of a Corefile with their line numbers, as CoreDNS's lexer splits them."""
+    out: list[tuple[str, int]] = []
+    i, line, size = 0, 1, len(text)
+    while i < size:
+        char = text[i]
+        if char in _SPACE:
+            line += char == "\n"
+            i += 1
+        elif char == "#":
+            while i < size and text[i] != "\n":
+                i += 1
+        elif char == '"':
+            start, i = i, i + 1
+            first = line
+            while i < size and text[i] != '"':
+                line += text[i] == "\n"
+                i += 2 if text[i] == "\\" else 1
+            out.append((text[start:i + 1], first))
+            i += 1
+        else:  # a '#' ends the token and starts a comment, even inside a word
+            start = i
+            while i < size and text[i] not in _SPACE and text[i] != "#":
+                i += 1
+            out.append((text[start:i], line))
+    return out
+
+
+def _server_blocks(tokens: list[tuple[str, int]]) -> tuple[list[list[tuple[str, int]]], list[str]]:
+    """Top-level statements split at their closing brace, and brace problems."""
+    blocks: list[list[tuple[str, int]]] = []
+    problems: list[str] = []
+    current: list[tuple[str, int]] = []
+    depth = 0
+    for token, line in tokens:
+        current.append((token, line))
+        if token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+            if depth < 0:
+                problems.append(f"line {line}: '}}' closes no block")
+                depth, current = 0, []
+            elif depth == 0:
+                blocks.append(current)
+                current = []
+    if depth > 0:
+        problems.append(f"line {current[0][1]}: a block opened here is never closed")
+    elif current:
+        words = " ".join(t for t, _ in current[:4])
+        problems.append(f"line {current[0][1]}: {shown(words)} is not followed by a block")
+    return blocks, problems
+
+
+def _key_problems(keys: list[tuple[str, int]], port: int) -> list[str]:
+    out: list[str] = []
+    for key, line in keys:
+        if key == "import" or key.startswith("("):
+            out.append(f"line {line}: {shown(key)} at the top level: a generated snippet holds server blocks only")
+            break
+        zone, colon, number = key.rpartition(":")
+        if not colon or number != str(port):
+            out.append(f"line {line}: server block key {shown(key)} is not <zone>:{port}")
+            continue
+        wrong = dns_name_error(zone)
+        if wrong is not None:
+            out.append(f"line {line}: server block key {shown(key)}: {wrong}")
+    return out
+
+
+def snippet_problems(text: str, expected: Sequence[Sequence[str]], port: int) -> list[str]:
+    """Problems of a Corefile snippet that should hold exactly the server blocks ``expected``
+    (each one's tokens: keys, ``{``, …, ``}``); empty when it does."""
+    problems = _character_problems(text)
+    blocks, structure = _server_blocks(lex(text))
+    problems += structure
+    for block in blocks:
+        opening = next(i for i, (token, _) in enumerate(block) if token == "{")
+        problems += _key_problems(block[:opening] or [("", block[0][1])], port)
+    if len(blocks) != len(expected):
+        problems.append(f"{len(blocks)} server block(s) where {len(expected)} were rendered")
+    for block, wanted in zip(blocks, expected, strict=False):
+        got = [token for token, _ in block]
+        if got == list(wanted):
+            continue
+        at = next((i for i, (g, w) in enumerate(zip(got, wanted, strict=False)) if g != w), min(len(got), len(wanted)))
+        line = block[min(at, len(block) - 1)][1]
+        found = shown(got[at]) if at < len(got) else "the end of the block"
+        meant = shown(wanted[at]) if at < len(wanted) else "the end of the block"
+        problems.append(f"line {line}: block {shown(got[0])}: {found} where {meant} was rendered")
+    return problems
+
+
+def hosts_problems(text: str, expected: Sequence[Sequence[str]]) -> list[str]:
+    """Problems of a hosts file that should hold exactly the lines ``expected`` (each one's
+    fields: the address, then the names), comments aside; empty when it does."""
+    problems = _character_problems(text)
+    rows = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split("#", 1)[0].split()
+        if fields:
+            rows.append((number, fields))
+    if len(rows) != len(expected):
+        problems.append(f"{len(rows)} address line(s) where {len(expected)} were rendered")
+    for (number, fields), wanted in zip(rows, expected, strict=False):
+        if fields != list(wanted):
+            problems.append(f"line {number}: {shown(' '.join(fields))} where {shown(' '.join(wanted))} was rendered")
+            break
+    return problems

@@ -27,7 +27,12 @@ Rules (docs/health.md):
 * a zone claimed by tenants of two node pools would need two server blocks for one
   ``zone:53``; the pool whose name sorts first keeps it, the other skips those tenants;
 * a domain outside its tenant's zone can never be asked of that block: it is left out and
-  reported.
+  reported;
+* tenants refused by `gitdns.core.checks.tenants` (``layout``'s ``refused``) are left out and
+  claim no zone.
+
+`check_server` and `check_hosts` read what was rendered back with CoreDNS's parse rules
+(`gitdns.core.corefilecheck`) and say how it differs from what was meant.
 
 Nothing here touches disk or clock: values in, text out (`render_*`), and problems as data.
 """

@@ -24,7 +24,13 @@
 * The desired state is re-read every ``poll_interval`` (a directory, or a git remote through
   GitSource); a new tenant, node or setting takes effect then, without a restart.  A revision
   that does not parse, or that rejects the pool, keeps the last good one; a rejected tenant
-  keeps its last good version.
+  keeps its last good version.  Tenants whose zone is fenced off
+  (`gitdns.core.checks.tenants`) are refused (a changed one keeps its last good version); a
+  pool with a node address that is no IP keeps its last good version.
+* What is rendered is read back with CoreDNS's parse rules before delivery
+  (`gitdns.core.corefilecheck`): a zone block that fails is left out (its tenants refused,
+  named in /status, the log and a metric) and the rest delivered; a snippet failing as a
+  whole is not delivered, the last delivery stays.
 * Fail open: when no node of the pool is published by its health (all unhealthy) the last
   published set stays (before any, every node), ``health_orchestrator_fail_open`` is 1 and
   /status says so.  An empty hosts file is never written.

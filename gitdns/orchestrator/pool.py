@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 
 from gitdns.adapters.probes import HealthMonitor
+from gitdns.core.checks.tenants import public_suffixes
 from gitdns.core.corefile import Layout, layout
 from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
@@ -43,6 +44,7 @@ class PoolView:
         self.refused: dict[str, tuple[str, str]] = {}  # tenant -> (its file, why it is refused)
         self.target_notes: list[str] = []
         self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
+        public_suffixes()  # read now, not in the first poll (which the first delivery waits for)
 
     def poll(self) -> bool:
         """Read the desired state; True when the probe targets were set again (a new state or

@@ -57,8 +57,10 @@ class Fence:
 
 
 @cache
-def _public_suffixes() -> PublicSuffixList:
-    return PublicSuffixList()  # the list bundled in the package (read once, never fetched)
+def public_suffixes() -> PublicSuffixList:
+    """The Public Suffix List bundled in the package: read on the first call, never fetched
+    (a long-running caller may call this up front so its first check does not wait)."""
+    return PublicSuffixList()
 
 
 def tenant_name_error(name: str) -> str | None:
@@ -81,7 +83,7 @@ def reserved_error(zone: str) -> str | None:
         return f"zone {shown(zone)} is Kubernetes' cluster domain {CLUSTER_DOMAIN} or below it"
     if inside(zone, REVERSE_ZONES):
         return f"zone {shown(zone)} is a reverse zone (below {REVERSE_ZONES})"
-    if _public_suffixes().is_public(zone):
+    if public_suffixes().is_public(zone):
         return (f"zone {shown(zone)} is a public suffix (Public Suffix List): names below it belong to "
                 "whoever registers them")
     return None

@@ -12,11 +12,20 @@ from __future__ import annotations
 import ipaddress
 import re
 
-_LABEL = re.compile(r"^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?$")
-_NAME = re.compile(r"^(?:[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?\.)*"
-                   r"[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?$")
-_DOTTED = re.compile(r"^[0-9.]+$")
+# Matched whole (`re.fullmatch`): `$` alone would also match before a final newline.
+_LABEL = re.compile(r"[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?")
+_NAME = re.compile(r"(?:[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?\.)*"
+                   r"[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?")
+_DOTTED = re.compile(r"[0-9.]+")
 MAX_NAME = 253
+SHOWN = 256  # characters of an untrusted value quoted in a message (a host name fits)
+
+
+def shown(text: str, limit: int = SHOWN) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (its length said when cut)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _reason(exc: ValueError, text: str) -> str:
@@ -35,9 +44,9 @@ def ip_error(text: str, version: int | None = None) -> str | None:
     try:
         parsed = parser(text)
     except ValueError as exc:
-        return f"{text!r} is not {kind} ({_reason(exc, text)})"
+        return f"{shown(text)} is not {kind} ({_reason(exc, text)[:SHOWN]})"
     if isinstance(parsed, ipaddress.IPv6Address) and parsed.scope_id:
-        return f"{text!r} carries a zone index (%{parsed.scope_id}), which means nothing outside one host"
+        return f"{shown(text)} carries a zone index (%{parsed.scope_id}), which means nothing outside one host"
     return None
 
 
@@ -50,7 +59,7 @@ def network_error(text: str) -> str | None:
         return found
     longest = 128 if ":" in address else 32
     if not prefix.isdigit() or int(prefix) > longest:
-        return f"{text!r} is not a network (the prefix length must be a number from 0 to {longest})"
+        return f"{shown(text)} is not a network (the prefix length must be a number from 0 to {longest})"
     return None
 
 
@@ -58,16 +67,16 @@ def host_error(text: str) -> str | None:
     """What keeps ``text`` from being a host name (a leading ``*.`` and a trailing dot allowed)."""
     name = text.removeprefix("*.").removesuffix(".")
     if not name:
-        return f"{text!r} is not a host name (it is empty)"
+        return f"{shown(text)} is not a host name (it is empty)"
     if len(name) > MAX_NAME:
-        return f"{text!r} is not a host name (it is {len(name)} characters long; at most {MAX_NAME})"
-    if not _NAME.match(name):  # the one regular expression first: most names are fine
-        bad = next(label for label in name.split(".") if not _LABEL.match(label))
-        why = "an empty label" if not bad else f"the label {bad!r}"
-        return f"{text!r} is not a host name ({why}: labels are 1 to 63 letters, digits, '-' or '_')"
+        return f"{shown(text)} is not a host name (it is {len(name)} characters long; at most {MAX_NAME})"
+    if not _NAME.fullmatch(name):  # the one regular expression first: most names are fine
+        bad = next(label for label in name.split(".") if not _LABEL.fullmatch(label))
+        why = "an empty label" if not bad else f"the label {shown(bad)}"
+        return f"{shown(text)} is not a host name ({why}: labels are 1 to 63 letters, digits, '-' or '_')"
     last = name.rpartition(".")[2]
     if last.isdigit():
-        return f"{text!r} is not a host name (its last label {last!r} is all digits)"
+        return f"{shown(text)} is not a host name (its last label {last!r} is all digits)"
     return None
 
 
@@ -75,7 +84,7 @@ def address_error(text: str) -> str | None:
     """What keeps ``text`` from being an IP address or a host name."""
     if ":" in text:
         return ip_error(text, 6)
-    if _DOTTED.match(text):
+    if _DOTTED.fullmatch(text):
         found = ip_error(text, 4)
         return None if found is None else f"{found}, and digits and dots are not a host name"
     return host_error(text)

@@ -12,6 +12,16 @@ TXT_PREFIX = "kuadrant-"
 TXT_PREFIX_OCTETS = 24
 MAX_LABEL = 63
 MAX_FIRST_LABEL_ON_TXT_ZONES = MAX_LABEL - TXT_PREFIX_OCTETS
+# Names the TXT records of the registry and of gitdns itself start with: Kuadrant's registry
+# (ownership, active groups), gitdns's heartbeats, active groups and agent leases.  A record
+# from the repository under one of them could be read as one of those.
+RESERVED_PREFIXES = (TXT_PREFIX, "gitdns-heartbeat-", "gitdns-active-groups.", "gitdns-lock-")
+
+
+def reserved_prefix(name: str) -> str | None:
+    """The reserved prefix ``name`` (a leading ``*.`` aside) starts with, or None."""
+    bare = name.removeprefix("*.")
+    return next((prefix for prefix in RESERVED_PREFIXES if bare.startswith(prefix)), None)
 
 
 @lru_cache(maxsize=65536)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gitdns.core.names import short_hash
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
-from gitdns.core.registry import OwnerLabels, ownership_record
+from gitdns.core.registry import OwnerLabels, label_error, ownership_record
 
 HEARTBEAT_PREFIX = "gitdns-heartbeat-"
 
@@ -23,6 +23,11 @@ def heartbeat_name(owner: str, zone: str) -> str:
 
 
 def heartbeat_record(owner: str, zone: str, now: float) -> RecordSet:
+    """This owner's heartbeat TXT.  Raises ``ValueError`` for an owner id that could add fields
+    to the value (`gitdns.core.registry.label_error`)."""
+    wrong = label_error(owner)
+    if wrong is not None:
+        raise ValueError(f"no heartbeat can be written for this owner id: {wrong}")
     return RecordSet(heartbeat_name(owner, zone), "TXT", 60, (f"owner={owner},time={int(now)}",))
 
 

@@ -11,7 +11,14 @@ from dataclasses import replace
 from gitdns.core.plan import PlanMode
 from gitdns.core.plancontext import PlanContext
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet
-from gitdns.core.registry import OwnerLabels, OwnershipEntry, decode, ownership_record, txt_name
+from gitdns.core.registry import (
+    OwnerLabels,
+    OwnershipEntry,
+    decode,
+    ownership_record,
+    targets_fit,
+    txt_name,
+)
 
 
 def _labels(ctx: PlanContext, data: RecordSet) -> OwnerLabels:
@@ -78,7 +85,10 @@ def my_txt(ctx: PlanContext, key: RecordKey, new: RecordSet | None, want: Record
         return None
     routed = RecordSet(new.name, new.type, new.ttl, want.values, new.set_id, new.weight, new.geo)
     rec, fitted = ownership_record(routed, _labels(ctx, want), ctx.policy.zone)
-    if not fitted:
+    if not fitted and not targets_fit(want.values):
+        ctx.notes.append(f"{key}: its values hold characters the targets label cannot carry (, ; \" \\ or "
+                         "control characters): this owner claims the whole record")
+    elif not fitted:
         ctx.notes.append(f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "
                          "string (TargetsLabelOverflow); this owner claims the whole record")
     return rec

@@ -8,6 +8,13 @@ sorted by key: ``group``, ``owner``, ``rev``, ``targets`` (only while the value 
 
 Kuadrant's legacy, unversioned entries are read too: names ``kuadrant-<type>-<name>`` (no
 owner hash) and values without ``external-dns/version``.  They are never written.
+
+The value is split on ``,`` (labels), on the first ``=`` (key from value) and on ``;``
+(targets), so nothing written may carry those where they would start a new part: an owner,
+group or rev that could (`label_error`) is refused with ``ValueError``, and targets that could
+(a TXT record's own text may hold ``,``) leave the ``targets`` label out, as when it does not
+fit, so the owner claims the whole record.  When a label appears twice the first one counts:
+the labels are written in sorted order, ``owner`` before ``targets``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ LABEL_PREFIX = "external-dns/"
 MAX_TXT_STRING = 255
 VERSION = "1"
 _TYPES_LOWER = {t.lower(): t for t in RECORD_TYPES}
+# Characters no owner, group or rev label may carry: the separators of the value, the quote
+# stripped around it and the escape character of zone files.
+_LABEL_UNSAFE = frozenset(',;="\\')
+# ... and no target (a TXT value may hold spaces and `=`: only a `,` or `;` starts a new part).
+_TARGET_UNSAFE = frozenset(',;"\\')
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +97,32 @@ def _split_type(text: str) -> tuple[str, str]:
     return text, ""
 
 
+def _shown(text: str, limit: int = 40) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def label_error(text: str) -> str | None:
+    """What keeps ``text`` from being an owner, group or rev label value; None when it can be
+    one (printable ASCII, no space, none of ``, ; = " \\``)."""
+    if not text:
+        return "it is empty"
+    bad = sorted({ch for ch in text if ch in _LABEL_UNSAFE or not ch.isascii() or not ch.isprintable() or ch == " "})
+    return f"{_shown(text)} contains {' '.join(map(repr, bad[:6]))}" if bad else None
+
+
+def targets_fit(targets: tuple[str, ...]) -> bool:
+    """Whether every target can go into the ``targets`` label as it is."""
+    return all(t and t.isprintable() and not _TARGET_UNSAFE.intersection(t) for t in targets)
+
+
+def _checked(labels: OwnerLabels) -> None:
+    for name, value in (("owner", labels.owner), ("group", labels.group), ("rev", labels.rev)):
+        if value is not None and (name == "owner" or value):
+            wrong = label_error(value)
+            if wrong is not None:
+                raise ValueError(f"the ownership label {name} cannot be written: {wrong}")
+
+
 def _pairs(labels: OwnerLabels, with_targets: bool) -> list[tuple[str, str]]:
     pairs = [("owner", labels.owner)]
     if labels.group:
@@ -104,10 +142,15 @@ def _join(pairs: list[tuple[str, str]]) -> str:
 
 
 def encode(labels: OwnerLabels) -> tuple[str, bool]:
-    """The TXT value and whether the per-target ``targets`` label fitted."""
+    """The TXT value and whether the per-target ``targets`` label fitted (in one 255-octet TXT
+    string, with characters it can carry).  Raises ``ValueError`` for an owner, group or rev
+    that `label_error` refuses."""
+    _checked(labels)
+    if labels.targets is None:
+        return _join(_pairs(labels, False)), False
     full = _join(_pairs(labels, True))
-    if len(full.encode("utf-8")) <= MAX_TXT_STRING or labels.targets is None:
-        return full, labels.targets is not None
+    if len(full.encode("utf-8")) <= MAX_TXT_STRING and targets_fit(labels.targets):
+        return full, True
     return _join(_pairs(labels, False)), False
 
 
@@ -122,7 +165,7 @@ def decode(value: str) -> OwnerLabels | None:
         key, sep, val = part.partition("=")
         if not sep or not key.startswith(LABEL_PREFIX):
             continue
-        found[key[len(LABEL_PREFIX) :]] = val
+        found.setdefault(key[len(LABEL_PREFIX) :], val)  # the first one counts
     owner = sys.intern(found.pop("owner", ""))  # one string per owner and per revision, not one per
     if not owner:                               # TXT: a zone holds thousands of them
         return None

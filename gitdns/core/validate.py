@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gitdns.core.checks import addressing, groups, hosts, policies, providers, references, serving, tenants
+from gitdns.core.checks import addressing, groups, hosts, policies, providers, records, references, serving, tenants
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import Index
 from gitdns.core.loader import LoadResult, load
@@ -41,7 +41,8 @@ CHECKS: tuple[Check, ...] = (
     addressing.gateway_addresses,
     addressing.excluded_addresses,
     addressing.node_addresses,
-    addressing.record_addresses,
+    records.record_values,
+    records.record_names,
     hosts.hosts_in_zones,
     hosts.txt_registry_names,
     policies.policy_conflicts,

@@ -1,8 +1,8 @@
 """Addresses and host names are what they claim to be (`gitdns.core.addresses`): a gateway
 address is an IP address or a host name, an excluded address an IP address or network, a
-node's ip and an A/AAAA value an IP address of the right family, and every host name a host
-name (``127.0.0.300`` is neither an address nor a name).  Nameserver addresses are checked
-with the primaries (`gitdns.core.checks.serving`)."""
+node's ip an IP address, and every host name a host name (``127.0.0.300`` is neither an
+address nor a name).  Nameserver addresses are checked with the primaries
+(`gitdns.core.checks.serving`), record values with the records (`gitdns.core.checks.records`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from gitdns.core.problems import Path, Problem
 
 _ADDRESS_HINT = "an IPv4 address (192.0.2.10), an IPv6 address (2001:db8::10) or a host name (lb.example.net)"
 _IP_HINT = "an IPv4 address such as 192.0.2.10 or an IPv6 address such as 2001:db8::10"
-_RECORD_FAMILY = {"A": 4, "AAAA": 6}
 
 
 def gateway_addresses(ix: Index) -> Iterable[Problem]:
@@ -45,20 +44,6 @@ def node_addresses(ix: Index) -> Iterable[Problem]:
             if wrong is not None:
                 message = f"node {node.name!r}: ip {wrong}"
                 yield on(ix, pool, ("spec", "nodes", i, "ip"), message, _IP_HINT, "InvalidAddress")
-
-
-def record_addresses(ix: Index) -> Iterable[Problem]:
-    for doc in ix.state.record_sets:
-        for i, record in enumerate(doc.records):
-            family = _RECORD_FAMILY.get(record.type)
-            if family is None:
-                continue
-            for j, value in enumerate(record.values):
-                wrong = ip_error(value, family)
-                if wrong is not None:
-                    message = f"{record.type} record {record.name!r}: value {wrong}"
-                    hint = f"an {record.type} record holds IPv{family} addresses only"
-                    yield on(ix, doc, ("spec", "records", i, "values", j), message, hint, "InvalidAddress")
 
 
 def _host_names(ix: Index) -> Iterator[tuple[Obj, Path, str]]:

@@ -5,23 +5,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from gitdns.core.addresses import shown
 from gitdns.core.checks.index import Index, on, problem
 from gitdns.core.model import ActiveGroups, Cluster
 from gitdns.core.problems import Path, Problem
 
 MAX_GROUP_NAME = 16
-GROUP_FORBIDDEN = ";&, \"'"
+# Kuadrant's contract (; & , space " '), and '=', '\\' and control characters: a group name goes
+# into the external-dns/group label of every ownership TXT and into the active-groups TXT
+# (`gitdns.core.registry.label_error`).  Only ASCII.
+GROUP_FORBIDDEN = ";&, \"'=\\" + "".join(map(chr, range(32))) + "\x7f"
 
 
 def _bad_group(name: str) -> str | None:
     if len(name) > MAX_GROUP_NAME:
-        return f"group name {name!r} is {len(name)} characters long"
-    bad = sorted({ch for ch in name if ch in GROUP_FORBIDDEN}, key=GROUP_FORBIDDEN.index)
-    return f"group name {name!r} contains {' '.join(repr(ch) for ch in bad)}" if bad else None
+        return f"group name {shown(name)} is {len(name)} characters long"
+    bad = sorted({ch for ch in name if ch in GROUP_FORBIDDEN or not ch.isascii()},
+                 key=lambda ch: (GROUP_FORBIDDEN.find(ch), ch))
+    return f"group name {shown(name)} contains {' '.join(repr(ch) for ch in bad)}" if bad else None
 
 
 def group_names(ix: Index) -> Iterable[Problem]:
-    hint = f"at most {MAX_GROUP_NAME} characters and none of ; & , space \" '"
+    hint = f"at most {MAX_GROUP_NAME} printable ASCII characters, none of ; & , = \\ space \" '"
     named: list[tuple[Cluster | ActiveGroups, str, Path]] = [
         (c, c.group, ("spec", "group")) for c in ix.state.clusters if c.group is not None
     ]

@@ -142,7 +142,7 @@ def fences(state: DesiredState) -> list[Fence]:
             parents.append(parents[-1].partition(".")[2])
         for tenant in tenants:
             if tenant.node_pool not in pools:
-                continue  # no pool, no allowances: the tenant is served nowhere (UnknownReference)
+                continue  # no pool (or a rejected one): its allowances are unknown, and it is reported
             allowed = allowed_inside(pools[tenant.node_pool])
             for parent in parents:
                 if parent in allowed:
@@ -188,7 +188,5 @@ def tenant_zones(ix: Index) -> Iterable[Problem]:
     for fence in fences(ix.state):
         if fence.code == "InvalidHostname" and host_error(fence.value) is not None:
             continue  # addressing.host_names reports it already
-        if fence.code.startswith("TenantZoneInside") and ("NodePool", fence.tenant.node_pool) in ix.rejected:
-            continue  # the pool's allowances are unknown: its schema problem is reported
         yield problem(fence.tenant.origin, fence.path, fence.message, fence.hint, (), fence.code)
     yield from _allowance_problems(ix)

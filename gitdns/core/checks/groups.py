@@ -17,7 +17,10 @@ MAX_GROUP_NAME = 16
 GROUP_FORBIDDEN = ";&, \"'=\\" + "".join(map(chr, range(32))) + "\x7f"
 
 
-def _bad_group(name: str) -> str | None:
+def group_name_error(name: str) -> str | None:
+    """What keeps ``name`` from being a failover group name; None when it is one."""
+    if not name:
+        return "a group name cannot be empty"
     if len(name) > MAX_GROUP_NAME:
         return f"group name {shown(name)} is {len(name)} characters long"
     bad = sorted({ch for ch in name if ch in GROUP_FORBIDDEN or not ch.isascii()},
@@ -34,7 +37,7 @@ def group_names(ix: Index) -> Iterable[Problem]:
         (g, name, ("spec", "groups", i)) for g in ix.state.active_groups for i, name in enumerate(g.groups)
     ]
     for obj, name, path in named:
-        message = _bad_group(name)
+        message = group_name_error(name)
         if message is not None:
             yield on(ix, obj, path, message, hint, "InvalidGroupName")
 

@@ -17,6 +17,7 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Result
 
 if TYPE_CHECKING:
     from gitdns.adapters.gitauth import GitAuth
+    from gitdns.providers.fences import Fences
 
 EPILOG = """\
 exit codes:
@@ -48,6 +49,44 @@ TRANSPORT_HELP = {
     "git_username": "user name sent with the HTTPS token (default: git; a GitLab deploy token's, a Gitea account's)",
 }
 TRANSPORT_TITLE = "git remote (docs/cli.md, \"Git remotes\"; none given: the ambient git configuration)"
+
+
+# What a Zone may name, set by the operator (never the repository): one definition for the agent
+# and every verb that builds providers (plan, apply, zone show, owners, prune-owner, adopt, groups,
+# failover simulate).  gitdns/providers/fences.py; docs/providers.md, "What a Zone may name".
+FENCES_HELP = {
+    "provider_endpoints": "https origins a Zone's settings.endpoint may name, comma-separated "
+                          "(default: none, only the SDKs' own endpoints)",
+    "rfc2136_servers": "servers an rfc2136 Zone may name: host (port 53), host:port or host:*, comma-separated "
+                       "(default: none)",
+    "credentials_env_prefixes": "environment variable prefixes a Zone's credentials.env may name, e.g. AWS "
+                                "(default: none)",
+    "credentials_dir": "the directory a Zone's credentials.file is read from (default: none)",
+    "credentials_namespaces": "namespaces besides the agent's own a Zone's credentials.secret may read from "
+                              "(default: only its own)",
+    "store_dir": "the directory every local store's settings.path lies in (default: the agent's --state-dir; "
+                 "the repository for the other verbs)",
+}
+FENCES_TITLE = "what a Zone may name (docs/providers.md; none given: nothing beyond the SDKs' defaults)"
+
+
+def _provider_fences() -> argparse.ArgumentParser:
+    """The parent parser of the fence flags (None when not given: GITDNS_<NAME> then applies)."""
+    from gitdns.providers.fences import SETTINGS
+
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group(FENCES_TITLE)
+    for name in SETTINGS:
+        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
+                           help=f"{FENCES_HELP[name]} (GITDNS_{name.upper()})")
+    return parent
+
+
+def _fences(args: argparse.Namespace) -> Fences:
+    """The fences of a verb's flags (and GITDNS_<NAME> for those not given)."""
+    from gitdns.providers.fences import SETTINGS, fences_from
+
+    return fences_from({name: getattr(args, name, None) for name in SETTINGS})
 
 
 def _git_transport() -> argparse.ArgumentParser:
@@ -94,13 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     transport = _git_transport()
+    fences = _provider_fences()
 
     p = sub.add_parser("validate", help="check the desired state: every problem at once, with file:line",
                        epilog="example: gitdns validate example-repo --format json")
     p.add_argument("path", nargs="?", type=Path, default=Path("."), help="repository path (default: .)")
     _add_format(p, ["text", "json"])
 
-    p = sub.add_parser("plan", help="show what apply would change (nothing is written)",
+    p = sub.add_parser("plan", help="show what apply would change (nothing is written)", parents=[fences],
                        epilog="examples:\n  gitdns plan --repo example-repo --cluster eu-west-1\n"
                               "  gitdns plan --repo example-repo --all-clusters --format markdown",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -115,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
     _add_mode(p)
 
-    p = sub.add_parser("apply", help="reconcile the cluster's zones now",
+    p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences],
                        epilog="example: gitdns apply --repo example-repo --cluster eu-west-1")
     _add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
@@ -142,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("zone", help="inspect a zone")
     zsub = p.add_subparsers(dest="zone_command", metavar="SUBCOMMAND", required=True)
-    zs = zsub.add_parser("show", help="what the zone publishes and who owns each value",
+    zs = zsub.add_parser("show", help="what the zone publishes and who owns each value", parents=[fences],
                          epilog="example: gitdns zone show example.com --repo example-repo")
     zs.add_argument("zone", help="zone domain or Zone metadata.name")
     _add_repo(zs)
@@ -150,9 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_agent(sub, transport)
     _add_orchestrator(sub)
-    _add_owner_commands(sub)
+    _add_owner_commands(sub, fences)
     _add_audit_commands(sub, transport)
-    _add_failover_commands(sub, transport)
+    _add_failover_commands(sub, transport, fences)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
@@ -200,6 +240,7 @@ AGENT_HELP = {
                        "kubeconfig Secrets labelled --cluster-secret-label",
     "cluster_secret_namespace": "where kubeconfig Secrets of remote clusters live (default: kuadrant-system)",
     "cluster_secret_label": "label marking a kubeconfig Secret (default: kuadrant.io/multicluster-kubeconfig)",
+    **FENCES_HELP,
 }
 
 
@@ -257,14 +298,16 @@ def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--once", action="store_true", help="probe once, deliver, exit (0 when delivered)")
 
 
-def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                        fences: argparse.ArgumentParser) -> None:
     p = sub.add_parser("owners", help="list a zone's owners, their heartbeats and whether git knows them",
-                       epilog="example: gitdns owners example.com --repo example-repo")
+                       parents=[fences], epilog="example: gitdns owners example.com --repo example-repo")
     p.add_argument("zone", help="zone domain or Zone metadata.name")
     _add_repo(p)
     _add_format(p, ["text", "json"])
 
     p = sub.add_parser("prune-owner", help="remove a dead cluster's records and ownership TXT from a zone",
+                       parents=[fences],
                        epilog="shows the plan and asks for confirmation (or --yes). Only this owner's values\n"
                               "go; shared records keep every other owner's values.\n"
                               "example: gitdns prune-owner 5e1f...-uid --zone example.com --repo example-repo",
@@ -276,7 +319,7 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--force", action="store_true", help="prune even though a Cluster in git names this owner")
 
     p = sub.add_parser("adopt", help="take over foreign records (records without an ownership TXT)",
-                       epilog="the cluster's next apply then manages them like its own.\n"
+                       parents=[fences], epilog="the cluster's next apply then manages them like its own.\n"
                               "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
                               "--repo example-repo",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -319,7 +362,7 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                           transport: argparse.ArgumentParser) -> None:
+                           transport: argparse.ArgumentParser, fences: argparse.ArgumentParser) -> None:
     p = sub.add_parser("groups", help="active failover groups of a zone (docs/failover.md): get, change through a PR",
                        epilog="add/remove/set edit the ActiveGroups file, bump its serial and commit on a new\n"
                               "branch (gitdns/groups-<zone>-<serial>) with the merged-zone plan for the pull\n"
@@ -333,7 +376,7 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                        ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
                        ("reconcile", "after --direct: write git level with the zone (a new branch)")):
         # every verb but get talks to origin: the status branches (health) and --push
-        g = gsub.add_parser(name, help=text, parents=[] if name == "get" else [transport])
+        g = gsub.add_parser(name, help=text, parents=[fences] if name == "get" else [transport, fences])
         g.add_argument("zone", help="zone domain or Zone metadata.name")
         if name in ("add", "remove", "set"):
             g.add_argument("groups", nargs="*" if name == "set" else "+", metavar="GROUP",
@@ -358,6 +401,7 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (docs/failover.md)")
     fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)
     f = fsub.add_parser("simulate", help="the zone after switching to GROUP(s): endpoints added and removed",
+                        parents=[fences],
                         epilog="example: gitdns failover simulate example.com --to site-b --repo example-repo")
     f.add_argument("zone", help="zone domain or Zone metadata.name")
     f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")
@@ -427,14 +471,15 @@ def cmd_plan(args: argparse.Namespace) -> Result:
     from gitdns.commands.plan import plan
 
     return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode)
+                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=_fences(args))
 
 
 def cmd_apply(args: argparse.Namespace) -> Result:
     from gitdns.commands.apply import apply
 
     return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                 zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode)
+                 zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
+                 fences=_fences(args))
 
 
 def cmd_render(args: argparse.Namespace) -> Result:
@@ -447,7 +492,7 @@ def cmd_render(args: argparse.Namespace) -> Result:
 def cmd_zone_show(args: argparse.Namespace) -> Result:
     from gitdns.commands.zones import zone_show
 
-    return zone_show(args.repo, args.zone, args.format)
+    return zone_show(args.repo, args.zone, args.format, fences=_fences(args))
 
 
 def cmd_cluster_id(args: argparse.Namespace) -> Result:
@@ -482,7 +527,7 @@ def cmd_orchestrator(args: argparse.Namespace) -> Result:
 def cmd_owners(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import owners
 
-    return owners(args.repo, args.zone, args.format)
+    return owners(args.repo, args.zone, args.format, fences=_fences(args))
 
 
 def _ask(shown: str, question: str) -> bool:
@@ -493,13 +538,15 @@ def _ask(shown: str, question: str) -> bool:
 def cmd_prune_owner(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import prune_owner
 
-    return prune_owner(args.repo, args.owner, args.zone, force=args.force, ask=None if args.yes else _ask)
+    return prune_owner(args.repo, args.owner, args.zone, force=args.force, ask=None if args.yes else _ask,
+                       fences=_fences(args))
 
 
 def cmd_adopt(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import adopt
 
-    return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force)
+    return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force,
+                 fences=_fences(args))
 
 
 def cmd_status(args: argparse.Namespace) -> Result:
@@ -523,14 +570,14 @@ def cmd_groups(args: argparse.Namespace) -> Result:
     opts = {k: v for k, v in vars(args).items() if k in Request.__dataclass_fields__}
     req = Request(action=args.groups_command, zone=args.zone, groups=tuple(getattr(args, "groups", ())),
                   provider_settings=tuple(getattr(args, "provider_setting", ())), auth=_transport(args),
-                  **{k: v for k, v in opts.items() if k not in ("zone", "groups", "auth")})
+                  fences=_fences(args), **{k: v for k, v in opts.items() if k not in ("zone", "groups", "auth")})
     return run(req)
 
 
 def cmd_failover(args: argparse.Namespace) -> Result:
     from gitdns.commands.failover import simulate
 
-    return simulate(args.repo, args.zone, tuple(args.to), args.format)
+    return simulate(args.repo, args.zone, tuple(args.to), args.format, fences=_fences(args))
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {

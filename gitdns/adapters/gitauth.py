@@ -2,7 +2,7 @@
 
     GitAuth            where the token or SSH key lives (never the secret itself)
     auth_env(...)      the environment one git subprocess runs with
-    check_url(url)     refuse URLs that carry a password or look like an option
+    check_url(url)     refuse URLs that carry a token, a password or look like an option
     redact(text, ...)  a message with the secrets and URL userinfo taken out
 
 HTTPS: git asks ``GIT_ASKPASS`` for the username and the password.  The helper is a script
@@ -88,17 +88,36 @@ def read_token(auth: GitAuth) -> str | None:
     return None
 
 
+# schemes whose user name is a credential: git hands the URL to git-remote-http(s) on its
+# command line (visible in ps), and a token given as the user name is the whole secret
+_USERINFO_REFUSED = ("http", "https", "ftp", "ftps")
+
+
 def check_url(url: str) -> None:
-    """Refuse remotes whose URL embeds a password, or that git would read as an option."""
+    """Refuse remotes that git would read as an option or that run commands, and URLs that
+    carry a credential: a password anywhere, and any user name on an http(s) URL (a token given
+    as ``https://TOKEN@host/...`` would show in ``ps``).  ssh:// and scp-like ``git@host:path``
+    keep their user name: it is no secret."""
     if not url or url.startswith("-"):
         raise ConfigError(f"git remote URL {redact(url)!r} is empty or starts with '-'")
     if url.startswith("ext::"):
         raise ConfigError("git remote URLs using the ext:: transport are refused (they run commands)")
     if "://" in url:
-        parts = urlsplit(url)
-        if parts.password is not None:
+        try:
+            parts = urlsplit(url)
+            password, username = parts.password, parts.username
+        except ValueError:
+            raise ConfigError(f"git remote URL {redact(url)!r} is not a valid URL") from None
+        if password is not None:
             raise ConfigError(
-                f"git remote URL {redact(url)} carries a password: give the token with token_env or token_file"
+                f"git remote URL {redact(url)} carries a password: give the token with --token-file or --token-env "
+                "(token_file, token_env) and the user name with --git-username"
+            )
+        if username is not None and parts.scheme.lower() in _USERINFO_REFUSED:
+            raise ConfigError(
+                f"git remote URL {redact(url)} carries a user name or token: it would show in the process list; "
+                "give the URL without it, the token with --token-file or --token-env, and the user name with "
+                "--git-username (GITDNS_GIT_USERNAME)"
             )
 
 

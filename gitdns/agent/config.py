@@ -61,6 +61,14 @@ class AgentConfig:
     kube_delegation: bool = False  # primary: also merge Kuadrant DNSRecords of remote clusters
     cluster_secret_namespace: str = "kuadrant-system"
     cluster_secret_label: str = "kuadrant.io/multicluster-kubeconfig"
+    # what a Zone may name, set by the operator only (gitdns/providers/fences.py, docs/providers.md);
+    # comma-separated lists (a YAML list in the config file); empty: nothing beyond the SDKs' defaults
+    provider_endpoints: str = ""  # https origins a Zone's settings.endpoint may name
+    rfc2136_servers: str = ""  # host, host:port or host:* a Zone's rfc2136 settings.server may name
+    credentials_env_prefixes: str = ""  # variable prefixes credentials.env may name
+    credentials_dir: str = ""  # the directory credentials.file may read from
+    credentials_namespaces: str = ""  # namespaces besides the agent's own credentials.secret may read from
+    store_dir: str = ""  # the base directory of every local store ("": state_dir)
 
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
@@ -91,6 +99,8 @@ def _coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
             return parse_duration(raw)
         except ValueError:
             raise ConfigError(f"{where}: {raw!r} is not a duration (e.g. 60, 60s, 5m, 1h)") from None
+    if isinstance(raw, list):  # a list setting written as a YAML list
+        return ",".join(str(item) for item in raw)
     return str(raw)
 
 

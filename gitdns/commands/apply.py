@@ -13,19 +13,21 @@ from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, R
 from gitdns.commands.zones import problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 
 def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
-          mode: str = "sync") -> Result:
+          mode: str = "sync", fences: Fences = STRICT) -> Result:
+    """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
-    factory = default_factory(repo)
+    factory = default_factory(repo, fences=fences)
     # every cluster as its agent would: remotes first (the primaries merge what they publish)
     clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if all_clusters
                 else [find_cluster(desired, cluster or "")])

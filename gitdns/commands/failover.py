@@ -35,6 +35,7 @@ from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.memory import MemoryProvider
 from gitdns.reconcile.preview import preview_zone
 
@@ -248,7 +249,8 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     return "\n".join(out)
 
 
-def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -> Result:
+def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *,
+             fences: Fences = STRICT) -> Result:
     """``gitdns failover simulate ZONE --to GROUP...``: text or markdown."""
     from gitdns.reconcile.engine import default_factory, load
 
@@ -260,7 +262,7 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text") -
         notes.append(f"the desired state of {zone.domain} does not validate (`gitdns validate`): agents hold "
                      "the zone as it is until it does")
     try:
-        provider: Provider | None = default_factory(repo)(zone)
+        provider: Provider | None = default_factory(repo, fences=fences)(zone)
     except GitdnsError as exc:
         provider, why = None, f"{exc} ({exc.reason})"
         notes.append(f"no provider: {why}")

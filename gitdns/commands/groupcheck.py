@@ -13,6 +13,7 @@ from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.model import Zone
 from gitdns.errors import PermanentError
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import STRICT, Fences
 
 ACTIONS = ("get", "add", "remove", "set", "reconcile")
 
@@ -37,6 +38,7 @@ class Request:
     credentials_env: str | None = None
     credentials_file: str | None = None
     auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (gitremote.py)
+    fences: Fences = STRICT  # what the Zone may name (the operator's flags; gitdns/providers/fences.py)
 
 
 def show(items: Iterable[str]) -> str:

@@ -70,7 +70,9 @@ def direct(req: Request) -> Result:
         zone = replace(zone, provider=ref)
     from gitdns.providers.registry import make_provider
 
-    provider = make_provider(domain, ref, Path(req.repo))
+    # credentials named on the command line are the operator's own choice
+    fences = req.fences.allowing_credentials(env=req.credentials_env, file=req.credentials_file)
+    provider = make_provider(domain, ref, Path(req.repo), fences=fences)
     doc = desired.state.groups_for_zone(zone.name) if desired is not None else None
     git_serial = doc.serial if doc else 0
     state = read_groups(provider, zone)

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.gitauth import GitAuth, check_url
 from gitdns.commands import Result
 from gitdns.commands.failover import serving
 from gitdns.commands.groupcheck import GroupsRefused
@@ -108,6 +108,7 @@ def status_trees(url: str | None, auth: GitAuth | None = None,
     from gitdns.adapters.statusbranch import read_all
 
     try:
+        check_url(url)  # origin's URL would go on git's command line: no token in it
         with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
             trees = read_all(url, workdir=Path(tmp), timeout=STATUS_TIMEOUT, auth=auth)
     except (GitdnsError, OSError) as exc:

@@ -63,9 +63,9 @@ def _read_zone(provider: Provider, zone: Zone) -> tuple[ZoneSnapshot | None, str
         return None, f"{exc} ({exc.reason})"
 
 
-def _provider(repo: Path, zone: Zone) -> tuple[Provider | None, str]:
+def _provider(req: Request, zone: Zone) -> tuple[Provider | None, str]:
     try:
-        return default_factory(repo)(zone), ""
+        return default_factory(req.repo, fences=req.fences)(zone), ""
     except GitdnsError as exc:
         return None, f"{exc} ({exc.reason})"
 
@@ -96,7 +96,7 @@ def get(req: Request) -> Result:
     else:
         result.line(f"git: ActiveGroups {git_doc.name} ({git_doc.origin.file}): serial {git_doc.serial}, "
                     f"groups {show(git_doc.groups)}")
-    provider, why = _provider(req.repo, zone)
+    provider, why = _provider(req, zone)
     state: groups.ZoneGroups | None = None
     if provider is not None:
         try:
@@ -227,7 +227,7 @@ def change(req: Request) -> Result:
                     "nothing to change")
         return result
     serial = old_serial + 1
-    provider, _ = _provider(req.repo, zone)
+    provider, _ = _provider(req, zone)
     now, note = failover.current_zone(desired, zone, provider)
     zone_state = groups.read_zone_groups(now, zone.domain) if not note else None
     if zone_state is not None and zone_state.serial is not None and zone_state.serial >= serial:
@@ -253,7 +253,7 @@ def reconcile(req: Request) -> Result:
     zone = need_zone(desired, req.zone, desired.root)
     doc = desired.state.groups_for_zone(zone.name)
     git_serial = doc.serial if doc else 0
-    provider, why = _provider(req.repo, zone)
+    provider, why = _provider(req, zone)
     if provider is None:
         raise UnreachableError(f"zone {zone.domain}: cannot build its provider: {why}")
     state = read_groups(provider, zone)

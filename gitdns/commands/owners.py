@@ -11,16 +11,17 @@ from pathlib import Path
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.zones import zone_and_provider
+from gitdns.providers.fences import STRICT, Fences
 
 Ask = Callable[[str, str], bool]  # (text to show first, question) -> yes
 
 
-def owners(repo: Path, zone_ident: str, fmt: str = "text") -> Result:
+def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = STRICT) -> Result:
     from gitdns.core.owners import owners as owner_rows
     from gitdns.reconcile.engine import load
 
     desired = load(repo)
-    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     names = {c.id: c.name for c in desired.state.clusters}
     rows = owner_rows(provider.read(zone.domain), set(names))
     result = Result()
@@ -38,7 +39,8 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text") -> Result:
     return result
 
 
-def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False, ask: Ask | None = None) -> Result:
+def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False, ask: Ask | None = None,
+                fences: Fences = STRICT) -> Result:
     """Remove ``owner``'s values and ownership TXT from the zone.  ``ask`` shows the plan and
     asks before writing (None: no question, as ``--yes``)."""
     from gitdns.core import planfmt
@@ -47,7 +49,7 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
     from gitdns.reconcile.engine import load, policy_for_zone
 
     desired = load(repo)
-    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     named = desired.state.cluster(owner)
     if named is not None and not force:
         return Result(EXIT_ERROR, err=[f"owner {owner} is Cluster {named.name} in git: remove it from git instead "
@@ -70,14 +72,14 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
 
 
 def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
-          force: bool = False) -> Result:
+          force: bool = False, fences: Fences = STRICT) -> Result:
     """Take over foreign records (without an ownership TXT) as ``cluster``'s."""
     from gitdns.core import planfmt
     from gitdns.core.owners import adopt_changes, foreign_records
     from gitdns.reconcile.engine import find_cluster, intent_for, load
 
     desired = load(repo)
-    zone, provider = zone_and_provider(desired, zone_ident, repo)
+    zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     who = find_cluster(desired, cluster)
     bare = [n.lower().rstrip(".") for n in names]
     found = foreign_records(provider.read(zone.domain), bare, rtype)

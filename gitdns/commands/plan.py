@@ -18,19 +18,22 @@ from gitdns.commands import EXIT_CHANGES, EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, E
 from gitdns.commands.zones import problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import Plan, PlanMode
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.reconcile.engine import ProviderFactory
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 
 def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
-         zones: Sequence[str] = (), exit_code: bool = False, force: bool = False, mode: str = "sync") -> Result:
+         zones: Sequence[str] = (), exit_code: bool = False, force: bool = False, mode: str = "sync",
+         fences: Fences = STRICT) -> Result:
+    """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
-    factory = default_factory(repo)
+    factory = default_factory(repo, fences=fences)
     if all_clusters:
         return plan_all(desired, factory, result, fmt=fmt, zones=zones, exit_code=exit_code, force=force)
     who = find_cluster(desired, cluster or "")

@@ -10,6 +10,7 @@ from gitdns.core.model import Zone
 from gitdns.core.records import normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import STRICT, Fences
 
 
 def find_zone(desired: Desired, ident: str) -> Zone | None:
@@ -27,11 +28,13 @@ def need_zone(desired: Desired, ident: str, where: object) -> Zone:
     return zone
 
 
-def zone_and_provider(desired: Desired, ident: str, repo: Path) -> tuple[Zone, Provider]:
+def zone_and_provider(desired: Desired, ident: str, repo: Path,
+                      fences: Fences = STRICT) -> tuple[Zone, Provider]:
+    """The zone and its provider, built within the operator's ``fences``."""
     from gitdns.reconcile.engine import default_factory
 
     zone = need_zone(desired, ident, repo)
-    return zone, default_factory(repo)(zone)
+    return zone, default_factory(repo, fences=fences)(zone)
 
 
 def problem_lines(desired: Desired) -> list[str]:
@@ -42,13 +45,13 @@ def problem_lines(desired: Desired) -> list[str]:
     return lines
 
 
-def zone_show(repo: Path, ident: str, fmt: str = "text") -> Result:
+def zone_show(repo: Path, ident: str, fmt: str = "text", *, fences: Fences = STRICT) -> Result:
     """``gitdns zone show``: what the zone publishes and who owns each value."""
     from gitdns.core import inventory
     from gitdns.reconcile.engine import load
 
     desired = load(repo)
-    zone, provider = zone_and_provider(desired, ident, repo)
+    zone, provider = zone_and_provider(desired, ident, repo, fences)
     rows = inventory.inventory(provider.read(zone.domain), {c.id: c.name for c in desired.state.clusters})
     render = inventory.to_json if fmt == "json" else inventory.to_text
     return Result(EXIT_OK, [render(zone.domain, rows)])

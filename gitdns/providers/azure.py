@@ -43,6 +43,7 @@ from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, 
 from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 
 log = logging.getLogger(__name__)
@@ -288,15 +289,18 @@ def _true(raw: str | None) -> bool:
     return (raw or "").strip().lower() in ("true", "yes", "1", "on")
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> AzureProvider:
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> AzureProvider:
     """Settings: ``subscriptionId`` and ``resourceGroup`` (else taken from ``azure.json``),
-    ``endpoint`` (the ARM endpoint; default https://management.azure.com), ``trafficManager``
-    (refused: not supported yet).  Credentials: Kuadrant's ``azure.json``."""
+    ``endpoint`` (the ARM endpoint, an https origin the operator allows: ``fences``; default
+    https://management.azure.com), ``trafficManager`` (refused: not supported yet).
+    Credentials: Kuadrant's ``azure.json``, from a source the fences allow."""
     if _true(ref.setting("trafficManager")):
         raise UnsupportedError(f"spec.provider.settings.trafficManager: zone {zone_domain}: gitdns does not "
                                "drive Azure Traffic Manager yet; remove the setting and use the simple strategy "
                                "or the flattened loadbalanced form, or another provider")
-    creds: Credentials = load_credentials(ref.credentials, provider="azure")
+    named = ref.setting("endpoint") or None
+    endpoint = fences.check_endpoint(named, zone=zone_domain) if named is not None else DEFAULT_ENDPOINT
+    creds: Credentials = load_credentials(ref.credentials, provider="azure", fences=fences)
     cfg = azure_json(creds)
     subscription = ref.setting("subscriptionId") or cfg.get("subscriptionId")
     group = ref.setting("resourceGroup") or cfg.get("resourceGroup")
@@ -305,8 +309,5 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> AzureProvide
             raise ConfigError(f"spec.provider.settings.{key}: required for an azure zone ({zone_domain}); "
                               f"give it as a setting or in the credentials' azure.json")
     assert subscription and group
-    endpoint = ref.setting("endpoint") or DEFAULT_ENDPOINT
-    if not endpoint.startswith(("https://", "http://")):
-        raise ConfigError(f"spec.provider.settings.endpoint: {endpoint!r} is not an http(s) URL (zone {zone_domain})")
     client = SdkClient(make_credential(cfg), subscription, group, endpoint)
     return AzureProvider(zone_domain, client, account=f"azure:{subscription}")

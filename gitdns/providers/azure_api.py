@@ -88,10 +88,11 @@ class SdkClient:
 
         self.resource_group = resource_group
         self.endpoint = endpoint.rstrip("/")
+        if not self.endpoint.startswith("https://"):  # the SDK would refuse to send the token anyway
+            raise ConfigError(f"azure: the endpoint {self.endpoint[:80]!r} is not https://")
         self._client = DnsManagementClient(credential, subscription_id, base_url=self.endpoint, retry_total=0,
                                            connection_timeout=timeout, read_timeout=timeout)
-        # a plain-http endpoint (the test fake) must be allowed to carry the bearer token
-        self._call: dict[str, Any] = {} if self.endpoint.startswith("https://") else {"enforce_https": False}
+        self._call: dict[str, Any] = {}
 
     def _error(self, exc: Exception, what: str) -> Exception:
         from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError

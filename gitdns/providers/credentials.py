@@ -1,13 +1,17 @@
 """Provider credentials from the environment, a file or a Kubernetes Secret.
 
-A Zone names where its secret lives (``spec.provider.credentials``), never the secret:
+A Zone names where its secret lives (``spec.provider.credentials``), never the secret, and
+the name resolves only among the sources the operator allowed (`gitdns.providers.fences`):
 
 - ``env: NAME`` — the variable ``NAME`` (a JSON object, or one value kept under ``NAME``),
   or, when no such variable exists, every variable starting with ``NAME_`` (kept under its
-  full name, so ``env: AWS`` gives ``AWS_ACCESS_KEY_ID`` …);
+  full name, so ``env: AWS`` gives ``AWS_ACCESS_KEY_ID`` …); NAME must be one of the
+  operator's ``credentials_env_prefixes`` or start with one and ``_``;
 - ``file: PATH`` — a JSON object, a YAML mapping, ``KEY=VALUE`` lines, or a Kubernetes Secret
-  manifest (``data`` base64-decoded, ``stringData`` as is);
-- ``secret: NAME`` (+ ``namespace``) — a Kubernetes Secret read through the API.
+  manifest (``data`` base64-decoded, ``stringData`` as is); PATH lies inside the operator's
+  ``credentials_dir`` (no ``..``, no symbolic link out of it);
+- ``secret: NAME`` (+ ``namespace``) — a Kubernetes Secret read through the API, in the
+  agent's own namespace or one of the operator's ``credentials_namespaces``.
 
 Kuadrant's secret types and keys are accepted as they are (``kuadrant.io/aws``:
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``kuadrant.io/gcp``:
@@ -34,6 +38,7 @@ from gitdns.adapters.kubeclient import core_v1
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.errors import AuthError, ConfigError
+from gitdns.providers.fences import Fences, read_credentials_file
 
 
 class Credentials(dict[str, str]):
@@ -61,10 +66,12 @@ def preloaded(ref: CredentialsRef, values: Credentials) -> Iterator[None]:
         _PRELOADED.reset(token)
 
 
-def load_credentials(ref: CredentialsRef | None, *, provider: str,
+def load_credentials(ref: CredentialsRef | None, *, provider: str, fences: Fences | None = None,
                      env: Mapping[str, str] | None = None) -> Credentials:
     """The key/value pairs the reference points at; empty when there is no reference
-    (the provider then uses its SDK's default credential chain)."""
+    (the provider then uses its SDK's default credential chain).  ``fences``: the operator's
+    allow-lists, checked before anything is read; None only for a reference the agent made
+    itself from its own settings (never one a Zone wrote)."""
     if ref is None:
         return Credentials()
     known = (_PRELOADED.get() or {}).get(ref)
@@ -72,10 +79,15 @@ def load_credentials(ref: CredentialsRef | None, *, provider: str,
         return Credentials(known)
     env = os.environ if env is None else env
     if ref.secret:
-        return _from_secret(ref.secret, ref.namespace, provider)
+        namespace = fences.check_namespace(ref.namespace, "spec.provider.credentials.namespace") \
+            if fences is not None else ref.namespace
+        return _from_secret(ref.secret, namespace, provider)
     if ref.file:
-        return _from_file(Path(ref.file))
+        path = fences.credentials_file(ref.file) if fences is not None else Path(os.path.realpath(ref.file))
+        return _from_file(path)
     if ref.env:
+        if fences is not None:
+            fences.check_env(ref.env)
         return _from_env(ref.env, env)
     return Credentials()
 
@@ -103,10 +115,7 @@ def _json_object(text: str) -> dict[str, str] | None:
 
 
 def _from_file(path: Path) -> Credentials:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"spec.provider.credentials.file: cannot read {path}: {exc.strerror}") from None
+    text = read_credentials_file(path)
     parsed = _json_object(text)
     if parsed is not None:
         return Credentials(parsed)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,16 @@ from gitdns.errors import AuthError, ConfigError, GitdnsError, UnreachableError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo
 from gitdns.providers.credentials import Credentials, preloaded, secret_data
 from gitdns.providers.factory import build_provider
+from gitdns.providers.fences import STRICT, Fences, agent_namespace
+
+__all__ = ["DefaultProvider", "PendingDefaultProvider", "agent_namespace", "default_provider_notes",
+           "find_default_provider", "make_default_provider", "provider_for_default_zone", "resolve_default_zone"]
 
 log = logging.getLogger(__name__)
 
 LABEL = "kuadrant.io/default-provider"
 SELECTOR = f"{LABEL}=true"
 SETTINGS_ANNOTATION = "settings.gitdns.io/"  # settings.gitdns.io/<key>: <value>
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-FALLBACK_NAMESPACE = "gitdns-system"
 NOT_FOUND = "DefaultProviderNotFound"
 MULTIPLE = "MultipleDefaultProviders"
 
@@ -70,19 +72,6 @@ class DefaultProvider:
 
 def in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
-
-
-def agent_namespace(configured: str | None = None) -> str:
-    """The agent's own namespace: the setting (``--pod-namespace``), ``GITDNS_POD_NAMESPACE``,
-    ``POD_NAMESPACE``, the service account's namespace file, else gitdns-system."""
-    for value in (configured, os.environ.get("GITDNS_POD_NAMESPACE"), os.environ.get("POD_NAMESPACE")):
-        if value:
-            return value
-    try:
-        value = Path(SERVICE_ACCOUNT_NAMESPACE).read_text().strip()
-    except OSError:
-        value = ""
-    return value or FALLBACK_NAMESPACE
 
 
 def core_api() -> Any:
@@ -151,32 +140,40 @@ def find_default_provider(namespace: str, *, api: Any | None = None) -> DefaultP
     )
 
 
-def make_default_provider(zone_domain: str, found: DefaultProvider, base_dir: Path) -> Provider:
+def make_default_provider(zone_domain: str, found: DefaultProvider, base_dir: Path,
+                          fences: Fences = STRICT) -> Provider:
     """The zone's provider from its default provider secret (built from the provider table,
-    with the credentials already read)."""
+    with the credentials already read; its settings are fenced as a Zone's are)."""
     ref = found.provider_ref()
     assert ref.credentials is not None
     with preloaded(ref.credentials, found.credentials):
-        return build_provider(zone_domain, ref, base_dir)
+        return build_provider(zone_domain, ref, base_dir, fences)
 
 
 def resolve_default_zone(zone_domain: str, ref: ProviderRef, base_dir: Path, *,
-                         namespace: str | None = None, api: Any | None = None) -> Provider:
+                         namespace: str | None = None, api: Any | None = None,
+                         fences: Fences = STRICT) -> Provider:
     """The provider of a zone without ``spec.provider``: its namespace's default provider
-    secret (``spec.defaultProviderNamespace``, else the agent's namespace).  Raises the clear
-    error, naming the zone, when there is none to choose."""
+    secret (``spec.defaultProviderNamespace`` when the fences allow that namespace, else the
+    agent's namespace).  Raises the clear error, naming the zone, when there is none to choose."""
+    own = agent_namespace(namespace or fences.namespace or None)
+    if ref.default_namespace and ref.default_namespace != own:
+        try:
+            replace(fences, namespace=own).check_namespace(ref.default_namespace, "spec.defaultProviderNamespace")
+        except ConfigError as exc:
+            raise ConfigError(f"zone {zone_domain}: {exc}") from None
     if api is None and not in_cluster():
         raise ConfigError(f"zone {zone_domain} has no spec.provider, and the default provider secret is looked "
                           f"up only when gitdns runs in a Kubernetes cluster: set spec.provider on the zone",
                           reason=NOT_FOUND)
-    ns = ref.default_namespace or agent_namespace(namespace)
+    ns = ref.default_namespace or own
     try:
         found = find_default_provider(ns, api=api)
     except (ConfigError, AuthError, UnreachableError) as exc:
         raise type(exc)(f"zone {zone_domain}: {exc}", reason=exc.reason) from None
     log.info("default provider chosen: zone=%s secret=%s type=%s provider=%s",
              zone_domain, found.secret_ref, found.secret_type, found.provider_type)
-    return make_default_provider(zone_domain, found, base_dir)
+    return make_default_provider(zone_domain, found, base_dir, fences)
 
 
 # what a zone's stand-in declares until its provider is known: nothing to batch, no budget
@@ -228,13 +225,14 @@ class PendingDefaultProvider:
 
 
 def provider_for_default_zone(zone_domain: str, ref: ProviderRef, base_dir: Path, *,
-                              namespace: str | None = None, api: Any | None = None) -> Provider:
+                              namespace: str | None = None, api: Any | None = None,
+                              fences: Fences = STRICT) -> Provider:
     """What the provider factory returns for a zone without ``spec.provider``; never raises.
     The provider when its default provider secret is found, else a `PendingDefaultProvider`
     whose calls raise the reason (the zone is held, other zones go on) and try again."""
 
     def resolve() -> Provider:
-        return resolve_default_zone(zone_domain, ref, base_dir, namespace=namespace, api=api)
+        return resolve_default_zone(zone_domain, ref, base_dir, namespace=namespace, api=api, fences=fences)
 
     try:
         return resolve()

@@ -53,6 +53,7 @@ from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normaliz
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
@@ -187,14 +188,14 @@ def _domain(obj: Mapping[str, Any]) -> str:
     return root_host(str((obj.get("spec") or {}).get("rootHost") or ""))
 
 
-def settings_of(ref: ProviderRef, zone_domain: str) -> dict[str, str]:
+def settings_of(ref: ProviderRef, zone_domain: str, fences: Fences = STRICT) -> dict[str, str]:
     """Settings from the zone's provider settings, overridden by a ``kuadrant.io/endpoint``
-    Secret's keys when ``spec.provider.credentials`` names one."""
+    Secret's keys when ``spec.provider.credentials`` names one (a source the fences allow)."""
     settings = dict(ref.settings)
     if ref.credentials is not None:
         from gitdns.providers.credentials import load_credentials
 
-        creds = load_credentials(ref.credentials, provider="endpoint")
+        creds = load_credentials(ref.credentials, provider="endpoint", fences=fences)
         settings.update({k: v for k, v in creds.items() if k in (*SETTING_KEYS, "namespace")})
     return settings
 
@@ -204,8 +205,8 @@ def api_client_for(context: str | None = None) -> Any:
     return api_client("endpoint provider", context=context)
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> EndpointProvider:
-    settings = settings_of(ref, zone_domain)
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> EndpointProvider:
+    settings = settings_of(ref, zone_domain, fences)
     namespace = settings.get("namespace", "").strip()
     if not namespace:
         raise ConfigError(f"spec.provider.settings.namespace: required for an endpoint zone ({zone_domain})")

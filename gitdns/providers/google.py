@@ -33,6 +33,7 @@ from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnap
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.google_api import (
     THROTTLE_REASONS,
     CloudDnsApi,
@@ -191,9 +192,9 @@ def _remember(cache: dict[str, list[Native]], body: ChangeBody) -> None:
 
 
 # --- construction from a Zone's spec.provider ------------------------------------------------
-def _credentials(ref: ProviderRef, endpoint: str | None) -> tuple[Any, str | None]:
+def _credentials(ref: ProviderRef, endpoint: str | None, fences: Fences) -> tuple[Any, str | None]:
     """(google-auth credentials or None for the default chain, project from the secret)."""
-    creds = load_credentials(ref.credentials, provider="google")
+    creds = load_credentials(ref.credentials, provider="google", fences=fences)
     project = creds.get("PROJECT_ID") or None
     raw = creds.get("GOOGLE")
     if raw:
@@ -215,15 +216,18 @@ def _credentials(ref: ProviderRef, endpoint: str | None) -> tuple[Any, str | Non
     return None, project
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> GoogleProvider:
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> GoogleProvider:
     """Settings: ``project`` (else the secret's PROJECT_ID or the key's project_id),
-    ``managedZone`` (else found by dnsName), ``endpoint`` (another API base URL, e.g. a test
-    fake: anonymous credentials unless a key is given), ``defaultGeoLocation`` (the region
-    that carries the default geo row, default europe-west1), ``timeout`` (seconds)."""
+    ``managedZone`` (else found by dnsName), ``endpoint`` (another API base URL: an https
+    origin the operator allows, ``fences``; anonymous credentials unless a key is given),
+    ``defaultGeoLocation`` (the region that carries the default geo row, default
+    europe-west1), ``timeout`` (seconds)."""
+    endpoint = ref.setting("endpoint") or None
+    if endpoint is not None:
+        endpoint = fences.check_endpoint(endpoint, zone=zone_domain)
     from google.cloud import dns
 
-    endpoint = ref.setting("endpoint") or None
-    credentials, secret_project = _credentials(ref, endpoint)
+    credentials, secret_project = _credentials(ref, endpoint, fences)
     project = ref.setting("project") or secret_project
     if not project:
         raise ConfigError(f"zone {zone_domain}: spec.provider.settings.project is required (or PROJECT_ID in "

@@ -21,6 +21,14 @@ zone; a file that does not decode raises `StoreCorruptError` and is never read a
 
 RFC 1035 master files for serving are rendered from the store into `LocalProvider.views_dir`
 by `gitdns.adapters.zonefile.write_views` (the agent wires the two together).
+
+The store directory a Zone names (``settings.path``) lies inside a base directory: the agent's
+state directory, the repository for the one-shot verbs.  `store_directory` refuses a path with
+``..``, ``~``, a ``.git`` component or an absolute path outside the base; a provider built
+with ``base`` then checks before every read and write that no component below the base — the
+store directory, the store file, its lock, the views directory and what it holds — is a
+symbolic link (``lstat``; files are opened with ``O_NOFOLLOW``), so neither the store, the
+views nor the ``.server`` snippet is ever read or written outside the base.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import json
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +52,7 @@ from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapsho
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.fences import STRICT, Fences, shown
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
@@ -142,7 +152,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 @contextlib.contextmanager
 def _locked(lock_path: Path, timeout: float) -> Iterator[None]:
     """An exclusive ``flock`` on ``lock_path``; `StoreBusyError` after ``timeout`` s."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -162,22 +172,43 @@ def _locked(lock_path: Path, timeout: float) -> Iterator[None]:
 
 
 class LocalProvider:
-    """The record store in ``directory`` (created on first write)."""
+    """The record store in ``directory`` (created on first write).  With ``base``, the store
+    must stay inside it: no component from ``base`` down is a symbolic link (checked before
+    every read and write)."""
 
     name = "local"
     capabilities = capabilities_of("local")
 
-    def __init__(self, directory: Path, *, lock_timeout: float = 30.0) -> None:
+    def __init__(self, directory: Path, *, lock_timeout: float = 30.0, base: Path | None = None) -> None:
         self.directory = Path(directory)
         self.lock_timeout = lock_timeout
+        self.base = Path(base) if base is not None else None
 
     def path(self, zone: str) -> Path:
         zone = normalize_name(zone)
         if not _ZONE_RE.match(zone) or ".." in zone:
             raise ConfigError(f"zone {zone!r} cannot name a store file: use a plain domain name")
-        return self.directory / f"{zone}{SUFFIX}"
+        path = self.directory / f"{zone}{SUFFIX}"
+        self._no_links(path, path.with_name(path.name + ".lock"))
+        return path
+
+    def _no_links(self, *paths: Path) -> None:
+        """Refuse when the store directory (below ``base``) or one of ``paths`` is a symbolic
+        link or, for ``paths``, not a regular file or directory."""
+        if self.base is None:
+            return
+        check_no_links(self.base, self.directory)
+        for path in paths:
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise ConfigError(f"local store: {path} is a symbolic link or a special file: the store never "
+                                  "follows one out of its directory; remove it")
 
     def zones(self) -> list[ZoneInfo]:
+        self._no_links()
         if not self.directory.is_dir():
             return []
         found = sorted(
@@ -190,9 +221,15 @@ class LocalProvider:
     def _load(self, zone: str) -> tuple[int, dict[RecordKey, RecordSet]]:
         path = self.path(zone)
         try:
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             return 0, {}
+        except OSError as exc:
+            raise ConfigError(f"local store: cannot open {path}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError(f"local store: {path} is not a regular file")
+            data = fh.read()
         return decode_store(path, data, normalize_name(zone))
 
     def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
@@ -238,16 +275,69 @@ class LocalProvider:
 
     def views_dir(self, zone: str) -> Path:
         """Where rendered views of ``zone`` go: ``<dir>/<zone>.views/`` (see
-        `gitdns.adapters.zonefile.write_views`)."""
-        return self.path(zone).with_name(f"{normalize_name(zone)}.views")
+        `gitdns.adapters.zonefile.write_views`); with ``base``, checked first: neither it, its
+        lock nor a file in it (views, weights, the ``.server`` snippet) is a symbolic link."""
+        views = self.path(zone).with_name(f"{normalize_name(zone)}.views")
+        self._no_links(views, views.with_name(views.name + ".lock"))
+        if self.base is not None and views.is_dir():
+            self._no_links(*views.iterdir())
+        return views
 
 
 DEFAULT_PATH = "store"  # the store directory when spec.provider.settings.path is not given
+_BASE_HELP = "--store-dir, else the agent's --state-dir; the repository for the one-shot verbs"
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> LocalProvider:
-    """Settings: ``path``, the store directory (default ``store``; relative to ``base_dir``,
-    the repository or state directory).  No credentials."""
+def store_directory(base_dir: Path, raw: str, zone: str) -> Path:
+    """The store directory ``raw`` (``spec.provider.settings.path``) names: relative to
+    ``base_dir``, or an absolute path inside it; never ``..``, ``~``, a ``.git`` component or
+    outside the base.  A `ConfigError` naming the field says why not."""
+    where = f"spec.provider.settings.path (zone {zone})"
+    if "\x00" in raw or raw.startswith("~"):
+        raise ConfigError(f"{where}: {shown(raw)} is not a directory inside the base directory ({_BASE_HELP})")
+    path = Path(raw)
+    if ".." in path.parts or ".git" in path.parts:
+        raise ConfigError(f"{where}: {shown(raw)}: a path with '..' or '.git' is refused; name a directory "
+                          f"inside the base directory ({_BASE_HELP})")
+    if not path.is_absolute():
+        return base_dir / path
+    base = os.path.normpath(os.path.abspath(base_dir))
+    inside = os.path.normpath(path)
+    if os.path.commonpath([base, inside]) != base:
+        raise ConfigError(f"{where}: {shown(raw)} is outside the base directory {base} ({_BASE_HELP}); nothing "
+                          "was written.  Use a path relative to it")
+    return base_dir / os.path.relpath(inside, base)
+
+
+def check_no_links(base: Path, directory: Path) -> None:
+    """Refuse when a component of ``directory`` below ``base`` is a symbolic link (or not a
+    directory): the local store never follows a link out of its base."""
+    try:
+        rel = Path(os.path.relpath(os.path.abspath(directory), os.path.abspath(base)))
+    except ValueError:
+        rel = Path("..")
+    if ".." in rel.parts:
+        raise ConfigError(f"local store: {directory} is outside its base directory {base}")
+    here = Path(base)
+    for part in rel.parts:
+        if part == ".":
+            continue
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            raise ConfigError(f"local store: {here} is a symbolic link or not a directory: the store never "
+                              f"follows a link out of its base directory {base}; remove it")
+
+
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> LocalProvider:
+    """Settings: ``path``, the store directory (default ``store``; relative to the base
+    directory and inside it: `store_directory`).  The base is the operator's ``store_dir``
+    (``fences``), else ``base_dir``: the state directory, or the repository.  No credentials."""
     raw = ref.setting("path", DEFAULT_PATH) or DEFAULT_PATH
-    directory = Path(raw).expanduser()
-    return LocalProvider(directory if directory.is_absolute() else base_dir / directory)
+    base = fences.store_dir if fences.store_dir is not None else Path(base_dir)
+    directory = store_directory(base, raw, zone_domain)
+    check_no_links(base, directory)
+    return LocalProvider(directory, base=base)

@@ -29,6 +29,7 @@ from gitdns.core.records import (
 )
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.fences import STRICT, Fences
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,6 @@ class MemoryProvider:
         )
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> MemoryProvider:
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> MemoryProvider:
     """No settings, no credentials: an empty store that lives as long as the process."""
     return MemoryProvider()

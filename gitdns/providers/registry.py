@@ -16,6 +16,7 @@ from gitdns.core.model import ProviderRef
 from gitdns.providers.base import Provider
 from gitdns.providers.defaultprovider import provider_for_default_zone
 from gitdns.providers.factory import build_provider
+from gitdns.providers.fences import STRICT, Fences
 
 
 def known_types() -> tuple[str, ...]:
@@ -24,12 +25,14 @@ def known_types() -> tuple[str, ...]:
 
 
 def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path, *,
-                  namespace: str | None = None) -> Provider:
+                  namespace: str | None = None, fences: Fences = STRICT) -> Provider:
     """The provider for a zone.  ``base_dir`` anchors relative paths in the settings
-    (the `local` store's ``path``, default ``store``).  A zone without ``spec.provider``
-    gets the provider of its namespace's default provider secret (``namespace``: the
-    agent's, unless the zone names one), or a stand-in whose calls raise why there is none
-    (`gitdns.providers.defaultprovider`)."""
+    (the `local` store's ``path``, default ``store``, which must stay inside it).  ``fences``
+    are the operator's allow-lists of endpoints, rfc2136 servers and credential sources
+    (`gitdns.providers.fences`; default: none beyond the SDKs' own).  A zone without
+    ``spec.provider`` gets the provider of its namespace's default provider secret
+    (``namespace``: the agent's, unless the zone names one the fences allow), or a stand-in
+    whose calls raise why there is none (`gitdns.providers.defaultprovider`)."""
     if ref.is_default:
-        return provider_for_default_zone(zone_domain, ref, base_dir, namespace=namespace)
-    return build_provider(zone_domain, ref, base_dir)
+        return provider_for_default_zone(zone_domain, ref, base_dir, namespace=namespace, fences=fences)
+    return build_provider(zone_domain, ref, base_dir, fences)

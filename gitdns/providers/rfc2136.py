@@ -37,6 +37,7 @@ from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, in_zone,
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.memory import invalid_groups
 from gitdns.providers.rfc2136_native import StaleGroup, absolute, batches, build_update, snapshot, unsupported
 
@@ -283,16 +284,18 @@ def _number(ref: ProviderRef, key: str, default: float, zone: str) -> float:
     return value
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Rfc2136Provider:
-    """Settings: ``server`` (required), ``port`` (53), ``tsigKeyName``, ``tsigAlgorithm``
-    (hmac-sha256), ``timeout`` (seconds, 10), ``zone`` (the server's zone when it differs
-    from the domain).  Credentials: the base64 TSIG secret (see `tsig_secret`)."""
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> Rfc2136Provider:
+    """Settings: ``server`` (required; with ``port``, a server the operator allows:
+    ``fences``), ``port`` (53), ``tsigKeyName``, ``tsigAlgorithm`` (hmac-sha256), ``timeout``
+    (seconds, 10), ``zone`` (the server's zone when it differs from the domain).  Credentials:
+    the base64 TSIG secret (see `tsig_secret`), from a source the fences allow."""
     server = ref.setting("server")
     if not server:
         raise ConfigError(f"spec.provider.settings.server: required for an rfc2136 zone ({zone_domain})")
     port = _number(ref, "port", DEFAULT_PORT, zone_domain)
     if port != int(port) or port > 65535:
         raise ConfigError(f"spec.provider.settings.port: {ref.setting('port')!r} is not a port (zone {zone_domain})")
+    fences.check_server(server, int(port), zone=zone_domain)
     timeout = _number(ref, "timeout", DEFAULT_TIMEOUT, zone_domain)
     algorithm = (ref.setting("tsigAlgorithm") or "hmac-sha256").lower().rstrip(".")
     if algorithm not in TSIG_ALGORITHMS:
@@ -301,7 +304,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Rfc2136Provi
     key_name = ref.setting("tsigKeyName") or None
     secret: str | None = None
     if key_name:
-        creds: Credentials = load_credentials(ref.credentials, provider="rfc2136")
+        creds: Credentials = load_credentials(ref.credentials, provider="rfc2136", fences=fences)
         secret = tsig_secret(creds)
         if not secret:
             raise ConfigError(f"spec.provider.credentials: no TSIG secret for key {key_name} (zone "

@@ -35,6 +35,7 @@ from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapsho
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.memory import filter_names, snapshot_names
 from gitdns.providers.route53_api import Route53Client, boto3_client, map_error
 from gitdns.providers.route53_apply import ChangeApplier
@@ -263,18 +264,22 @@ def _flag(ref: ProviderRef, key: str, zone: str) -> bool:
     return raw == "true"
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> Route53Provider:
-    """Settings: ``hostedZoneId``, ``private``, ``region``, ``endpoint``, ``waitInsync``,
-    ``healthChecks``.  Credentials (Kuadrant ``kuadrant.io/aws`` keys): ``AWS_ACCESS_KEY_ID``,
-    ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (optional ``AWS_SESSION_TOKEN``); without a
-    credentials reference boto3's default chain."""
-    found = load_credentials(ref.credentials, provider="route53")
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> Route53Provider:
+    """Settings: ``hostedZoneId``, ``private``, ``region``, ``endpoint`` (an https origin the
+    operator allows: ``fences``), ``waitInsync``, ``healthChecks``.  Credentials (Kuadrant
+    ``kuadrant.io/aws`` keys): ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``
+    (optional ``AWS_SESSION_TOKEN``), from a source the fences allow; without a credentials
+    reference boto3's default chain."""
+    endpoint = ref.setting("endpoint") or None
+    if endpoint is not None:
+        endpoint = fences.check_endpoint(endpoint, zone=zone_domain)
+    found = load_credentials(ref.credentials, provider="route53", fences=fences)
     creds = {key: credential(found, key) for key in CREDENTIAL_KEYS}
     if bool(creds["AWS_ACCESS_KEY_ID"]) != bool(creds["AWS_SECRET_ACCESS_KEY"]):
         raise ConfigError(f"spec.provider.credentials: give both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
                           f"(zone {zone_domain}); keys found: {sorted(found)}")
     region = ref.setting("region") or creds["AWS_REGION"] or "us-east-1"
-    client = boto3_client(region, ref.setting("endpoint"), creds)
+    client = boto3_client(region, endpoint, creds)
     return Route53Provider(
         zone_domain, client, hosted_zone_id=ref.setting("hostedZoneId") or None,
         private=_flag(ref, "private", zone_domain), wait_insync=_flag(ref, "waitInsync", zone_domain),

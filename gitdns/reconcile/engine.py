@@ -27,6 +27,7 @@ from gitdns.core.records import ZoneSnapshot
 from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
+from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.registry import make_provider
 from gitdns.reconcile.zonepass import ZoneOutcome
 
@@ -58,15 +59,26 @@ def load(root: Path) -> Desired:
     return Desired(str(root), state, tuple(result.problems), head)
 
 
-def default_factory(base_dir: Path, *, namespace: str | None = None) -> ProviderFactory:
-    """One provider per zone, made once.  A zone without ``spec.provider`` gets the provider of
-    the default provider secret in ``namespace`` (default: the agent's own), or a stand-in
-    whose calls raise why there is none, so only that zone is held."""
+def default_factory(base_dir: Path, *, namespace: str | None = None, fences: Fences = STRICT) -> ProviderFactory:
+    """One provider per zone, made once.  ``base_dir`` holds every `local` store (the agent's
+    state directory, the repository for the one-shot verbs); ``fences`` are the operator's
+    allow-lists of endpoints, rfc2136 servers and credential sources (default: none).  A zone
+    naming something they do not allow raises a `ConfigError` naming the Zone's file, the field
+    and the setting (only that zone is held; nothing is sent).  A zone without
+    ``spec.provider`` gets the provider of the default provider secret in ``namespace``
+    (default: the agent's own), or a stand-in whose calls raise why there is none, so only
+    that zone is held."""
     cache: dict[str, Provider] = {}
 
     def factory(zone: Zone) -> Provider:
         if zone.name not in cache:
-            cache[zone.name] = make_provider(zone.domain, zone.provider, base_dir, namespace=namespace)
+            try:
+                cache[zone.name] = make_provider(zone.domain, zone.provider, base_dir, namespace=namespace,
+                                                 fences=fences)
+            except ConfigError as exc:
+                origin = zone.origin
+                where = f"{origin.file}:{origin.line}" if origin.line else origin.file
+                raise ConfigError(f"{where}: {exc}" if where else str(exc), reason=exc.reason) from None
         return cache[zone.name]
 
     return factory

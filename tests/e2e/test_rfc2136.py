@@ -20,6 +20,7 @@ from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import Fences
 from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider, from_ref
 from tests.e2e import dns_servers
 from tests.e2e.dns_servers import DnsServer, ToolMissing
@@ -59,7 +60,8 @@ def make_provider(server: DnsServer, tmp: Path) -> Provider:
     secret.write_text(f"TSIG_SECRET={dns_servers.SECRET}\n")
     ref = ProviderRef("rfc2136", (("port", str(server.port)), ("server", server.host), ("timeout", "5"),
                                   ("tsigKeyName", dns_servers.KEY_NAME)), CredentialsRef(file=str(secret)))
-    return from_ref(ZONE, ref, tmp)
+    fences = Fences.parse(rfc2136_servers=f"{server.host}:{server.port}", credentials_dir=str(tmp))  # the operator's
+    return from_ref(ZONE, ref, tmp, fences=fences)
 
 
 class TestConformanceOnRealServers(Conformance):

@@ -4,7 +4,7 @@ Usable in-process::
 
     fake = FakeAzureDns(subscription="sub", resource_group="rg")
     fake.add_zone("example.com")
-    base_url = fake.start()            # http://127.0.0.1:<ephemeral port>
+    base_url = fake.start(tls=ctx)     # https://127.0.0.1:<ephemeral port> (ctx: tests.providers.tls)
     DnsManagementClient(credential, "sub", base_url=base_url, retry_total=0)
     ...
     fake.stop()
@@ -48,6 +48,7 @@ long-running operations, or the exact error codes of the real service.
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 import uuid
@@ -291,7 +292,9 @@ class FakeAzureDns:
         raise _error(404, "InvalidResourceType", f"No route for {path}.")
 
     # --- the server ------------------------------------------------------------------------------
-    def start(self, port: int = 0, host: str = "127.0.0.1") -> str:
+    def start(self, port: int = 0, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> str:
+        """Serve on ``host:port`` (0: a free port) in a daemon thread; with ``tls`` (a
+        server-side ``ssl.SSLContext``) over HTTPS, as a provider endpoint must be."""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -327,7 +330,9 @@ class FakeAzureDns:
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
-        self.base_url = f"http://{host}:{self._server.server_address[1]}"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self.base_url = f"{'https' if tls is not None else 'http'}://{host}:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self.base_url
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -306,18 +307,23 @@ def _error(status: int, reason: str, message: str) -> dict[str, Any]:
 
 
 class Server:
-    """The fake on 127.0.0.1, a free port, in a daemon thread (``with Server() as s``)."""
+    """The fake on 127.0.0.1, a free port, in a daemon thread (``with Server() as s``); with
+    ``tls`` (a server-side ``ssl.SSLContext``) it serves HTTPS, as a provider endpoint must."""
 
-    def __init__(self, fake: CloudDnsFake | None = None) -> None:
+    def __init__(self, fake: CloudDnsFake | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.fake = fake or CloudDnsFake()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.fake))
+        self._scheme = "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def __enter__(self) -> Server:
         self._thread.start()

@@ -25,8 +25,10 @@ from gitdns.providers.azure import AzureProvider
 from gitdns.providers.azure_api import SdkClient
 from gitdns.providers.azure_native import from_native, to_native
 from gitdns.providers.base import Routing
+from gitdns.providers.fences import Fences
 from tests.providers.azure_fake import FakeAzureDns, FakeCredential, Request
 from tests.providers.conformance import Conformance, ProviderCase
+from tests.providers.tls import server_context
 
 ZONE = "example.com"
 WWW = RecordKey(f"www.{ZONE}", "A")
@@ -48,7 +50,7 @@ def fake() -> Iterator[FakeAzureDns]:
     require_sdk()
     server = FakeAzureDns(page_size=3)  # small pages: every zone read goes through nextLink
     server.add_zone(ZONE)
-    server.start()
+    server.start(tls=server_context())  # provider endpoints are HTTPS
     yield server
     server.stop()
 
@@ -317,7 +319,7 @@ def test_unreachable_endpoint() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    client = SdkClient(FakeCredential(), "sub", "rg", f"http://127.0.0.1:{port}", timeout=2)
+    client = SdkClient(FakeCredential(), "sub", "rg", f"https://127.0.0.1:{port}", timeout=2)
     with pytest.raises(UnreachableError, match="cannot reach"):
         AzureProvider(ZONE, client).read(ZONE)
 
@@ -391,6 +393,11 @@ def test_clean_message_and_retry_after() -> None:
 SECRET = "not-a-real-secret-value"
 
 
+def creds_in(tmp_path: Path, *endpoints: str) -> Fences:
+    """The operator's fences: credentials files in ``tmp_path``, these endpoints."""
+    return Fences.parse(credentials_dir=str(tmp_path), provider_endpoints=",".join(endpoints))
+
+
 def azure_secret(tmp_path: Path, **extra: str) -> CredentialsRef:
     cfg = {"tenantId": "t-1", "subscriptionId": "sub-1", "resourceGroup": "rg-1", "aadClientId": "app-1",
            "aadClientSecret": SECRET, **extra}
@@ -404,8 +411,8 @@ def test_from_ref_reads_kuadrant_azure_json(tmp_path: Path) -> None:
     require_sdk()
     from azure.identity import ClientSecretCredential
 
-    ref = ProviderRef("azure", (("endpoint", "http://127.0.0.1:1"),), azure_secret(tmp_path))
-    provider = azure.from_ref(ZONE, ref, tmp_path)
+    ref = ProviderRef("azure", (("endpoint", "https://127.0.0.1:1"),), azure_secret(tmp_path))
+    provider = azure.from_ref(ZONE, ref, tmp_path, fences=creds_in(tmp_path, "https://127.0.0.1:1"))
     assert provider.account == "azure:sub-1" and provider.name == "azure"
     client = provider._client
     assert isinstance(client, SdkClient) and client.resource_group == "rg-1"
@@ -416,7 +423,7 @@ def test_from_ref_reads_kuadrant_azure_json(tmp_path: Path) -> None:
 def test_settings_override_azure_json(tmp_path: Path) -> None:
     require_sdk()
     ref = ProviderRef("azure", (("resourceGroup", "rg-2"), ("subscriptionId", "sub-2")), azure_secret(tmp_path))
-    provider = azure.from_ref(ZONE, ref, tmp_path)
+    provider = azure.from_ref(ZONE, ref, tmp_path, fences=creds_in(tmp_path))
     assert provider.account == "azure:sub-2" and provider._client.resource_group == "rg-2"  # type: ignore[attr-defined]
 
 
@@ -430,7 +437,8 @@ def test_from_ref_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"azure.json": "{not json"}))
     with pytest.raises(ConfigError, match=r"azure\.json is not valid JSON"):
-        azure.from_ref(ZONE, ProviderRef("azure", (), CredentialsRef(file=str(bad))), tmp_path)
+        azure.from_ref(ZONE, ProviderRef("azure", (), CredentialsRef(file=str(bad))), tmp_path,
+                       fences=creds_in(tmp_path))
 
 
 def test_registry_builds_the_azure_provider(tmp_path: Path) -> None:
@@ -438,7 +446,7 @@ def test_registry_builds_the_azure_provider(tmp_path: Path) -> None:
     from gitdns.providers.registry import make_provider as build
 
     ref = ProviderRef("azure", (("resourceGroup", "rg"), ("subscriptionId", "sub")), azure_secret(tmp_path))
-    assert isinstance(build(ZONE, ref, tmp_path), AzureProvider)
+    assert isinstance(build(ZONE, ref, tmp_path, fences=creds_in(tmp_path)), AzureProvider)
 
 
 def test_delete_window_the_data_goes_the_txt_is_refused_the_next_plan_removes_it(fake: FakeAzureDns) -> None:

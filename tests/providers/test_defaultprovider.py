@@ -24,6 +24,7 @@ from gitdns.providers.defaultprovider import (
     make_default_provider,
     provider_for_default_zone,
 )
+from gitdns.providers.fences import Fences
 from gitdns.providers.registry import known_types, make_provider
 from tests.fakes.kube_apiserver import ApiError, FakeKube, Request
 from tests.providers.default_secret_helpers import AWS_DATA, NS, add_secret
@@ -206,9 +207,16 @@ def test_a_pending_zone_recovers_once_a_secret_is_labelled(in_cluster: FakeKube,
     assert f"secret={NS}/mem" in caplog.text and "never-logged-token" not in caplog.text
 
 
-def test_the_zones_namespace_wins_over_the_agents(in_cluster: FakeKube, tmp_path: Path) -> None:
+def test_the_zones_namespace_wins_over_the_agents_when_the_operator_allows_it(in_cluster: FakeKube,
+                                                                             tmp_path: Path) -> None:
     add_secret(in_cluster, "theirs", "gitdns.io/memory", namespace="other")
-    provider = make_provider("example.org", ProviderRef("default", default_namespace="other"), tmp_path)
+    elsewhere = ProviderRef("default", default_namespace="other")
+    refused = make_provider("example.org", elsewhere, tmp_path)
+    with pytest.raises(ConfigError, match=r"spec\.defaultProviderNamespace: namespace 'other' is not one the "
+                                          r"operator allows.*--credentials-namespaces"):
+        refused.read("example.org")
+    assert in_cluster.count("GET", "/namespaces/other/secrets") == 0  # nothing was listed there
+    provider = make_provider("example.org", elsewhere, tmp_path, fences=Fences.parse(credentials_namespaces="other"))
     assert provider.name == "memory"
     with pytest.raises(ConfigError, match=f"namespace {NS}"):
         make_provider("example.org", ProviderRef("default"), tmp_path).zones()

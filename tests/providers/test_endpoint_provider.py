@@ -18,6 +18,7 @@ from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import ConfigError
 from gitdns.providers.base import CasGranularity, Provider, Routing
 from gitdns.providers.endpoint import EndpointProvider, from_ref
+from gitdns.providers.fences import Fences
 from gitdns.providers.registry import known_types
 from tests.fakes.kube_apiserver import FakeKube, Request
 from tests.providers.conformance import Conformance, ProviderCase
@@ -203,7 +204,9 @@ def test_from_ref_reads_a_kuadrant_endpoint_secret(tmp_path: Path, monkeypatch: 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     ref = ProviderRef("endpoint", (("kubeconfigContext", "fake"), ("namespace", NS)),
                       CredentialsRef(file=str(secret)))
-    provider = from_ref("api.example.com", ref, tmp_path)
+    with pytest.raises(ConfigError, match=r"no credentials directory is set.*--credentials-dir"):
+        from_ref("api.example.com", ref, tmp_path)  # the operator named no credentials directory
+    provider = from_ref("api.example.com", ref, tmp_path, fences=Fences.parse(credentials_dir=str(tmp_path)))
     assert provider.selector == (("kuadrant.io/primary-authoritative-zone-record", None),)
     assert str(provider.gvr) == "kuadrant.io/v1alpha1.dnsrecords" and provider.namespace == NS
     provider.zones()  # talks to the fake through the kubeconfig

@@ -26,9 +26,11 @@ from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError
 from gitdns.providers import google as g
 from gitdns.providers import google_native as gn
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import Fences
 from tests.core import worked_example as we
 from tests.providers.conformance import Conformance, ProviderCase
 from tests.providers.gcp_fake import CloudDnsFake, Server
+from tests.providers.tls import client_context, server_context
 
 ZONE = "example.com"
 PROJECT = "test-project"
@@ -44,10 +46,15 @@ def need_library() -> None:
         pytest.skip(hint)
 
 
+def allowing(url: str) -> Fences:
+    """The operator's fences allowing the fake's endpoint."""
+    return Fences.parse(provider_endpoints=url)
+
+
 def make(url: str, **settings_: str) -> g.GoogleProvider:
     need_library()
     pairs = {"endpoint": url, "project": PROJECT, **settings_}
-    return g.from_ref(ZONE, ProviderRef("google", tuple(sorted(pairs.items()))), Path("."))
+    return g.from_ref(ZONE, ProviderRef("google", tuple(sorted(pairs.items()))), Path("."), fences=allowing(url))
 
 
 @pytest.fixture
@@ -55,7 +62,7 @@ def server() -> Iterator[Server]:
     fake = CloudDnsFake(PROJECT, page_size=3)
     fake.add_zone("example-com", ZONE)
     fake.add_zone("other-zone", "other.test")
-    with Server(fake) as srv:
+    with Server(fake, tls=server_context()) as srv:  # provider endpoints are HTTPS
         yield srv
 
 
@@ -306,7 +313,7 @@ def test_a_400_fails_that_group_only(provider: g.GoogleProvider, fake: CloudDnsF
 
 
 def test_unreachable_api(tmp_path: Path) -> None:
-    provider = make("http://127.0.0.1:9", managedZone="example-com")
+    provider = make("https://127.0.0.1:9", managedZone="example-com")
     with pytest.raises(RetryableError):
         provider.read(ZONE)
 
@@ -324,7 +331,7 @@ def test_zone_is_found_by_dns_name_or_pinned(server: Server) -> None:
     assert [z.domain for z in make(server.url).zones()] == ["example.com", "other.test"]
     with pytest.raises(ConfigError, match="managedZone"):
         g.from_ref("nope.test", ProviderRef("google", (("endpoint", server.url), ("project", PROJECT))),
-                   Path(".")).read("nope.test")
+                   Path("."), fences=allowing(server.url)).read("nope.test")
     pinned = make(server.url, managedZone="example-com")
     assert pinned.read(ZONE).complete
 
@@ -333,14 +340,15 @@ def test_settings_and_credentials(server: Server, tmp_path: Path) -> None:
     need_library()
     secret = tmp_path / "gcp.json"
     secret.write_text(json.dumps({"PROJECT_ID": PROJECT}))
+    fences = Fences.parse(provider_endpoints=server.url, credentials_dir=str(tmp_path))
     ref = ProviderRef("google", (("endpoint", server.url),), CredentialsRef(file=str(secret)))
-    assert g.from_ref(ZONE, ref, tmp_path).account == PROJECT
+    assert g.from_ref(ZONE, ref, tmp_path, fences=fences).account == PROJECT
     secret.write_text(json.dumps({"GOOGLE": "not-json-SECRET", "PROJECT_ID": PROJECT}))
     with pytest.raises(ConfigError) as info:
-        g.from_ref(ZONE, ref, tmp_path)
+        g.from_ref(ZONE, ref, tmp_path, fences=fences)
     assert "SECRET" not in str(info.value)
     with pytest.raises(ConfigError, match="project"):
-        g.from_ref(ZONE, ProviderRef("google", (("endpoint", server.url),)), tmp_path)
+        g.from_ref(ZONE, ProviderRef("google", (("endpoint", server.url),)), tmp_path, fences=fences)
 
 
 def test_the_registry_builds_it(server: Server) -> None:
@@ -348,7 +356,7 @@ def test_the_registry_builds_it(server: Server) -> None:
     from gitdns.providers.registry import make_provider
 
     ref = ProviderRef("google", (("endpoint", server.url), ("project", PROJECT)))
-    provider = make_provider(ZONE, ref, Path("."))
+    provider = make_provider(ZONE, ref, Path("."), fences=allowing(server.url))
     assert provider.name == "google" and provider.capabilities.geo.name == "google"
     assert provider.capabilities.reads_per_minute == 240 and provider.capabilities.writes_per_minute == 60
 
@@ -359,7 +367,7 @@ def post(server: Server, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
                                  data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=10, context=client_context()) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())

@@ -201,8 +201,10 @@ def test_render_views_writes_changed_files_only(
 def test_factory_builds_local_relative_to_base_dir(tmp_path: Path) -> None:
     provider = make_provider(ZONE, ProviderRef("local", (("path", "zones"),)), tmp_path)
     assert isinstance(provider, LocalProvider) and provider.directory == tmp_path / "zones"
-    absolute = make_provider(ZONE, ProviderRef("local", (("path", str(tmp_path / "abs")),)), Path("/x"))
+    absolute = make_provider(ZONE, ProviderRef("local", (("path", str(tmp_path / "abs")),)), tmp_path)
     assert isinstance(absolute, LocalProvider) and absolute.directory == tmp_path / "abs"
+    with pytest.raises(ConfigError, match=r"settings\.path .* is outside the base directory"):
+        make_provider(ZONE, ProviderRef("local", (("path", str(tmp_path / "abs")),)), Path("/x"))
 
 
 def test_factory_builds_memory(tmp_path: Path) -> None:

@@ -96,8 +96,9 @@ class TableProvider(MemoryProvider):
     name = "tabletest"
 
 
-def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path) -> TableProvider:
-    """This module doubles as a provider module for the test below."""
+def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: object = None) -> TableProvider:
+    """This module doubles as a provider module for the test below (``fences``: the
+    operator's allow-lists, which a provider checks before it sends anything)."""
     return TableProvider()
 
 

@@ -33,6 +33,7 @@ from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
 from gitdns.providers import rfc2136
 from gitdns.providers.base import CasGranularity, Provider, Routing
+from gitdns.providers.fences import Fences
 from gitdns.providers.registry import make_provider
 from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider, from_ref
 from gitdns.providers.rfc2136_native import StaleGroup, batches, build_update, from_native, to_native
@@ -379,16 +380,23 @@ def ref(creds: CredentialsRef | None = None, **settings: str) -> ProviderRef:
     return ProviderRef("rfc2136", tuple(sorted(settings.items())), creds)
 
 
+def allowing(tmp_path: Path, servers: str = "h", **more: str) -> Fences:
+    """The operator's fences: these servers, credentials files in ``tmp_path``."""
+    return Fences.parse(rfc2136_servers=servers, credentials_dir=str(tmp_path), **more)
+
+
 def test_from_ref_reads_settings_and_the_secret(tmp_path: Path) -> None:
     path = tmp_path / "tsig.env"
     path.write_text(f"TSIG_SECRET={SECRET}\n")
+    fences = allowing(tmp_path, "192.0.2.53:5353, h")
     p = from_ref(ZONE, ref(CredentialsRef(file=str(path)), server="192.0.2.53", port="5353",
-                           tsigKeyName="ddns-key", timeout="3"), tmp_path)
+                           tsigKeyName="ddns-key", timeout="3"), tmp_path, fences=fences)
     client = p._client
     assert isinstance(client, DnsPythonClient)
     assert (client.server, client.port, client.timeout) == ("192.0.2.53", 5353, 3.0)
     assert p.account == "rfc2136:192.0.2.53:5353" and p.dns_zone == ZONE
-    built = make_provider(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path)
+    built = make_provider(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path,
+                          fences=fences)
     assert built.name == "rfc2136"
 
 
@@ -400,7 +408,8 @@ def test_the_secret_keys_accepted(creds: dict[str, str]) -> None:
 
 def test_the_secret_from_an_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GITDNS_TEST_TSIG_SECRET", SECRET)
-    p = from_ref(ZONE, ref(CredentialsRef(env="GITDNS_TEST_TSIG_SECRET"), server="h", tsigKeyName="k"), tmp_path)
+    p = from_ref(ZONE, ref(CredentialsRef(env="GITDNS_TEST_TSIG_SECRET"), server="h", tsigKeyName="k"), tmp_path,
+                 fences=allowing(tmp_path, credentials_env_prefixes="GITDNS_TEST"))
     assert p.name == "rfc2136"
 
 
@@ -414,18 +423,20 @@ def test_the_secret_from_an_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_pa
 ])
 def test_bad_settings_are_config_errors(settings: dict[str, str], message: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=message):
-        from_ref(ZONE, ref(None, **settings), tmp_path)
+        from_ref(ZONE, ref(None, **settings), tmp_path, fences=allowing(tmp_path))
 
 
 def test_secret_problems_never_quote_the_secret(tmp_path: Path) -> None:
     path = tmp_path / "tsig.env"
     path.write_text("TSIG_SECRET=not*base64*at-all\nOTHER=1\n")
     with pytest.raises(ConfigError) as info:
-        from_ref(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path)
+        from_ref(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path,
+                 fences=allowing(tmp_path))
     assert "not valid base64" in str(info.value) and "not*base64" not in str(info.value)
     path.write_text("A=1\nB=2\n")
     with pytest.raises(ConfigError, match="no TSIG secret") as info:
-        from_ref(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path)
+        from_ref(ZONE, ref(CredentialsRef(file=str(path)), server="h", tsigKeyName="k"), tmp_path,
+                 fences=allowing(tmp_path))
     assert "=1" not in str(info.value)
 
 

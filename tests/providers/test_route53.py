@@ -17,6 +17,7 @@ from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError
 from gitdns.providers import route53_batch as rb
+from gitdns.providers.fences import Fences
 from gitdns.providers.route53 import Route53Provider, account_of, from_ref
 from tests.core import worked_example as we
 from tests.providers.conformance import Conformance, ProviderCase
@@ -361,15 +362,16 @@ def test_health_checks_follow_the_weighted_rows_and_go_with_the_owner() -> None:
 def test_from_ref_reads_settings_and_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("R53_AWS_ACCESS_KEY_ID", "ASIAY34FZKBOKMUTVV7A")
     monkeypatch.setenv("R53_AWS_SECRET_ACCESS_KEY", "not-a-real-secret")
-    ref = ProviderRef("route53", (("endpoint", "http://127.0.0.1:1"), ("hostedZoneId", "/hostedzone/Z1"),
+    ref = ProviderRef("route53", (("endpoint", "https://127.0.0.1:1"), ("hostedZoneId", "/hostedzone/Z1"),
                                   ("region", "eu-west-1"), ("waitInsync", "true")), CredentialsRef(env="R53"))
-    provider = from_ref(ZONE, ref, tmp_path)  # an env prefix keeps the full names: R53_AWS_...
+    fences = Fences.parse(provider_endpoints="https://127.0.0.1:1", credentials_env_prefixes="R53")
+    provider = from_ref(ZONE, ref, tmp_path, fences=fences)  # an env prefix keeps the full names: R53_AWS_...
     assert provider.zone_id(ZONE) == "Z1" and provider.wait_insync and provider.health is None
     assert provider.account == "aws:609629065308"
     assert "not-a-real-secret" not in repr(vars(provider))
     monkeypatch.delenv("R53_AWS_SECRET_ACCESS_KEY")
     with pytest.raises(ConfigError, match="both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"):
-        from_ref(ZONE, ref, tmp_path)
+        from_ref(ZONE, ref, tmp_path, fences=fences)
     with pytest.raises(ConfigError, match="healthChecks"):
         from_ref(ZONE, ProviderRef("route53", (("healthChecks", "yes"),)), tmp_path)
     assert account_of("AKIDEXAMPLE").startswith("aws-key:") and account_of(None, "us-east-1") == "aws:default:us-east-1"

@@ -22,7 +22,9 @@ import pytest
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.records import Action, Change, RecordSet
+from gitdns.providers.fences import Fences
 from gitdns.providers.route53 import Route53Provider, from_ref
+from tests.providers.tls import client_context, loopback_tls
 
 INSTALL_HINT = "pip install moto flask flask-cors boto3  (or: pip install -e '.[test]')"
 
@@ -42,7 +44,7 @@ def _free_port() -> int:
 
 def _up(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=1) as response:
+        with urllib.request.urlopen(url, timeout=1, context=client_context()) as response:
             return bool(response.status == 200)
     except OSError:
         return False
@@ -58,8 +60,10 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([*command, "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
+        tls = loopback_tls()  # provider endpoints are HTTPS: moto serves the test CA's certificate
+        proc = subprocess.Popen([*command, "-H", "127.0.0.1", "-p", str(port), "--ssl-cert", str(tls.cert_file),
+                                 "--ssl-key", str(tls.key_file)], stdout=out, stderr=subprocess.STDOUT)
+    endpoint = f"https://127.0.0.1:{port}"
     try:
         for _ in range(400):  # polled readiness, not a timing assertion
             if _up(endpoint + "/moto-api/") or proc.poll() is not None:
@@ -81,13 +85,14 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def provider(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Route53Provider:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    urllib.request.urlopen(urllib.request.Request(moto_endpoint + "/moto-api/reset", method="POST"), timeout=5)
+    urllib.request.urlopen(urllib.request.Request(moto_endpoint + "/moto-api/reset", method="POST"), timeout=5,
+                           context=client_context())
     import boto3
 
     boto3.client("route53", endpoint_url=moto_endpoint, region_name="us-east-1").create_hosted_zone(
         Name="example.test.", CallerReference=str(uuid.uuid4()))
     ref = ProviderRef("route53", (("endpoint", moto_endpoint), ("waitInsync", "true")))
-    return from_ref("example.test", ref, tmp_path)
+    return from_ref("example.test", ref, tmp_path, fences=Fences.parse(provider_endpoints=moto_endpoint))
 
 
 def _a(i: int) -> RecordSet:

@@ -238,7 +238,7 @@ class Fences:
             raise ConfigError(f"{where}: a provider endpoint URL carries no user name or password")
         origin = Origin(_host(parts.hostname), parts.port or 443)
         if origin not in self.endpoints:
-            allowed = ", ".join(map(str, self.endpoints)) or "none (only the SDK's own endpoints)"
+            allowed = ", ".join(map(str, self.endpoints)) or "none"
             raise ConfigError(f"{where}: {shown(origin)} is not a provider endpoint the operator allows; nothing was "
                               f"sent to it.  Allow it with {setting_name('provider_endpoints')}, or remove the "
                               f"setting to use the SDK's endpoint (allowed now: {allowed})")

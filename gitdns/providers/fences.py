@@ -205,12 +205,10 @@ class Fences:
             if not _NAMESPACE.match(ns):
                 raise ConfigError(f"{setting_name('credentials_namespaces')}: {shown(ns)} is not a namespace name")
         directory = (credentials_dir or "").strip()
-        if directory and not Path(directory).is_absolute():
-            raise ConfigError(f"{setting_name('credentials_dir')}: {shown(directory)} must be an absolute path")
         return cls(
             endpoints=tuple(_origin(e, setting_name("provider_endpoints")) for e in _items(provider_endpoints)),
             servers=tuple(_server(e, setting_name("rfc2136_servers")) for e in _items(rfc2136_servers)),
-            env_prefixes=tuple(prefixes), credentials_dir=Path(directory) if directory else None,
+            env_prefixes=tuple(prefixes), credentials_dir=Path(os.path.abspath(directory)) if directory else None,
             namespaces=tuple(spaces), namespace=namespace or "",
             store_dir=Path(os.path.abspath(store_dir.strip())) if store_dir and store_dir.strip() else None)
 

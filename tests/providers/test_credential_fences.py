@@ -115,9 +115,13 @@ def test_only_a_regular_file_of_bounded_size_is_read(mounted: tuple[Path, Path])
         load(CredentialsRef(file="big.env"), fences)
 
 
-def test_the_credentials_directory_must_be_absolute() -> None:
-    with pytest.raises(ConfigError, match=r"--credentials-dir .* must be an absolute path"):
-        Fences.parse(credentials_dir="creds")
+def test_a_relative_credentials_directory_is_taken_from_the_current_one(mounted: tuple[Path, Path],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    creds, _ = mounted
+    monkeypatch.chdir(creds.parent)
+    fences = Fences.parse(credentials_dir="creds")
+    monkeypatch.chdir("/")
+    assert load(CredentialsRef(file="aws.env"), fences) == {"AWS_ACCESS_KEY_ID": SECRET}
 
 
 def test_a_file_the_operator_named_on_the_command_line_is_read(mounted: tuple[Path, Path]) -> None:

@@ -297,3 +297,61 @@ def test_the_agent_holds_the_zone_and_signs_nothing(attacker: CaptureServer, aws
     assert "zones/example-com.yaml:2: spec.provider.settings.endpoint (zone example.com)" in out
     assert KEY_ID not in out and SESSION_TOKEN not in out
     assert attacker.connections == 0 and attacker.requests == []
+
+
+# --- where the operator sets them -----------------------------------------------------------------------------
+
+
+def test_the_agents_settings_give_the_fences(tmp_path: Path) -> None:
+    """Flags, GITDNS_<NAME> and the config file (a YAML list or a comma-separated string)."""
+    from gitdns.agent.config import resolve
+    from gitdns.providers.fences import SETTINGS, Origin, Server, fences_from
+
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text("providerEndpoints: ['https://route53.vpce.example.test', 'https://dns.example.test:8443']\n"
+                           "rfc2136Servers: 192.0.2.53, ns2.example.test:*\ncredentialsNamespaces: [dns-providers]\n")
+    config = resolve({"repo": "r", "config": str(config_file), "credentials_env_prefixes": "AWS"},
+                     env={"GITDNS_CREDENTIALS_DIR": str(tmp_path), "GITDNS_STORE_DIR": str(tmp_path / "stores")})
+    fences = fences_from({name: getattr(config, name) for name in SETTINGS}, env={})
+    assert fences.endpoints == (Origin("route53.vpce.example.test", 443), Origin("dns.example.test", 8443))
+    assert fences.servers == (Server("192.0.2.53", 53), Server("ns2.example.test", None))
+    assert fences.env_prefixes == ("AWS",) and fences.namespaces == ("dns-providers",)
+    assert fences.credentials_dir == tmp_path and fences.store_dir == tmp_path / "stores"
+
+
+def test_every_verb_that_builds_providers_takes_the_flags() -> None:
+    from gitdns.cli import build_parser
+    from gitdns.providers.fences import SETTINGS
+
+    flags = ["--provider-endpoints", "https://dns.example.test", "--rfc2136-servers", "h", "--credentials-env-prefixes",
+             "AWS", "--credentials-dir", "/c", "--credentials-namespaces", "ns", "--store-dir", "/s"]
+    parser = build_parser()
+    for verb in (["plan", "--cluster", "c"], ["apply", "--cluster", "c"], ["zone", "show", "z"], ["owners", "z"],
+                 ["prune-owner", "o", "--zone", "z"], ["adopt", "n", "--zone", "z", "--cluster", "c"],
+                 ["groups", "get", "z"], ["groups", "set", "z", "g"], ["failover", "simulate", "z", "--to", "g"],
+                 ["agent"]):
+        args = parser.parse_args([*verb, *flags])
+        assert [getattr(args, name) for name in SETTINGS] == ["https://dns.example.test", "h", "AWS", "/c", "ns", "/s"]
+
+
+def test_the_one_shot_verbs_read_the_environment_too(monkeypatch: pytest.MonkeyPatch, attacker: CaptureServer,
+                                                    tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gitdns plan` with GITDNS_PROVIDER_ENDPOINTS naming another origin: still refused."""
+    from gitdns.cli import main
+
+    require("botocore")
+    repo = tmp_path / "repo"
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "example-repo", repo,
+                    ignore=shutil.ignore_patterns(".gitdns"))
+    path = repo / "zones" / "example-com.yaml"
+    text = path.read_text()
+    start, end = text.index("  provider:\n"), text.index("  ttl:\n")
+    path.write_text(text[:start] + "  provider:\n    type: route53\n    settings:\n"
+                    f"      endpoint: {attacker.url.replace('http://', 'https://')}\n" + text[end:])
+    monkeypatch.setenv("GITDNS_PROVIDER_ENDPOINTS", "https://management.example.test")
+    assert main(["plan", "--repo", str(repo), "--cluster", "eu-west-1", "--zone", "example.com"]) == 1
+    err = capsys.readouterr().err
+    assert "spec.provider.settings.endpoint" in err and "allowed now: https://management.example.test" in err
+    assert attacker.connections == 0

@@ -93,10 +93,13 @@ class Agent:
         known = [w for w in waits if w is not None]
         return min(known) if known else None
 
-    def git_kicked(self) -> None:
-        """A webhook delivery: the next pass tries git at once, whatever the backoff."""
+    def git_kicked(self, desired_branch: bool = False) -> None:
+        """A webhook delivery: the next pass tries git at once, whatever the backoff; a push to
+        the desired branch is fetched without listing the branch first."""
         self.state.git_wait.reset()
         self.state.push_wait.reset()
+        if desired_branch:
+            self.loading.directed_fetch()
 
     def _poll_hooks(self) -> None:
         view = self.view()

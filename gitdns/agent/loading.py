@@ -60,6 +60,7 @@ class Loading:
         self.own_revision = own_revision
         self.floor: tuple[str, Revision] | None = None  # (zone, revision) our own records carry, if nothing else
         self.restore = ports.restore
+        self.directed = False  # a webhook announced a push to the desired branch
         self.files = FileWatch((config.token_file, config.ssh_key, config.known_hosts, config.ca_file,
                                 config.verify_ssh_signers, config.verify_gpg_keys))
 
@@ -74,11 +75,16 @@ class Loading:
             state.git_wait.reset()
             state.push_wait.reset()
             state.refused_head = None
-        cycle.head = self._remote_head()
-        new = cycle.head is not None and cycle.head != state.refused_head and (
-            cycle.head != state.fetched_sha or state.current is None)
-        if new and self._fetch(cycle, str(cycle.head)):
-            return True
+        if self.directed and state.git_wait.ready(self.ports.clock()):
+            self.directed = False
+            if self._fetch(cycle, None) and not self._unchanged(cycle):
+                return True
+        else:
+            cycle.head = self._remote_head()
+            new = cycle.head is not None and cycle.head != state.refused_head and (
+                cycle.head != state.fetched_sha or state.current is None)
+            if new and self._fetch(cycle, str(cycle.head)):
+                return True
         if state.current is None:
             return False
         force = self.health_changed() or force
@@ -110,14 +116,32 @@ class Loading:
         state.git_wait.succeeded()
         return head
 
-    def _fetch(self, cycle: Cycle, head: str) -> bool:
-        """Fetch (and verify) the head; False when it failed or was refused, with the last good
-        revision kept.  After a restart on a refused head, the last verified revision is taken
-        back from our status branch and fetched (and verified) instead."""
+    def directed_fetch(self) -> None:
+        """A webhook announced a push to the desired branch: the next pass fetches the branch at
+        once (one git operation) instead of listing it first."""
+        self.directed = True
+
+    def _unchanged(self, cycle: Cycle) -> bool:
+        """The branch fetched on a webhook holds the revision already in force: nothing new."""
+        if cycle.fetched is None or self.state.current is None or cycle.fetched.sha != self.state.fetched_sha:
+            return False
+        cycle.fetched = None
+        return True
+
+    def _fetch(self, cycle: Cycle, head: str | None) -> bool:
+        """Fetch (and verify) the head (None: the branch head, without listing it first); False
+        when it failed or was refused, with the last good revision kept.  After a restart on a
+        refused head, the last verified revision is taken back from our status branch and
+        fetched (and verified) instead."""
         state = self.state
         try:
             cycle.fetched = self.ports.source.fetch(head)
+            cycle.head = cycle.fetched.sha
         except SignatureRefusedError as exc:
+            head = head or exc.sha
+            cycle.head = head
+            if head == state.refused_head and state.current is not None:
+                return False  # refused already: reported, and the last verified revision stays
             state.refused_head = head
             self._refused(exc, head)
             cycle.fetched = self._last_verified() if state.current is None else None
@@ -127,6 +151,9 @@ class Loading:
             if state.current is None:
                 raise
             return False
+        state.git_wait.succeeded()
+        if not state.source_condition.status and state.source_condition.reason not in _REFUSALS:
+            log.info("git reachable again: reason=%s", state.source_condition.reason)
         state.refused_head = None
         state.source_condition = Condition("SourceAvailable", True, "GitOperationSucceeded",
                                            f"fetched {str(cycle.head)[:7]}")

@@ -26,7 +26,7 @@ from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.status import ClusterReport, summary_document, summary_line
-from gitdns.errors import ConfigError
+from gitdns.errors import ConfigError, GitdnsError
 from gitdns.reconcile.engine import ProviderFactory, default_factory
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def absolute_paths(config: AgentConfig) -> AgentConfig:
     the setting (ssh and curl would blame the host key or the certificate instead)."""
     import dataclasses
 
-    changes: dict[str, str] = {}
+    changes: dict[str, Any] = {}
     for name in _PATH_SETTINGS:
         value = str(getattr(config, name, "") or "")
         if value:
@@ -220,10 +220,15 @@ def make_lease(config: AgentConfig, factory: ProviderFactory) -> LeaseBuilder:
         if kind == "kubernetes":
             return KubeLease(config.pod_namespace or "gitdns-system", cluster.id,
                              duration=config.lease_duration, clock=time.time, identity=identity)
-        if not zones:
-            return NoLease()
-        return TxtLease(factory(zones[0]), zones[0].domain, cluster.id, duration=config.lease_duration,
-                        clock=time.time, identity=identity)
+        for zone in zones:  # the first zone whose provider can be built holds the lock TXT
+            try:
+                provider = factory(zone)
+            except GitdnsError as exc:  # that zone is held and reported by its own pass
+                log.warning("lease: zone %s cannot hold the lock: %s", zone.domain, exc)
+                continue
+            return TxtLease(provider, zone.domain, cluster.id, duration=config.lease_duration,
+                            clock=time.time, identity=identity)
+        return NoLease()
     return build
 
 

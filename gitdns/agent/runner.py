@@ -61,8 +61,8 @@ class Runner:
         skip a second instance), another runs as soon as it ends, so no push is left waiting for
         the next poll interval."""
         log.info("poke: why=%s", why)
-        if why.startswith("push"):
-            self.agent.git_kicked()  # a webhook delivery: git is tried at once, whatever the backoff
+        if why.startswith("push"):  # a webhook delivery: git is tried at once, whatever the backoff
+            self.agent.git_kicked(desired_branch=why == f"push refs/heads/{self.config.branch}")
         with self._poll_lock:
             if self._polling:
                 self._again = True

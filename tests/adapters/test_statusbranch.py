@@ -447,3 +447,32 @@ def test_bad_cluster_ids_are_refused(tmp_path: Path) -> None:
     for cid in ("", "a/b", "../x", "x.lock", "-x", "a b"):
         with pytest.raises(ConfigError):
             StatusBranch("/nowhere", cid, workdir=tmp_path)
+
+
+def test_a_later_publish_is_one_push_on_the_tip_it_pushed_and_a_moved_tip_is_read(
+        bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tip this publisher pushed is the parent it tries first: one remote git command (the
+    push) per later publish; when another writer moved the branch, the push is refused as
+    non-fast-forward and the remote tip is read and built on."""
+    import gitdns.adapters.statusbranch as sb
+
+    calls: list[str] = []
+    real = sb.run_remote
+
+    def counting(cache: Any, args: Any, auth: Any, **kw: Any) -> Any:
+        calls.append(args[0])
+        return real(cache, args, auth, **kw)
+
+    monkeypatch.setattr(sb, "run_remote", counting)
+    one = StatusBranch(str(bare), "c-1", workdir=tmp_path / "one")
+    one.publish(FILES, "status 1")
+    calls.clear()
+    second = one.publish({**FILES, "summary.yaml": "ready: false\n"}, "status 2")
+    assert calls == ["push"] and tip(bare, "gitdns-status/c-1") == second
+    other = StatusBranch(str(bare), "c-1", workdir=tmp_path / "other")  # a second writer moves the branch
+    moved = other.publish({**FILES, "summary.yaml": "ready: maybe\n"}, "status from elsewhere")
+    calls.clear()
+    third = one.publish({**FILES, "summary.yaml": "ready: true\nround: 3\n"}, "status 3")
+    assert calls[0] == "push" and "ls-remote" in calls  # refused, then the moved tip was read
+    assert third is not None and tip(bare, "gitdns-status/c-1") == third
+    assert git("rev-parse", f"{third}^", cwd=bare) == moved  # built on the other writer's commit

@@ -244,3 +244,26 @@ def test_a_failed_status_push_is_retried_on_its_own_backoff_by_an_idle_poll(tmp_
     assert sink.attempts == attempts + 1 and sink.pushed
     assert condition(agent, "StatusPublished")[0]
     assert agent.state.push_wait.failures == 0
+
+
+def test_a_webhook_push_to_the_desired_branch_is_fetched_without_listing_it_first(tmp_path: Path) -> None:
+    source, clock, providers = SigningSource(), Clock(), {}  # type: ignore[var-annotated]
+    source.commit(example_files(), "initial")
+    agent = make(source, tmp_path, clock, providers, validate_delay=600.0, quiet_period=3600.0)
+    agent.run()
+    files = example_files()
+    files["clusters/eu-west-1.yaml"] = files["clusters/eu-west-1.yaml"].replace("192.0.2.", "203.0.113.")
+    pushed = source.commit(files, "a merge")
+    source.calls.clear()
+    agent.git_kicked(desired_branch=True)
+    agent.run("poll")
+    assert source.calls == ["fetch"]  # one git operation: the fetch the delivery announced
+    assert agent.state.applied_sha == pushed
+    source.calls.clear()
+    agent.git_kicked(desired_branch=True)  # a delivery with nothing new behind it: no pass
+    cycle = agent.run("poll")
+    assert source.calls == ["fetch"] and not cycle.outcomes
+    source.calls.clear()
+    agent.git_kicked(desired_branch=False)  # another branch (a status push): the usual listing
+    agent.run("poll")
+    assert source.calls == ["remote_head"]

@@ -333,11 +333,15 @@ class _Server(ThreadingHTTPServer):
                 request.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that resets or vanishes mid-request: one debug line, no traceback on stderr."""
+        """A client that resets or vanishes mid-request: one debug line, not socketserver's
+        traceback on stderr; anything else is logged as the error it is."""
         import sys
 
         exc = sys.exc_info()[1]
-        log.debug("connection ended: name=%s error=%s", self.app.name, type(exc).__name__)
+        if isinstance(exc, OSError):
+            log.debug("connection ended: name=%s error=%s", self.app.name, type(exc).__name__)
+        else:
+            log.error("request failed: name=%s", self.app.name, exc_info=exc)
 
 
 class _DeadlineReader(io.RawIOBase):

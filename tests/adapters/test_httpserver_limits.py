@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import select
 import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -165,6 +167,21 @@ def test_a_keep_alive_connection_serves_a_bounded_number_of_requests() -> None:
         assert answers == [(200, None), (200, None), (200, "close")]
     finally:
         server.stop()
+
+
+def test_a_client_resetting_mid_request_is_one_debug_line_not_a_traceback(
+        fast: tuple[HttpServer, list[PushEvent]], capfd: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    server, _ = fast
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    sock = connect(server)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # half a request: the server is reading
+    assert wait_for(lambda: server.connections == 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # a reset, not a close
+    assert wait_for(lambda: server.connections == 0)
+    assert "Traceback" not in capfd.readouterr().err
+    assert "connection ended: name=http error=ConnectionResetError" in caplog.text
 
 
 # --- the connection cap ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The agent's git source: a shallow bare cache of one branch, read without a checkout.
 
-    GitSource(url, branch=, path=, workdir=, auth=, timeout=, verify=)
+    GitSource(url, branch=, path=, workdir=, auth=, timeout=, verify=, limits=)
         remote_head()           sha of refs/heads/<branch> on the remote (ls-remote; cheap)
         fetch(sha=None)         Fetched: the head (or ``sha``) with its YAML files, verified
         is_descendant(new, old) fast-forward check; deepens the shallow cache as needed
@@ -39,6 +39,7 @@ import git
 from gitdns.adapters.gitauth import GitAuth, check_url, redact
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
 from gitdns.adapters.gitverify import SignatureRefusedError, Verifier, VerifyPolicy
+from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, ReadLimits, symlink
 from gitdns.core.model import Revision
 from gitdns.errors import ConfigError, RetryableError, UnreachableError
 
@@ -50,6 +51,7 @@ __all__ = [
     "RevisionNotFoundError",
     "SignatureRefusedError",
     "VerifyPolicy",
+    "yaml_blobs",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,7 @@ class Fetched:
     message: str
     author: str  # "Name <email>"
     files: dict[str, str]  # *.yaml/*.yml below `path`, relative posix paths, hidden dirs skipped
+    # (a symlink or a file over the read limits is an Unread: see yaml_blobs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ class GitSource:
         auth: GitAuth = GitAuth(),  # noqa: B008 - frozen value
         timeout: float = 30.0,
         verify: VerifyPolicy | None = None,
+        limits: ReadLimits = DEFAULT_LIMITS,
     ) -> None:
         check_url(url)
         if not _BRANCH.match(branch):
@@ -112,6 +116,7 @@ class GitSource:
         self.workdir = Path(workdir).absolute()  # git runs inside the cache: no relative paths
         self.auth = auth
         self.timeout = float(timeout)
+        self.limits = limits
         self._git = GitCache(url, branch, self.workdir, auth, self.timeout)
         self.cache = self._git.path
         self.ref = self._git.ref
@@ -258,26 +263,39 @@ class GitSource:
     def _files(self, commit: git.Commit) -> dict[str, str]:
         root: git.Tree = read_object(lambda: commit.tree)
         if not self.path:
-            return read_object(lambda: _yaml_files(root, ""))
+            return read_object(lambda: yaml_blobs(root, "", self.limits))
         try:
             sub = read_object(lambda: root / self.path)
         except KeyError:
             raise ConfigError(f"path {self.path} does not exist in commit {commit.hexsha}") from None
         if not isinstance(sub, git.Tree):
             raise ConfigError(f"path {self.path} in commit {commit.hexsha} is not a directory")
-        return read_object(lambda: _yaml_files(sub, self.path))
+        return read_object(lambda: yaml_blobs(sub, self.path, self.limits))
 
-def _yaml_files(tree: git.Tree, prefix: str) -> dict[str, str]:
-    files: dict[str, str] = {}
+
+def yaml_blobs(tree: git.Tree, prefix: str, limits: ReadLimits = DEFAULT_LIMITS) -> dict[str, str]:
+    """The ``*.yaml``/``*.yml`` blobs below ``tree`` (paths relative to ``prefix``, hidden
+    directories and files skipped), sorted by path, read as `gitdns.adapters.repo.read_tree`
+    reads a checkout: a symlink (mode 120000) is an `Unread`, never resolved; a blob over
+    ``limits`` is one too, its size taken from the object header before any of it is read."""
+    found: dict[str, git.Blob] = {}
     for item in tree.traverse():
-        if not isinstance(item, git.Blob) or item.mode == git.Blob.link_mode:
+        if not isinstance(item, git.Blob):
             continue
         name = str(item.path)
         rel = name[len(prefix) + 1 :] if prefix else name
-        if not rel.endswith(_SUFFIXES) or any(part.startswith(".") for part in rel.split("/")):
+        if rel.endswith(_SUFFIXES) and not any(part.startswith(".") for part in rel.split("/")):
+            found[rel] = item
+    budget = ReadBudget(limits)
+    files: dict[str, str] = {}
+    for rel in sorted(found):
+        blob = found[rel]
+        if blob.mode == git.Blob.link_mode:
+            files[rel] = symlink()
             continue
-        files[rel] = item.data_stream.read().decode("utf-8", errors="replace")
-    return dict(sorted(files.items()))
+        refused = budget.refuse(blob.size)
+        files[rel] = refused if refused is not None else blob.data_stream.read().decode("utf-8", errors="replace")
+    return files
 
 
 def _who(commit: git.Commit) -> str:

@@ -1,11 +1,14 @@
 """YAML documents in, `DesiredState` and schema problems out.
 
-`load` takes ``{relative_path: text}`` (the adapter reads the files) and the JSON schemas by
-kind.  Files parse with ruamel.yaml's C loader; each document is checked for its envelope
-(apiVersion, kind) and against its kind's schema, and every document that passes becomes a
-model object (`gitdns.core.modelbuild`).  Line numbers are recovered (`gitdns.core.locate`)
-only for documents with problems.  Each problem names the zones it blocks, so one broken file
-holds back only the zones it touches.
+`load` takes ``{relative_path: text}`` (the adapter reads the files, within the caps of
+`gitdns.core.limits`; a file it did not read is an `Unread`, and a problem here) and the JSON
+schemas by kind.  Files parse into plain data straight from libyaml's events
+(`gitdns.core.yamlparse`: no aliases, no merge keys, bounded nesting); each document is
+checked for its envelope (apiVersion, kind) and against its kind's schema (at most
+`MAX_SCHEMA_PROBLEMS` problems a document), and every document that passes becomes a model
+object (`gitdns.core.modelbuild`).  Line numbers are found (`gitdns.core.yamllines`) only for
+documents with problems, in one pass per file.  Each problem names the zones it blocks, so one
+broken file holds back only the zones it touches.
 """
 
 from __future__ import annotations
@@ -13,18 +16,21 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from ruamel.yaml.constructor import SafeConstructor
-from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.resolver import VersionedResolver
 
-from gitdns.core.locate import describe, line_of, quick_check
+from gitdns.core.limits import Unread
+from gitdns.core.locate import describe, quick_check
 from gitdns.core.model import API_VERSION, KINDS, DesiredState
 from gitdns.core.modelbuild import Doc, ZoneLookup, build, host
-from gitdns.core.problems import Problem
+from gitdns.core.problems import Problem, clipped, shown
+from gitdns.core.yamllines import lines
+from gitdns.core.yamlparse import Document, StandIn, StandInKey, parse
+
+MAX_SCHEMA_PROBLEMS = 20  # a document's schema problems listed; the rest are counted out
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,92 +41,111 @@ class LoadResult:
     rejected: frozenset[tuple[str, str]] = frozenset()
 
 
-class _FastLoader(CParser, SafeConstructor, VersionedResolver):  # type: ignore[misc]
-    """What ``YAML(typ="safe", pure=False)`` builds (libyaml's C parser, the safe constructor,
-    YAML 1.2 resolution), except that the resolver table is looked up once per stream instead of
-    once per scalar (ruamel finds the version by two failed attribute look-ups each time), which
-    halves the time to load a large repository."""
-
-    def __init__(self, stream: str) -> None:
-        CParser.__init__(self, stream)
-        self._parser = self._composer = self
-        SafeConstructor.__init__(self, loader=self)
-        VersionedResolver.__init__(self, version=(1, 2), loader=self)
-        self._resolvers = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
-
-    @property
-    def versioned_resolver(self) -> Any:
-        return self._resolvers
-
-
 def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:
     """Parse, envelope-check and schema-check every document; build the desired state."""
     validators = {kind: Draft202012Validator(schema) for kind, schema in schemas.items()}
     quick = {kind: quick_check(schema) for kind, schema in schemas.items()}
     problems: list[Problem] = []
+    to_locate: list[tuple[int, Problem]] = []  # (document index, problem) whose line is its path's
     good: list[Doc] = []
     bad: list[tuple[Doc, list[Problem]]] = []
     for file in sorted(files):
         parsed, parse_problem = _parse(file, files[file])
         if parse_problem is not None:
             problems.append(parse_problem)
-        for index, line, data in parsed:
+        for parsed_doc in parsed:
+            index, line, data = parsed_doc.index, parsed_doc.line, parsed_doc.data
             doc, envelope_problem = _envelope(file, index, line, data)
+            if parsed_doc.refused is not None:
+                refused = _refused(file, parsed_doc)
+                if doc is None:
+                    problems.append(replace(refused, blocks_all=True))
+                else:
+                    bad.append((doc, [refused]))
+                continue
             if doc is None:
-                problems.append(_located(files, index, envelope_problem))
+                to_locate.append((index, _known(envelope_problem)))
                 continue
             validator, fast = validators.get(doc.kind), quick.get(doc.kind)
             passed = validator is None or (fast is not None and fast(data))
-            errors = [] if passed else list(validator.iter_errors(data))  # type: ignore[union-attr]
-            found = [envelope_problem] if envelope_problem else [p for e in errors for p in describe(file, e)]
+            found = [envelope_problem] if envelope_problem else [] if passed else _schema_problems(
+                file, validator, data)
             if found:
                 bad.append((doc, found))
             else:
                 good.append(doc)
     state, lookup = _build(good, bad)
     for doc, found in bad:
-        zones = _raw_zones(doc, lookup, state)
+        zones = None if found[0].code in _PLACED and _names_zones_by_alias(doc) else _raw_zones(doc, lookup, state)
         for problem in found:
             blocked = replace(problem, zones=zones or (), blocks_all=zones is None)
-            problems.append(_located(files, doc.index, blocked))
+            if problem.code in _PLACED:
+                problems.append(blocked)
+            else:
+                to_locate.append((doc.index, blocked))
+    problems.extend(_located(files, to_locate))
     rejected = frozenset((doc.kind, doc.name) for doc, _ in bad if doc.name)
     return LoadResult(state, problems, rejected)
 
 
-def _located(files: Mapping[str, str], index: int, problem: Problem | None) -> Problem:
+def _known(problem: Problem | None) -> Problem:
     assert problem is not None
-    return replace(problem, line=line_of(files[problem.file], index, problem.path) or problem.line)
+    return problem
 
 
-def _parse(file: str, text: str) -> tuple[list[tuple[int, int, Any]], Problem | None]:
-    """(index, first line, data) of every non-empty document, or the problem that stopped it."""
-    docs: list[tuple[int, int, Any]] = []
+def _schema_problems(file: str, validator: Any, data: Any) -> list[Problem]:
+    """At most `MAX_SCHEMA_PROBLEMS` problems (one more says the rest are not listed)."""
+    errors = list(islice(validator.iter_errors(data), MAX_SCHEMA_PROBLEMS + 1))
+    found = [p for e in errors[:MAX_SCHEMA_PROBLEMS] for p in describe(file, e)]
+    if len(errors) > MAX_SCHEMA_PROBLEMS:
+        found.append(Problem(file, (), f"more schema problems in this document are not listed (the first "
+                                        f"{MAX_SCHEMA_PROBLEMS} are)", hint="fix these and validate again",
+                             code="SchemaViolation"))
+    return found
+
+
+def _located(files: Mapping[str, str], pending: list[tuple[int, Problem]]) -> list[Problem]:
+    """Each problem at the line of its path (one pass over each file that has some)."""
+    by_file: dict[str, list[tuple[int, Problem]]] = {}
+    for index, problem in pending:
+        by_file.setdefault(problem.file, []).append((index, problem))
+    out: list[Problem] = []
+    for file, items in by_file.items():
+        found = lines(files[file], [(index, problem.path) for index, problem in items])
+        out.extend(replace(p, line=found.get((i, p.path), 0) or p.line) for i, p in items)
+    return out
+
+
+def _parse(file: str, text: str) -> tuple[list[Document], Problem | None]:
+    """Every non-empty document, or the problem that stopped the file (and the documents
+    before it are dropped: a file counts whole or not at all)."""
+    if isinstance(text, Unread):
+        return [], Problem(file, (), text.message, hint=text.hint, blocks_all=text.blocks_all, code=text.code)
     try:
-        loader = _FastLoader(text)
-        try:
-            index = 0
-            while loader.check_node():
-                node = loader.get_node()
-                data = loader.construct_document(node)
-                if data is not None:
-                    docs.append((index, node.start_mark.line + 1, data))
-                index += 1
-        finally:
-            loader.dispose()
+        return parse(text), None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         problem = Problem(
             file,
             (),
-            f"the file is not valid YAML: {what}",
+            f"the file is not valid YAML: {clipped(str(what))}",
             hint="fix the YAML syntax; documents in this file are ignored until then",
             line=mark.line + 1 if mark is not None else 0,
             blocks_all=True,
             code="ParseError",
         )
         return [], problem
-    return docs, None
+
+
+_REFUSED_HINTS = {"AliasRefused": "write the value out where it is used", "MergeKeyRefused": "write the keys out"}
+_PLACED = frozenset(_REFUSED_HINTS)  # problems whose line is known already
+
+
+def _refused(file: str, doc: Document) -> Problem:
+    assert doc.refused is not None
+    hint = f"{_REFUSED_HINTS[doc.refused.code]}; until then the document is left out and the zones it touches are held"
+    return Problem(file, (), doc.refused.message, hint=hint, line=doc.refused.line, code=doc.refused.code)
 
 
 def _envelope(file: str, index: int, line: int, data: Any) -> tuple[Doc | None, Problem | None]:
@@ -133,17 +158,18 @@ def _envelope(file: str, index: int, line: int, data: Any) -> tuple[Doc | None, 
     if kind is None:
         return None, _whole(file, (), "the document has no kind", f"add kind: one of {kinds}", line, "NoKind")
     if kind not in KINDS:
-        close = [k for k in KINDS if str(kind).lower() == k.lower()]
-        close = close or difflib.get_close_matches(str(kind), KINDS, n=1)
+        said = kind if isinstance(kind, str) and len(kind) <= 64 else ""
+        close = [k for k in KINDS if said.lower() == k.lower()]
+        close = close or difflib.get_close_matches(said, KINDS, n=1)
         hint = f"did you mean {close[0]}?" if close else f"use one of {kinds}"
-        return None, _whole(file, ("kind",), f"unknown kind {kind!r}", hint, line, "UnknownKind")
+        return None, _whole(file, ("kind",), f"unknown kind {shown(kind)}", hint, line, "UnknownKind")
     metadata = data.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     doc = Doc(file, index, line, kind, name if isinstance(name, str) else None, data)
     api = data.get("apiVersion")
     if api == API_VERSION:
         return doc, None
-    message = "the document has no apiVersion" if api is None else f"unsupported apiVersion {api!r}"
+    message = "the document has no apiVersion" if api is None else f"unsupported apiVersion {shown(api)}"
     hint = f"use apiVersion: {API_VERSION}"
     return doc, Problem(file, ("apiVersion",), message, hint=hint, line=line, code="WrongApiVersion")
 
@@ -210,6 +236,42 @@ def _raw_zones(doc: Doc, lookup: ZoneLookup, state: DesiredState) -> tuple[str, 
     if doc.kind == "RecordSet" and isinstance(zone, str):
         zones.add(zone)
     return tuple(sorted(zones))
+
+
+# where each kind names the zones it touches (what `_raw_zones` reads; "*": every item)
+_ZONE_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Zone": (("metadata", "name"),),
+    "NodePool": (("metadata", "name"),),
+    "ActiveGroups": (("spec", "zone"),),
+    "RecordSet": (("spec", "zone"), ("spec", "records", "*", "name")),
+    "Cluster": (("spec", "gateways", "*", "listeners", "*", "hostname"),),
+    "DNSPolicy": (("spec", "targetRef"),),
+    "Tenant": (("spec", "domains"),),
+}
+
+
+def _names_zones_by_alias(doc: Doc) -> bool:
+    """Whether an alias stood where ``doc`` names its zones (then they cannot be known)."""
+    return any(_stand_in_at(doc.body, path) for path in _ZONE_FIELDS.get(doc.kind, ()))
+
+
+def _stand_in_at(value: Any, path: tuple[str, ...]) -> bool:
+    if isinstance(value, StandIn):
+        return True
+    if not path:
+        return _holds_stand_in(value)
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return isinstance(value, list) and any(_stand_in_at(item, rest) for item in value)
+    return isinstance(value, dict) and _stand_in_at(value.get(head), rest)
+
+
+def _holds_stand_in(value: Any) -> bool:
+    if isinstance(value, StandIn):
+        return True
+    if isinstance(value, dict):
+        return any(isinstance(k, StandInKey) or _holds_stand_in(v) for k, v in value.items())
+    return isinstance(value, list) and any(_holds_stand_in(item) for item in value)
 
 
 # --- the desired state: model objects (gitdns.core.modelbuild) and every Zone's domain ------

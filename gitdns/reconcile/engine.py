@@ -18,6 +18,7 @@ from gitdns.adapters.gitrev import head_info, parent_files
 from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
 from gitdns.core.desired import Desired, HeadInfo
+from gitdns.core.limits import DEFAULT_LIMITS, ReadLimits
 from gitdns.core.loader import LoadResult
 from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
@@ -52,8 +53,10 @@ def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None
     return Desired(str(root), state, tuple(result.problems), head, previous, result.rejected)
 
 
-def load(root: Path) -> Desired:
-    result: LoadResult = load_repo(root)
+def load(root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Desired:
+    """A Desired from the checkout at ``root``, its files read within ``limits`` (the
+    operator's caps; `gitdns.core.limits`)."""
+    result: LoadResult = load_repo(root, limits)
     head = head_info(root)
     state = replace(result.state, revision=head.revision if head else None)
     return Desired(str(root), state, tuple(result.problems), head)

@@ -20,9 +20,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitdns.adapters.gitsource import GitSource
-from gitdns.core.limits import MiB
+from gitdns.core.limits import MiB, ReadLimits
 from gitdns.providers.local import LocalProvider
-from gitdns.reconcile.engine import from_files
+from gitdns.reconcile.engine import from_files, load
 from tests.core.hostile_kit import alias_bomb, big_file, first_alias_line, zone
 from tests.e2e.agent_kit import ROOT, DesiredRepo, agent_cmd, git
 
@@ -134,6 +134,21 @@ def test_validate_never_follows_a_symlink(tmp_path: Path) -> None:
     assert "zones/fifo.yaml: .: not a regular file" in run.output
     assert "3 problem(s); zones held: none; 1 zone(s)" in run.output  # the linked directory is not read
     assert "gitdns-test-secret" not in run.output
+
+
+def test_the_operator_sets_the_caps(tmp_path: Path) -> None:
+    tree = desired_tree(tmp_path)
+    (tree / "zones" / "z.yaml").write_text(zone("z", "z.example"))
+    first = (tree / "zones" / "other.yaml").stat().st_size
+    desired = load(tree, ReadLimits(file_bytes=10_000, commit_bytes=first + 10))
+    [problem] = desired.problems
+    assert (problem.file, problem.code) == ("zones/z.yaml", "CommitTooLarge")
+    assert f"total {first} bytes" in problem.message and f"cap of {first + 10} bytes per commit" in problem.message
+    repo = DesiredRepo(tmp_path / "git")
+    small = ReadLimits(file_bytes=500, commit_bytes=MiB)
+    files = GitSource(str(repo.bare), workdir=tmp_path / "cache", limits=small).fetch().files
+    assert {rel for rel, text in files.items() if getattr(text, "code", "") == "FileTooLarge"} == {
+        rel for rel in files if (repo.work / rel).stat().st_size > 500} != set()
 
 
 # --- the agent's git reader and the agent ------------------------------------------------------

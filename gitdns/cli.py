@@ -206,8 +206,9 @@ AGENT_HELP = {
     "branch": "desired branch (default: main)",
     "path": "subdirectory holding the desired YAML (default: the repository root)",
     "poll_interval": "seconds (or 30s, 5m) between remote checks, ±5%% jitter (default: 60)",
-    "listen": "HTTP address for /healthz /readyz /status /metrics /webhook (default: 0.0.0.0:8080; '' disables)",
-    "admin_listen": "HTTP address of /status and /metrics when they are to be served apart from the webhook",
+    "listen": "HTTP address of the webhook and /healthz /readyz (default: 0.0.0.0:8080; '' disables)",
+    "admin_listen": "HTTP address of /status /metrics /healthz /readyz (default: 127.0.0.1:9090; '' disables; "
+                    "the same as --listen serves everything there)",
     "state_dir": "git caches and the local record store (default: /var/lib/gitdns)",
     "git_timeout": "timeout of every git operation (default: 30s)",
     "verify_ssh_signers": "allowed_signers file: refuse heads without a trusted SSH signature",

@@ -48,6 +48,7 @@ IMAGE = "ghcr.io/example/gitdns"
 STATE_DIR = "/var/lib/gitdns"
 NONROOT_UID = 65532
 PORT = 8080
+ADMIN_PORT = 9090
 
 
 # --- a minimal Kustomize -------------------------------------------------------------------
@@ -338,12 +339,20 @@ def test_one_writer_per_owner(rendered: list[dict[str, Any]]) -> None:
 def test_probes_and_ports(rendered: list[dict[str, Any]]) -> None:
     container = agent_container(rendered)
     assert container["args"] == ["agent"]
-    assert container["ports"] == [{"name": "http", "containerPort": PORT, "protocol": "TCP"}]
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["ports"] == [{"name": "http", "containerPort": PORT, "protocol": "TCP"},
+                                  {"name": "admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["GITDNS_LISTEN"] == f"0.0.0.0:{PORT}" and env["GITDNS_ADMIN_LISTEN"] == f"0.0.0.0:{ADMIN_PORT}"
+    # probed on the admin port: a flood of connections to the webhook cannot get the pod restarted
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "admin"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "admin"}
     service = only(rendered, "Service", "gitdns")
     assert service["spec"]["type"] == "ClusterIP"
+    # the webhook's Service exposes the webhook port only: /status and /metrics are on `admin`
     assert service["spec"]["ports"] == [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]
+    assert "prometheus.io/port" not in service["metadata"].get("annotations", {})
+    pod_annotations = only(rendered, "Deployment", "gitdns")["spec"]["template"]["metadata"]["annotations"]
+    assert pod_annotations["prometheus.io/port"] == str(ADMIN_PORT)
     pod_labels = only(rendered, "Deployment", "gitdns")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
 

@@ -29,6 +29,7 @@ def test_the_default_webhook_address_serves_neither_status_nor_metrics() -> None
     assert on_listen == [WEBHOOK_ROUTES]
     assert "status" not in WEBHOOK_ROUTES and "metrics" not in WEBHOOK_ROUTES
     assert all(host == "127.0.0.1" for host, _, routes, _ in servers if "status" in routes)
+    assert servers == [("0.0.0.0", 8080, WEBHOOK_ROUTES, "webhook"), ("127.0.0.1", 9090, ADMIN_ROUTES, "admin")]
 
 
 def test_separate_addresses_split_the_routes() -> None:

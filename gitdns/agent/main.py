@@ -66,7 +66,8 @@ def _read_secret(path: str) -> bytes | None:
         raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
 
 
-_PATH_SETTINGS = ("state_dir", "ssh_key", "known_hosts", "token_file", "ca_file", "verify_ssh_signers",
+_PATH_SETTINGS = ("state_dir", "store_dir", "credentials_dir", "ssh_key", "known_hosts", "token_file", "ca_file",
+                  "verify_ssh_signers",
                   "verify_gpg_keys", "webhook_github_secret_file", "webhook_gitlab_token_file",
                   "webhook_gitlab_signing_file", "webhook_gitea_secret_file")
 _MUST_EXIST = {"known_hosts": "--known-hosts", "ca_file": "--ca-file", "token_file": "--token-file"}
@@ -246,8 +247,11 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
 
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     from gitdns.agent.budget import Budgets
+    from gitdns.providers.fences import SETTINGS, fences_from
 
-    plain = default_factory(Path(config.state_dir), namespace=config.pod_namespace or None)
+    fences = fences_from({name: getattr(config, name) for name in SETTINGS}, {},
+                         namespace=config.pod_namespace or None)  # the operator's, never the repository's
+    plain = default_factory(Path(config.state_dir), namespace=config.pod_namespace or None, fences=fences)
     fleet = FleetSize()
     budgets = Budgets(fleet.get)
     wrapped: dict[str, Any] = {}

@@ -111,7 +111,8 @@ ADMIN_PATHS = frozenset({"/status", "/metrics"})  # served on --admin-listen, no
 
 def agent_cmd(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(repo.bare), "--cluster", cluster,
-            "--state-dir", str(state), "--lease", "txt", "--git-timeout", "20", *extra]
+            "--state-dir", str(state), "--store-dir", str(repo.zones.parent), "--lease", "txt", "--git-timeout", "20",
+            *extra]
 
 
 def run_once(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -58,6 +58,7 @@ class GitAuth:
     username: str = "git"  # the HTTPS username sent with the token
     ssh_key: Path | None = None  # private key for ssh:// and scp-like remotes
     known_hosts: Path | None = None  # the pinned known_hosts file (StrictHostKeyChecking=yes)
+    multiplex: bool = True  # share one SSH connection between git operations (see mux_dir)
     ca_file: Path | None = None  # CA bundle trusted for https:// remotes (a private CA)
 
     @property
@@ -134,8 +135,53 @@ def write_askpass(workdir: Path) -> Path:
     return path
 
 
+MUX_PERSIST = 300  # seconds an idle SSH master connection stays open
+_MUX_PATH_MAX = 80  # ControlPath plus ssh's temporary suffix must fit a unix socket path (104)
+
+
+def mux_dir(auth: GitAuth) -> Path | None:
+    """The private directory of this transport's SSH master sockets, or None (no multiplexing).
+
+    One SSH connection per remote is kept open for ``MUX_PERSIST`` seconds after its last use
+    and every git operation runs as a session over it: one handshake instead of one per fetch,
+    listing and push (the webhook-to-zone time, and sshd's MaxStartups, are dominated by them).
+    The directory is named by a hash of the key and known_hosts files (path, inode, size,
+    modification time), so a rotated key or re-pinned host key opens a new connection, and
+    agents with different keys never share one.  Not done as process 1 (nothing would reap the
+    master when it exits), or when the directory is not ours alone (mode 0700)."""
+    if os.getpid() == 1 or not auth.multiplex:
+        return None
+    import hashlib
+    import stat
+    import tempfile
+
+    parts: list[str] = [str(os.getuid())]
+    for path in (auth.ssh_key, auth.known_hosts):
+        if path is None:
+            parts.append("-")
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        parts.append(f"{os.path.abspath(path)}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+    digest = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+    directory = Path(tempfile.gettempdir()) / f"gitdns-ssh-{digest}"
+    if len(str(directory)) + 41 > _MUX_PATH_MAX:
+        return None
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(directory)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return directory
+
+
 def ssh_command(auth: GitAuth, timeout: float) -> str | None:
-    """``GIT_SSH_COMMAND`` for a pinned key and known_hosts (None when neither is set)."""
+    """``GIT_SSH_COMMAND`` for a pinned key and known_hosts (None when neither is set), with
+    connection sharing (`mux_dir`)."""
     if auth.ssh_key is None and auth.known_hosts is None:
         return None
     argv = ["ssh"]  # ssh runs in the cache directory: paths are made absolute
@@ -152,6 +198,10 @@ def ssh_command(auth: GitAuth, timeout: float) -> str | None:
         "-o",
         f"ConnectTimeout={max(1, int(timeout))}",
     ]
+    shared = mux_dir(auth)
+    if shared is not None:
+        argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={shared}/%C", "-o", f"ControlPersist={MUX_PERSIST}",
+                 "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"]
     return shlex.join(argv)
 
 

@@ -554,3 +554,27 @@ def test_nothing_configured_leaves_the_ambient_git_configuration(tmp_path: Path)
     assert env["GIT_TERMINAL_PROMPT"] == "0" and secrets == ()
     configured, _ = auth_env(GitAuth(known_hosts=tmp_path / "known_hosts"), tmp_path, 30)
     assert configured["GIT_CONFIG_GLOBAL"] == os.devnull and "GIT_SSH_COMMAND" in configured
+
+
+def test_ssh_connections_are_shared_per_key_and_a_rotated_key_gets_its_own(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from gitdns.adapters.gitauth import mux_dir
+
+    key, known = tmp_path / "id_ed25519", tmp_path / "known_hosts"
+    key.write_text("k1\n")
+    known.write_text("h\n")
+    auth = GitAuth(ssh_key=key, known_hosts=known)
+    first = mux_dir(auth)
+    assert first is not None and stat.S_IMODE(os.lstat(first).st_mode) == 0o700
+    command = ssh_command(auth, 7)
+    assert command is not None and f"ControlPath={first}/%C" in command and "ControlMaster=auto" in command
+    assert mux_dir(auth) == first  # the same key: the same connection
+    other = tmp_path / "other_key"
+    other.write_text("k2\n")
+    assert mux_dir(GitAuth(ssh_key=other, known_hosts=known)) not in (None, first)  # another key: never shared
+    key.write_text("rotated key\n")
+    assert mux_dir(auth) not in (None, first)  # a rotated key opens a new connection
+    assert mux_dir(GitAuth(ssh_key=key, known_hosts=known, multiplex=False)) is None
+    assert "ControlPath" not in str(ssh_command(GitAuth(ssh_key=key, known_hosts=known, multiplex=False), 7))

@@ -248,3 +248,25 @@ def test_https_git_username_is_the_user_name_sent_with_the_token(https: HttpsSer
         assert "bot-token-7" not in right.output + wrong.output
     finally:
         https.set_token("deploy-bot", None)
+
+
+def test_ssh_operations_share_one_connection(sshd: SshServer, tmp_path: Path) -> None:
+    """Two agent runs back to back (four git operations each: list, fetch, list and push the status
+    branch) open one SSH connection between them: the rest are sessions over the shared one."""
+    import re
+
+    repo = DesiredRepo(sshd.repos / "agent-ssh-shared")
+    key = tmp_path / "deploy_key"  # a key of its own, so no earlier test's connection is reused
+    key.write_bytes(sshd.deploy_key.read_bytes())
+    key.chmod(0o600)
+    before = len(re.findall(r"Connection from ", sshd.log.read_text(errors="replace")))
+    first = once(repo, tmp_path / "state", *ssh_flags(sshd, repo, key=key))
+    assert first.done.returncode == 0, first.output[-3000:]
+    cluster = repo.work / "clusters" / "eu-west-1.yaml"
+    cluster.write_text(cluster.read_text().replace("192.0.2.", "203.0.113."))
+    repo.commit("a change")
+    second = once(repo, tmp_path / "state", *ssh_flags(sshd, repo, key=key))
+    assert second.done.returncode == 0, second.output[-3000:]
+    assert_status_landed(second)
+    opened = len(re.findall(r"Connection from ", sshd.log.read_text(errors="replace"))) - before
+    assert opened == 1, f"{opened} SSH connections for two agent runs"

@@ -86,7 +86,7 @@ def my_txt(ctx: PlanContext, key: RecordKey, new: RecordSet | None, want: Record
     routed = RecordSet(new.name, new.type, new.ttl, want.values, new.set_id, new.weight, new.geo)
     rec, fitted = ownership_record(routed, _labels(ctx, want), ctx.policy.zone)
     if not fitted and not targets_fit(want.values):
-        ctx.notes.append(f"{key}: its values hold characters the targets label cannot carry (, ; \" \\ or "
+        ctx.notes.append(f"{key}: its values hold characters the targets label cannot carry (, ; or "
                          "control characters): this owner claims the whole record")
     elif not fitted:
         ctx.notes.append(f"{key}: per-target ownership of {len(want.values)} values does not fit one TXT "

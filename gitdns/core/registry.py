@@ -10,11 +10,14 @@ Kuadrant's legacy, unversioned entries are read too: names ``kuadrant-<type>-<na
 owner hash) and values without ``external-dns/version``.  They are never written.
 
 The value is split on ``,`` (labels), on the first ``=`` (key from value) and on ``;``
-(targets), so nothing written may carry those where they would start a new part: an owner,
-group or rev that could (`label_error`) is refused with ``ValueError``, and targets that could
-(a TXT record's own text may hold ``,``) leave the ``targets`` label out, as when it does not
-fit, so the owner claims the whole record.  When a label appears twice the first one counts:
-the labels are written in sorted order, ``owner`` before ``targets``.
+(targets), and blanks and quotes are stripped around it, so nothing written may carry those
+where they would start a new part: an owner, group or rev that could (`label_error`: no ``,``
+``;`` ``=`` ``"`` ``\\`` or blank at all) is refused with ``ValueError``; targets that hold
+``,`` or ``;`` (a TXT record's own text may) leave the ``targets`` label out, as when it does
+not fit, so the owner claims the whole record.  (``=``, ``"`` and blanks inside a target are
+read back as written: ``0 issue "letsencrypt.org"`` keeps its per-target label.)  When a label
+appears twice the first one counts: the labels are written in sorted order, ``owner`` before
+``targets``.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ _TYPES_LOWER = {t.lower(): t for t in RECORD_TYPES}
 # Characters no owner, group or rev label may carry: the separators of the value, the quote
 # stripped around it and the escape character of zone files.
 _LABEL_UNSAFE = frozenset(',;="\\')
-# ... and no target (a TXT value may hold spaces and `=`: only a `,` or `;` starts a new part).
-_TARGET_UNSAFE = frozenset(',;"\\')
+# ... and no target (a target may hold blanks, `=` and quotes: only a `,` or `;` starts a new part).
+_TARGET_UNSAFE = frozenset(",;")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +114,8 @@ def label_error(text: str) -> str | None:
 
 
 def targets_fit(targets: tuple[str, ...]) -> bool:
-    """Whether every target can go into the ``targets`` label as it is."""
+    """Whether every target can go into the ``targets`` label as it is (no ``,`` ``;`` or
+    control character)."""
     return all(t and t.isprintable() and not _TARGET_UNSAFE.intersection(t) for t in targets)
 
 
@@ -149,7 +153,8 @@ def encode(labels: OwnerLabels) -> tuple[str, bool]:
     if labels.targets is None:
         return _join(_pairs(labels, False)), False
     full = _join(_pairs(labels, True))
-    if len(full.encode("utf-8")) <= MAX_TXT_STRING and targets_fit(labels.targets):
+    read_back = full.strip().strip('"') == full  # `decode` strips blanks and quotes around the value
+    if len(full.encode("utf-8")) <= MAX_TXT_STRING and targets_fit(labels.targets) and read_back:
         return full, True
     return _join(_pairs(labels, False)), False
 

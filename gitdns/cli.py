@@ -70,16 +70,22 @@ FENCES_HELP = {
 FENCES_TITLE = "what a Zone may name (docs/providers.md; none given: nothing beyond the SDKs' defaults)"
 
 
+def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) -> argparse.ArgumentParser:
+    """A parent parser of operator settings shared by several verbs, one flag per name (None when
+    not given: GITDNS_<NAME> then applies)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group(title)
+    for name in names:
+        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
+                           help=f"{helps[name]} (GITDNS_{name.upper()})")
+    return parent
+
+
 def _provider_fences() -> argparse.ArgumentParser:
-    """The parent parser of the fence flags (None when not given: GITDNS_<NAME> then applies)."""
+    """The fence flags (docs/providers.md, "What a Zone may name")."""
     from gitdns.providers.fences import SETTINGS
 
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group(FENCES_TITLE)
-    for name in SETTINGS:
-        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
-                           help=f"{FENCES_HELP[name]} (GITDNS_{name.upper()})")
-    return parent
+    return _settings_parent(FENCES_TITLE, SETTINGS, FENCES_HELP)
 
 
 def _fences(args: argparse.Namespace) -> Fences:
@@ -90,15 +96,10 @@ def _fences(args: argparse.Namespace) -> Fences:
 
 
 def _git_transport() -> argparse.ArgumentParser:
-    """The parent parser of the transport flags (None when not given: GITDNS_<NAME> then applies)."""
-    from gitdns.commands.gitremote import TRANSPORT, env_name
+    """The transport flags (docs/cli.md, "Git remotes")."""
+    from gitdns.commands.gitremote import TRANSPORT
 
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group(TRANSPORT_TITLE)
-    for name in TRANSPORT:
-        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
-                           help=f"{TRANSPORT_HELP[name]} ({env_name(name)})")
-    return parent
+    return _settings_parent(TRANSPORT_TITLE, TRANSPORT, TRANSPORT_HELP)
 
 
 def _transport(args: argparse.Namespace) -> GitAuth:

@@ -1,89 +1,39 @@
 """Where a problem is and how it reads: line numbers for YAML paths, schema errors in words.
 
-The loader parses with ruamel.yaml's fast C loader, whose plain dicts carry no positions.
-For the few documents that have problems, the file is parsed again with the round-trip
-loader, whose containers remember where each key and item starts (``.lc``).
+The loader builds plain dicts, which carry no positions.  For the few documents that have
+problems, `gitdns.core.yamllines` reads the file's parser events again and notes the lines
+of the wanted paths only (no second copy of the data, however large the file).
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
+from gitdns.core import yamllines
+from gitdns.core.addresses import shown
+from gitdns.core.patterns import whole_string_regex
 from gitdns.core.problems import Path, Problem
 
 
-@lru_cache(maxsize=32)
-def _documents(text: str) -> tuple[Any, ...]:
-    """Every document of ``text`` as round-trip containers; () if it does not parse."""
-    try:
-        return tuple(YAML(typ="rt").load_all(text))
-    except YAMLError:
-        return ()
-
-
-def _start_line(node: Any) -> int:
-    lc = getattr(node, "lc", None)
-    return int(lc.line) + 1 if lc is not None and lc.line is not None else 0
-
-
 def line_of(text: str, doc_index: int, path: Path) -> int:
-    """The 1-based line of ``path`` in document ``doc_index`` of ``text``.
+    """The 1-based line of ``path`` in document ``doc_index`` of ``text`` (`gitdns.core.yamllines`).
 
     When the path goes deeper than the document (a missing field, a wrong type), the line of
     the deepest part that exists.  0 when the document cannot be found.
     """
-    docs = _documents(text)
-    if not 0 <= doc_index < len(docs) or docs[doc_index] is None:
-        return 0
-    node = docs[doc_index]
-    line = _start_line(node) or 1
-    for part in path:
-        lc = getattr(node, "lc", None)
-        if lc is None:
-            break
-        if isinstance(node, Mapping) and part in node:
-            line = int(lc.key(part)[0]) + 1
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            line = int(lc.item(part)[0]) + 1
-        else:
-            break
-        node = node[part]
-    return line
-
-
-def doc_index_at(text: str, start_line: int) -> int | None:
-    """The index of the document whose content starts on ``start_line`` (1-based)."""
-    for index, doc in enumerate(_documents(text)):
-        if doc is not None and _start_line(doc) == start_line:
-            return index
-    return None
+    return yamllines.line_of(text, doc_index, path)
 
 
 def refine_lines(problems: Iterable[Problem], files: Mapping[str, str]) -> list[Problem]:
-    """Point each problem at the line of its path.
+    """Point each problem at the line of its path (`gitdns.core.yamllines.refine`).
 
     A problem made from a model object carries its document's first line (``Origin.line``);
-    this finds that document again and walks the path.  Files are re-parsed only when one of
-    their problems needs it.
+    that finds the document again, and its path the line: one pass over each file that has
+    such problems, however many.
     """
-    out: list[Problem] = []
-    for problem in problems:
-        text = files.get(problem.file)
-        if text is None or not problem.path:
-            out.append(problem)
-            continue
-        index = doc_index_at(text, problem.line) if problem.line else 0
-        line = line_of(text, index, problem.path) if index is not None else 0
-        out.append(replace(problem, line=line or problem.line))
-    return out
+    return yamllines.refine(problems, files)
 
 
 # --- schema errors in plain words --------------------------------------------------------------
@@ -99,6 +49,9 @@ _TYPE_WORDS = {
 }
 
 
+_QUOTED = 80  # characters of a value quoted in a schema problem
+
+
 def _what(value: Any) -> str:
     if isinstance(value, bool):
         return f"{str(value).lower()} (true/false)"
@@ -111,8 +64,8 @@ def _what(value: Any) -> str:
     if isinstance(value, int | float):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"{value!r} ({type(value).__name__})"
+        return f"the string {shown(value, _QUOTED)}"  # untrusted: cut, control characters escaped
+    return f"{repr(value)[:_QUOTED]} ({type(value).__name__})"
 
 
 def _range_hint(schema: Mapping[str, Any]) -> str:
@@ -139,7 +92,7 @@ def describe(file: str, error: Any) -> list[Problem]:
         for key in (k for k in value if k not in known):
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
-            out.append(problem(f"unknown field {key!r}", hint, (*path, str(key))))
+            out.append(problem(f"unknown field {shown(str(key), _QUOTED)}", hint, (*path, str(key))))
         return out
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else str(rule)
@@ -231,7 +184,7 @@ def _keyword(key: str, rule: Any, schema: Mapping[str, Any]) -> Check | None:
     if key in numeric:
         return numeric[key]
     if key == "pattern":
-        regex = re.compile(rule)
+        regex = whole_string_regex(rule)
         return lambda v: not isinstance(v, str) or regex.search(v) is not None
     if key == "items":
         each = _compile(rule)

@@ -12,20 +12,20 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from gitdns.core.problems import shown as _shown
+
 # Matched whole (`re.fullmatch`): `$` alone would also match before a final newline.
 _LABEL = re.compile(r"[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?")
 _NAME = re.compile(r"(?:[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?\.)*"
                    r"[A-Za-z0-9_](?:[-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?")
 _DOTTED = re.compile(r"[0-9.]+")
 MAX_NAME = 253
-SHOWN = 256  # characters of an untrusted value quoted in a message (a host name fits)
+SHOWN = 256  # characters of an untrusted value quoted in a message here: a whole host name fits
 
 
 def shown(text: str, limit: int = SHOWN) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (its length said when cut)."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+    """``text`` quoted for a message (`gitdns.core.problems.shown`), cut to ``limit`` characters."""
+    return _shown(text, limit)
 
 
 def _reason(exc: ValueError, text: str) -> str:

@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gitdns.core import yamllines
-from gitdns.core.addresses import shown
 from gitdns.core.patterns import whole_string_regex
-from gitdns.core.problems import Path, Problem
+from gitdns.core.problems import Path, Problem, shown
 
 
 def line_of(text: str, doc_index: int, path: Path) -> int:
@@ -49,9 +48,6 @@ _TYPE_WORDS = {
 }
 
 
-_QUOTED = 80  # characters of a value quoted in a schema problem
-
-
 def _what(value: Any) -> str:
     if isinstance(value, bool):
         return f"{str(value).lower()} (true/false)"
@@ -64,8 +60,8 @@ def _what(value: Any) -> str:
     if isinstance(value, int | float):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"the string {shown(value, _QUOTED)}"  # untrusted: cut, control characters escaped
-    return f"{repr(value)[:_QUOTED]} ({type(value).__name__})"
+        return f"the string {shown(value)}"  # untrusted: cut, control characters escaped
+    return f"{shown(value)} ({type(value).__name__})"
 
 
 def _range_hint(schema: Mapping[str, Any]) -> str:
@@ -92,7 +88,7 @@ def describe(file: str, error: Any) -> list[Problem]:
         for key in (k for k in value if k not in known):
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
-            out.append(problem(f"unknown field {shown(str(key), _QUOTED)}", hint, (*path, str(key))))
+            out.append(problem(f"unknown field {shown(str(key))}", hint, (*path, str(key))))
         return out
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else str(rule)

@@ -34,15 +34,17 @@ _CAA = re.compile(r"([0-9]{1,3}) +([A-Za-z0-9]{1,15}) +(.+)")
 _QUOTED = re.compile(r'"(?:[^"\\]|\\[0-9]{3}|\\[^0-9])*"')
 _BARE = re.compile(r'[^\s"();\\]+')
 _ESCAPE = re.compile(r"\\([0-9]{3})")
+_NOT_ASCII_PRINTABLE = re.compile(r"[^ -~]")
 _IP_FAMILY = {"A": 4, "AAAA": 6}
 _FIELDS = {"MX": ("preference", "exchange"), "SRV": ("priority", "weight", "port", "target")}
 _MAX = {"preference": 65535, "priority": 65535, "weight": 65535, "port": 65535, "flags": 255}
 
 
 def _unprintable(value: str) -> str | None:
-    at = next((i for i, ch in enumerate(value) if not " " <= ch <= "~"), None)
-    if at is None:
+    found = _NOT_ASCII_PRINTABLE.search(value)
+    if found is None:
         return None
+    at = found.start()
     what = "the control character" if not value[at].isprintable() else "the non-ASCII character"
     return f"{shown(value)} holds {what} {value[at]!r} at position {at}: record values are printable ASCII"
 

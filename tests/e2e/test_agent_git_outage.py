@@ -41,7 +41,8 @@ def test_a_break_glass_switch_is_followed_while_git_is_down(tmp_path: Path) -> N
                 agent.log.read_text()[-3000:]
         switched = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "gitdns.cli", "groups", "set", "example.com", "site-a",
-                               "--direct", "--repo", str(repo.work), "--store-dir", str(repo.zones.parent)], capture_output=True, text=True, timeout=120,
+                               "--direct", "--repo", str(repo.work), "--store-dir", str(repo.zones.parent)],
+                              capture_output=True, text=True, timeout=120,
                               check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         central = agents["eu-central-1"]

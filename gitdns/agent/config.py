@@ -25,7 +25,7 @@ class AgentConfig:
     path: str = ""  # subdirectory of the repository holding the desired YAML
     poll_interval: float = 60.0  # seconds; ±5% jitter
     listen: str = "0.0.0.0:8080"  # "" disables the HTTP endpoint
-    admin_listen: str = "127.0.0.1:9090"  # /status, /metrics, probes; "" serves them nowhere; = listen: everything there
+    admin_listen: str = "127.0.0.1:9090"  # /status /metrics and probes; "": nowhere; = listen: all there
     state_dir: str = "/var/lib/gitdns"
     git_timeout: float = 30.0
     token_env: str = ""  # name of an env var holding the HTTPS token

@@ -1,5 +1,5 @@
-"""What the operator lets the desired state name: provider endpoints, rfc2136 servers and
-credential sources.
+"""What the operator lets the desired state name: provider endpoints, rfc2136 servers,
+credential sources and the directory of `local` stores.
 
 A Zone is written by whoever can open a pull request; the agent (and the one-shot verbs that
 build providers) hold the operator's credentials.  So a Zone only *names* an endpoint, a DNS

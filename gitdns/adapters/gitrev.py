@@ -62,20 +62,10 @@ def files_at(path: Path, rev: str) -> dict[str, str] | None:
 
 
 def _yaml_files(tree: Any, prefix: str) -> dict[str, str]:
-    import git
+    """Read as the desired branch's reader reads a commit (size caps, symlinks never followed)."""
+    from gitdns.adapters.gitsource import yaml_blobs
 
-    files: dict[str, str] = {}
-    for item in tree.traverse():
-        if not isinstance(item, git.Blob):
-            continue
-        name = str(item.path)
-        rel = name[len(prefix) + 1 :] if prefix not in ("", ".") else name
-        if not rel.endswith((".yaml", ".yml")):
-            continue
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        files[rel] = item.data_stream.read().decode("utf-8", errors="replace")
-    return files
+    return yaml_blobs(tree, "" if prefix in ("", ".") else prefix)
 
 
 def status_files(path: Path, cluster_ids: Sequence[str], names: tuple[str, ...] = ("health.yaml",),

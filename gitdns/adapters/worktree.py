@@ -83,17 +83,9 @@ def head_files(wt: WorkTree) -> dict[str, str]:
             tree = tree[wt.prefix]
         except KeyError:
             return {}
-    files: dict[str, str] = {}
-    start = len(wt.prefix) + 1 if wt.prefix else 0
-    for item in tree.traverse():
-        if not isinstance(item, git.Blob):
-            continue
-        rel = str(item.path)[start:]
-        parts = rel.split("/")
-        if any(p.startswith(".") for p in parts) or not rel.endswith(YAML_SUFFIXES):
-            continue
-        files[rel] = item.data_stream.read().decode("utf-8", errors="replace")
-    return dict(sorted(files.items()))
+    from gitdns.adapters.gitsource import yaml_blobs
+
+    return yaml_blobs(tree, wt.prefix)
 
 
 def run_git(wt: WorkTree, *args: str, env: Mapping[str, str] | None = None) -> str:

@@ -89,6 +89,11 @@ def absolute_paths(config: AgentConfig) -> AgentConfig:
         value = getattr(config, name)
         if value and _local_path(value):
             changes[name] = os.path.abspath(value)
+    from gitdns.adapters.gitauth import check_url
+
+    for url in (config.repo, config.status_repo):  # a token or user name in a URL would reach `ps`
+        if url:
+            check_url(url)
     for name, flag in _MUST_EXIST.items():
         path = changes.get(name)
         if path and not os.path.exists(path):

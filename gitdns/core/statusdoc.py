@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
@@ -170,10 +169,17 @@ def _printable(char: str) -> bool:
 
 def load(text: str) -> dict[str, Any]:
     """Read a status file back; raises `StatusDocError` when it is not a YAML mapping."""
+    from gitdns.core.yamlparse import parse  # bounded: anyone who can push a status branch writes it
+
     try:
-        value = YAML(typ="safe", pure=False).load(text)
+        docs = parse(text)
     except YAMLError as exc:
         raise StatusDocError(f"not valid YAML: {exc}") from None
+    if not docs:
+        return {}
+    if docs[0].refused is not None:
+        raise StatusDocError("aliases and merge keys are not allowed in a status file")
+    value = docs[0].data
     if value is None:
         return {}
     if not isinstance(value, dict):

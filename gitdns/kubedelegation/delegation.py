@@ -52,6 +52,7 @@ from gitdns.core.kubesources import (
 from gitdns.errors import GitdnsError, UnreachableError
 from gitdns.kubedelegation.merge import ClusterView, GroupMerge, GroupResult, merge_group
 from gitdns.kubedelegation.publish import ProviderFactory, Published, Publisher
+from gitdns.providers.fences import STRICT, Fences
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class KubeDelegation:
     def __init__(self, primary: Any, cluster_id: str, *, secrets: ClusterSecrets,
                  provider_factory: ProviderFactory | None = None, base_dir: Path = Path("."),
                  owner_id: str | None = None, clock: Callable[[], float] = time.time,
-                 republish_interval: float = 900.0, metrics: Any | None = None) -> None:
+                 republish_interval: float = 900.0, metrics: Any | None = None, fences: Fences = STRICT) -> None:
         self.primary = primary
         self.cluster_id = cluster_id
         self.secrets = secrets
@@ -133,7 +134,7 @@ class KubeDelegation:
         self._core: Any = core_api(primary)
         self.publisher = Publisher(self._core, owner_id or cluster_id, base_dir=base_dir,
                                    factory=provider_factory, clock=clock,
-                                   republish_interval=republish_interval, metrics=metrics)
+                                   republish_interval=republish_interval, metrics=metrics, fences=fences)
 
     @property
     def metrics(self) -> Any | None:
@@ -321,8 +322,12 @@ def build_kube_delegation(config: Any, cluster_id: str, metrics: Any | None = No
     namespace = config.cluster_secret_namespace or getattr(config, "pod_namespace", "") or ""
     secrets = ClusterSecrets(primary, namespace, config.cluster_secret_label)
     base_dir = Path(getattr(config, "state_dir", ".") or ".")
+    from gitdns.providers.fences import SETTINGS, fences_from
+
+    fences = fences_from({name: getattr(config, name, "") for name in SETTINGS}, {},
+                         namespace=getattr(config, "pod_namespace", "") or None)  # the agent's, as build_agent
     # its own owner id: the same agent's git-path publishing (its cluster id) must not withdraw
     # the names this path publishes, nor the other way round
     return KubeDelegation(primary, cluster_id, secrets=secrets, base_dir=base_dir,
                           owner_id=cluster_id + KUBE_OWNER_SUFFIX, metrics=metrics,
-                          republish_interval=float(getattr(config, "quiet_period", 900.0) or 900.0))
+                          republish_interval=float(getattr(config, "quiet_period", 900.0) or 900.0), fences=fences)

@@ -38,6 +38,7 @@ from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.providers.defaultprovider import DefaultProvider, find_default_provider, make_default_provider
+from gitdns.providers.fences import STRICT, Fences
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,9 @@ class Publisher:
 
     def __init__(self, core_api: Any, owner: str, *, base_dir: Path, factory: ProviderFactory | None = None,
                  clock: Callable[[], float] = time.time, republish_interval: float = 900.0,
-                 metrics: Any | None = None) -> None:
+                 metrics: Any | None = None, fences: Fences = STRICT) -> None:
         self.core_api = core_api
+        self.fences = fences  # what a default provider secret's settings may name (the operator's)
         self.owner = owner
         self.base_dir = base_dir
         self.factory = factory
@@ -149,7 +151,7 @@ class Publisher:
             if self.factory is not None:
                 provider = self.factory(found, root)
             else:
-                provider = make_default_provider(root, found, self.base_dir)
+                provider = make_default_provider(root, found, self.base_dir, self.fences)
             self._providers[key] = provider
         return provider
 

@@ -19,7 +19,9 @@ from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.errors import ConfigError
 from gitdns.reconcile.engine import from_files
 
-HOLD_CODES = frozenset({"ParseError", "InvalidDocument", "NoKind", "UnknownKind", "WrongApiVersion"})
+HOLD_CODES = frozenset({"ParseError", "InvalidDocument", "NoKind", "UnknownKind", "WrongApiVersion",
+                        # a file left unread or refused: its content is unknown, so nothing it held goes
+                        "FileTooLarge", "CommitTooLarge", "FileChanged", "AliasRefused", "MergeKeyRefused"})
 Targets = dict[str, tuple[ProbeSpec, HealthSettings]]
 
 

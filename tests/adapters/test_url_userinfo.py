@@ -116,8 +116,6 @@ def test_the_agent_refuses_a_token_in_repo(git_host: CaptureServer, logged_git: 
     assert_refused_and_unseen(done, log, git_host)
 
 
-@pytest.mark.xfail(strict=True, reason="needs check_url(config.status_repo) in gitdns/agent/main.py (or in "
-                                       "gitdns/adapters/statusbranch.py): the status remote is not checked yet")
 def test_the_agent_refuses_a_token_in_status_repo(git_host: CaptureServer, logged_git: tuple[dict[str, str], Path],
                                                   tmp_path: Path) -> None:
     from tests.e2e.agent_kit import DesiredRepo

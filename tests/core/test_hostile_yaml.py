@@ -287,3 +287,13 @@ def test_finding_a_line_in_a_large_file_takes_little_memory() -> None:
     peak = peak_bytes(lambda: found.update(line=line_of(text, 400, ("spec", "deep", "x"))))
     assert found["line"] == text.count("\n")
     assert peak < 2 * MiB
+
+
+def test_a_status_file_with_an_alias_is_refused_before_it_expands() -> None:
+    """Status branches are written by whoever can push to the repository: read them bounded too."""
+    from gitdns.core.statusdoc import StatusDocError, load
+
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b]\n'
+    with pytest.raises(StatusDocError, match="aliases"):
+        load(bomb)
+    assert load("ready: true\n") == {"ready": True}

@@ -79,6 +79,7 @@ class Fleet:
         extra = ["--poll-interval", POLL, "--validate-delay", "1"]
         if name.startswith("p"):
             extra += ["--stale-after", "4"]
+        extra += ["--rfc2136-servers", f"127.0.0.1:{self.bind.port}", "--credentials-dir", str(self.secret.parent)]
         agent = AgentProcess(self.repo, name, self.tmp / f"state-{name}", *extra)
         self.agents[name] = agent
         return agent

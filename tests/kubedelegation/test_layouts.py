@@ -113,7 +113,8 @@ def test_build_from_the_agent_configuration(fleet: Fleet, tmp_path: Path, monkey
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError, match="kube-delegation"):
         build_kube_delegation(AgentConfig(repo="x"), "primary-a")
-    config = dataclasses.replace(AgentConfig(repo="x"), kube_delegation=True, state_dir=str(tmp_path / "state"))
+    config = dataclasses.replace(AgentConfig(repo="x"), kube_delegation=True, state_dir=str(tmp_path / "state"),
+                                 store_dir=str(fleet.store.parent))
     record(fleet.remotes["remote-1"], "api", "api.example.com", [a_endpoint("api.example.com", "192.0.2.1")])
     delegation = build_kube_delegation(config, "primary-a")
     try:

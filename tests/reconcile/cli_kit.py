@@ -241,7 +241,8 @@ class Workspace:
 
     def agent_args(self, cluster: str) -> list[str]:
         return ["agent", "--repo", str(self.bare), "--cluster", cluster, "--state-dir",
-                str(self.states / cluster), "--lease", "txt", "--git-timeout", "20", "--once", "--listen", ""]
+                str(self.states / cluster), "--store-dir", str(self.work), "--lease", "txt", "--git-timeout", "20",
+                "--once", "--listen", ""]
 
     def agent_once(self, cluster: str) -> Run:
         """`gitdns agent --once` in process (no health check is configured: no probe starts)."""

@@ -236,7 +236,8 @@ def test_record_type_conflict_exits_5_from_plan_and_apply_dry_run(fresh: Workspa
     other.store = fresh.store
     other.localize()
     other.commit("the other team's www")
-    assert other.apply("--cluster", "other-team").rc == 0
+    # the shared store lies in this workspace's checkout: the operator names it for the other one
+    assert other.apply("--cluster", "other-team", "--store-dir", str(fresh.work)).rc == 0
     before = fresh.read()
     assert before["example.com"][("www.example.com", "A", "")][3] == ("192.0.2.88",)
     rc, reasons = conflicts(fresh, EU_WEST[0])

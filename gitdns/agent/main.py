@@ -134,7 +134,19 @@ def make_source(config: AgentConfig) -> Any:
         )
     return GitSource(config.repo, branch=config.branch, path=config.path,
                      workdir=Path(config.state_dir) / "git", auth=auth, timeout=config.git_timeout,
-                     verify=verify)
+                     verify=verify, limits=read_limits(config))
+
+
+def read_limits(config: AgentConfig) -> Any:
+    """The operator's caps on reading desired state (``maxFileBytes``, ``maxCommitBytes``)."""
+    from gitdns.core.limits import DEFAULT_LIMITS, ReadLimits, parse_size
+
+    try:
+        return ReadLimits(parse_size(config.max_file_bytes) if config.max_file_bytes else DEFAULT_LIMITS.file_bytes,
+                          parse_size(config.max_commit_bytes) if config.max_commit_bytes
+                          else DEFAULT_LIMITS.commit_bytes)
+    except ValueError as exc:
+        raise ConfigError(f"--max-file-bytes / --max-commit-bytes: {exc}") from None
 
 
 class StatusPublisher:

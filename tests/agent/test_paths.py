@@ -35,3 +35,14 @@ def test_a_missing_transport_file_names_the_setting(tmp_path: Path, setting: str
     missing = tmp_path / "nope"
     with pytest.raises(ConfigError, match=f"{flag} {missing}: no such file"):
         absolute_paths(AgentConfig(repo="r", state_dir=str(tmp_path), **{setting: str(missing)}))  # type: ignore[arg-type]
+
+
+def test_the_read_caps_are_the_operator_s() -> None:
+    from gitdns.agent.main import read_limits
+    from gitdns.core.limits import DEFAULT_LIMITS
+
+    assert read_limits(AgentConfig(repo="r")) == DEFAULT_LIMITS
+    caps = read_limits(AgentConfig(repo="r", max_file_bytes="8MiB", max_commit_bytes="64MiB"))
+    assert (caps.file_bytes, caps.commit_bytes) == (8 << 20, 64 << 20)
+    with pytest.raises(ConfigError, match="max-file-bytes"):
+        read_limits(AgentConfig(repo="r", max_file_bytes="lots"))

@@ -73,7 +73,7 @@ def authoritative_labels(host: str) -> dict[str, str]:
     label value, e.g. longer than 63 characters)."""
     host = root_host(host)
     labels = {AUTHORITATIVE_LABEL: "true", AUTHORITATIVE_HASH_LABEL: kuadrant_hash(host, 8)}
-    if len(host) <= 63 and _LABEL_VALUE.match(host):
+    if len(host) <= 63 and _LABEL_VALUE.fullmatch(host):
         labels[PRIMARY_ZONE_LABEL] = host
     return labels
 
@@ -138,7 +138,7 @@ def parse_label_selector(text: str) -> tuple[tuple[str, str | None], ...]:
             raise ValueError(f"label selector term {raw!r}: only key=value and key are supported")
         key, sep, value = (s.strip() for s in re.split(r"(==?)", raw, maxsplit=1)) if "=" in raw else (raw, "", "")
         value = value.strip('"').strip("'")
-        if not _LABEL_KEY.match(key) or (sep and not _LABEL_VALUE.match(value)):
+        if not _LABEL_KEY.fullmatch(key) or (sep and not _LABEL_VALUE.fullmatch(value)):
             raise ValueError(f"label selector term {raw!r} is not a valid label key[=value]")
         terms.append((key, value if sep else None))
     if not terms:

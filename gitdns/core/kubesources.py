@@ -81,7 +81,7 @@ def owner_id(obj: Mapping[str, Any], cluster: str) -> str:
     """``spec.ownerID``, ``status.ownerID``, else ``k8s-<hash8(cluster/namespace/name)>``."""
     for holder in (obj.get("spec") or {}, obj.get("status") or {}):
         value = holder.get("ownerID")
-        if isinstance(value, str) and _OWNER_RE.match(value):
+        if isinstance(value, str) and _OWNER_RE.fullmatch(value):
             return value
     meta = obj.get("metadata") or {}
     return "k8s-" + kuadrant_hash(f"{cluster}/{meta.get('namespace', '')}/{meta.get('name', '')}", 8)

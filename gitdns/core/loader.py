@@ -19,13 +19,13 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from ruamel.yaml.error import YAMLError
 
 from gitdns.core.limits import Unread
 from gitdns.core.locate import describe, quick_check
 from gitdns.core.model import API_VERSION, KINDS, DesiredState
 from gitdns.core.modelbuild import Doc, ZoneLookup, build, host
+from gitdns.core.patterns import schema_validator
 from gitdns.core.problems import Problem, clipped, shown
 from gitdns.core.yamllines import lines
 from gitdns.core.yamlparse import Document, StandIn, StandInKey, parse
@@ -43,7 +43,7 @@ class LoadResult:
 
 def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:
     """Parse, envelope-check and schema-check every document; build the desired state."""
-    validators = {kind: Draft202012Validator(schema) for kind, schema in schemas.items()}
+    validators = {kind: schema_validator(schema) for kind, schema in schemas.items()}  # patterns matched whole
     quick = {kind: quick_check(schema) for kind, schema in schemas.items()}
     problems: list[Problem] = []
     to_locate: list[tuple[int, Problem]] = []  # (document index, problem) whose line is its path's

@@ -83,7 +83,7 @@ def parse_view_clients(text: str) -> tuple[ViewClients, ...]:
         view, eq, nets = (part.strip() for part in entry.partition("="))
         if not eq or not view:
             raise ValueError(f"{entry!r} is not VIEW=CIDR[,CIDR...]")
-        if not _VIEW_RE.match(view) or view == DEFAULT_VIEW:
+        if not _VIEW_RE.fullmatch(view) or view == DEFAULT_VIEW:
             raise ValueError(f"view {view!r} is not a geo code (letters, digits, '-'; not 'default', which "
                              "is the view for every other client)")
         if view in seen:

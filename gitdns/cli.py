@@ -219,7 +219,7 @@ AGENT_HELP = {
     "webhook_gitlab_token_file": "file holding the GitLab webhook secret token",
     "webhook_gitlab_signing_file": "file holding the GitLab webhook signing token",
     "max_file_bytes": "a desired-state file larger than this is not read (default 4MiB; e.g. 8MiB)",
-    "max_commit_bytes": "YAML read per commit at most (default 16MiB)",
+    "max_commit_bytes": "YAML read per commit at most (default 5MiB; raise the memory limit with it)",
     "webhook_gitea_secret_file": "file holding the Gitea webhook secret",
     "status": "push the status branch gitdns-status/<cluster-id> (true|false, default: true)",
     "status_repo": "where status branches go (default: the desired repository)",

@@ -70,7 +70,7 @@ class AgentConfig:
     credentials_namespaces: str = ""  # namespaces besides the agent's own credentials.secret may read from
     store_dir: str = ""  # the base directory of every local store ("": state_dir)
     max_file_bytes: str = ""  # a desired-state file larger than this is not read ("": 4 MiB)
-    max_commit_bytes: str = ""  # nor YAML files past this total per commit ("": 16 MiB)
+    max_commit_bytes: str = ""  # nor YAML files past this total per commit ("": 5 MiB)
 
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}

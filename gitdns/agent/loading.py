@@ -143,8 +143,8 @@ class Loading:
             if head == state.refused_head and state.current is not None:
                 return False  # refused already: reported, and the last verified revision stays
             state.refused_head = head
-            self._refused(exc, head)
             cycle.fetched = self._last_verified() if state.current is None else None
+            self._refused(exc, head)  # names the revision that stays, restored just above if need be
             return cycle.fetched is not None
         except GitdnsError as exc:
             self.source_failed(exc)
@@ -186,14 +186,7 @@ class Loading:
         self.restore = None
         state.applied_sha = applied
         log.info("serving the last verified revision: sha=%s", applied[:12])
-        self._refused_message(applied)
         return fetched
-
-    def _refused_message(self, applied: str) -> None:
-        condition = self.state.source_condition
-        message = condition.message.replace("no verified revision is known yet (our status branch names none)",
-                                            f"the last verified revision {applied[:7]} stays in force")
-        self.state.source_condition = replace(condition, message=message)
 
     def source_failed(self, exc: GitdnsError) -> None:
         """Git failed: report it (the cause kept) and back off the git operations only."""

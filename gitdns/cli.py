@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(zs, ["text", "json"])
 
     _add_agent(sub, transport)
-    _add_orchestrator(sub)
+    _add_orchestrator(sub, transport)
     _add_owner_commands(sub, fences)
     _add_audit_commands(sub, transport)
     _add_failover_commands(sub, transport, fences)
@@ -269,37 +269,70 @@ def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser], transpo
             p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)
 
 
-def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+ORCHESTRATOR_HELP = {
+    "repo": "desired repository: a directory or a git URL (required)",
+    "node_pool": "the NodePool to serve, one orchestrator each (required)",
+    "out": "write the files into DIR, a volume shared with CoreDNS (this or --configmap)",
+    "configmap": "write the files into this existing ConfigMap's keys (this or --out)",
+    "listen": "HTTP address of /healthz /readyz (default: 0.0.0.0:8080; '' disables)",
+    "admin_listen": "HTTP address of /status /metrics /healthz /readyz (default: 127.0.0.1:9090; '' disables; "
+                    "the same as --listen serves everything there)",
+    "state_dir": "git cache, lock file and (outside a cluster) secrets/ (default: /var/lib/gitdns)",
+    "poll_interval": "desired-state poll interval (default: 30s)",
+    "lease": "one orchestrator per pool: auto (a Kubernetes Lease for --configmap in a cluster, else an flock in "
+             "--state-dir) | kubernetes | file | none",
+    "lease_duration": "Kubernetes Lease duration (default: 30s)",
+    "discover_nodes": "add Kubernetes Nodes matching the pool's discovery.labelSelector (InternalIP; true|false)",
+    "branch": "desired branch of a git URL (default: main)",
+    "path": "subdirectory holding the desired YAML",
+    "git_timeout": "timeout of every git operation (default: 30s)",
+    "signal_pid_file": "SIGHUP the process named in FILE after a change (dnsmasq)",
+    "coredns_dir": "where CoreDNS sees the files, for the hosts paths in the snippet (default: /etc/coredns/custom)",
+    "pod_name": "the Lease holder's identity (default: POD_NAME, else <hostname>-<pid>)",
+    "pod_namespace": "the orchestrator's own namespace: its Lease and headersSecret (default: POD_NAMESPACE, "
+                     "else the service account's namespace, else gitdns-system)",
+    "log_level": "debug | info | warning | error (default: info)",
+    "once": "probe once, deliver, exit (0 when delivered)",
+}
+
+
+def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                      transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "orchestrator", help="health-check a node pool and publish its tenants' CoreDNS hosts files (docs/health.md)",
+        parents=[transport],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="docs/health.md describes the delivery paths, the lease and the failover time budget.\n\n"
+        epilog="every setting comes from its flag, else the GITDNS_<NAME> environment variable\n"
+               "(--node-pool: GITDNS_NODE_POOL); the git transport is the agent's (docs/cli.md, \"Git remotes\").\n"
+               "docs/health.md describes the delivery paths, the lease, readiness and the failover time budget.\n\n"
                "examples:\n"
                "  gitdns orchestrator --repo https://git.example.com/platform/dns.git --node-pool edge \\\n"
-               "      --out /etc/coredns/custom          # sidecar of the CoreDNS pod (recommended)\n"
+               "      --token-file /var/run/gitdns/token --out /etc/coredns/custom   # CoreDNS sidecar\n"
                "  gitdns orchestrator --repo ./example-repo --node-pool edge --configmap kube-system/coredns-custom")
-    p.add_argument("--repo", required=True, metavar="URL|PATH", help="desired repository: a directory or a git URL")
-    p.add_argument("--node-pool", required=True, metavar="NAME", help="the NodePool to serve (one orchestrator each)")
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--out", metavar="DIR", help="write the files into DIR (a volume shared with CoreDNS)")
-    where.add_argument("--configmap", metavar="NS/NAME", help="write the files into this ConfigMap's keys")
-    p.add_argument("--listen", default="0.0.0.0:8080", metavar="ADDR",
-                   help="HTTP /healthz /readyz /status /metrics (default: 0.0.0.0:8080; '' disables)")
-    p.add_argument("--state-dir", default="/var/lib/gitdns", metavar="DIR", help="git cache and the lock file")
-    p.add_argument("--poll-interval", default="30s", metavar="S", help="desired-state poll interval (default: 30s)")
-    p.add_argument("--lease", default="auto", choices=["auto", "kubernetes", "file", "none"],
-                   help="one orchestrator per pool: auto = Kubernetes Lease for --configmap in a cluster, "
-                        "else an flock in --state-dir")
-    p.add_argument("--lease-duration", default="30s", metavar="S", help="Kubernetes Lease duration (default: 30s)")
-    p.add_argument("--discover-nodes", action="store_true",
-                   help="add Kubernetes Nodes matching the pool's discovery.labelSelector (InternalIP)")
-    p.add_argument("--branch", default="main", help="desired branch of a git URL (default: main)")
-    p.add_argument("--path", default="", help="subdirectory holding the desired YAML")
-    p.add_argument("--signal-pid-file", metavar="FILE", help="SIGHUP this process after a change (dnsmasq)")
-    p.add_argument("--coredns-dir", default="/etc/coredns/custom", metavar="DIR",
-                   help="where CoreDNS sees the files, for the hosts paths in the snippet")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    p.add_argument("--once", action="store_true", help="probe once, deliver, exit (0 when delivered)")
+    where = p.add_mutually_exclusive_group()  # --out | --configmap: the settings check the result too
+    for name, text in ORCHESTRATOR_HELP.items():
+        flag, text = "--" + name.replace("_", "-"), f"{text} (GITDNS_{name.upper()})".replace("%", "%%")
+        if name in ("once", "discover_nodes"):
+            p.add_argument(flag, action="store_const", const=True, default=None, help=text)
+        else:
+            (where if name in ("out", "configmap") else p).add_argument(flag, default=None, metavar=_metavar(name),
+                                                                         help=text)
+
+    p = sub.add_parser("lease-name", help="print the Kubernetes Lease name to allow in RBAC (docs/health.md)",
+                       epilog="examples:\n"
+                              "  gitdns lease-name --node-pool edge    # the orchestrator's: gitdns-orchestrator-edge\n"
+                              "  gitdns lease-name --cluster $(gitdns cluster-id)   # the agent's",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--node-pool", metavar="POOL", help="the orchestrator's Lease for this node pool")
+    who.add_argument("--cluster", metavar="ID", help="the agent's Lease for this Cluster id (spec.id, the "
+                                                      "kube-system namespace UID `gitdns cluster-id` prints)")
+
+
+def _metavar(name: str) -> str:
+    return {"repo": "URL|PATH", "node_pool": "NAME", "out": "DIR", "configmap": "NS/NAME",
+            "listen": "ADDR", "admin_listen": "ADDR", "state_dir": "DIR", "signal_pid_file": "FILE",
+            "coredns_dir": "DIR", "lease": "KIND"}.get(name, name.split("_")[-1].upper())
 
 
 def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -523,9 +556,16 @@ def cmd_agent(args: argparse.Namespace) -> Result:
 
 
 def cmd_orchestrator(args: argparse.Namespace) -> Result:
-    from gitdns.commands.daemons import run_orchestrator
+    from gitdns.commands.orchestrate import run_orchestrator
 
-    return run_orchestrator(vars(args))
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "version")}
+    return run_orchestrator(flags, auth=_transport(args))
+
+
+def cmd_lease_name(args: argparse.Namespace) -> Result:
+    from gitdns.commands.orchestrate import lease_name
+
+    return lease_name(node_pool=args.node_pool, cluster=args.cluster)
 
 
 def cmd_owners(args: argparse.Namespace) -> Result:
@@ -594,6 +634,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "add-cluster-secret": cmd_add_cluster_secret,
     "agent": cmd_agent,
     "orchestrator": cmd_orchestrator,
+    "lease-name": cmd_lease_name,
     "owners": cmd_owners,
     "prune-owner": cmd_prune_owner,
     "adopt": cmd_adopt,

@@ -1,8 +1,7 @@
-"""``gitdns agent`` and ``gitdns orchestrator``: configure and run the long-running processes
-(`gitdns.agent`, `gitdns.orchestrator`); with ``--once`` one pass and its report.
+"""``gitdns agent``: configure and run the long-running agent (`gitdns.agent`); with ``--once``
+one pass and its report.  ``gitdns orchestrator`` is `gitdns.commands.orchestrate`.
 
     run_agent(flags, env) -> Result          --once: exit 0 when Ready
-    run_orchestrator(flags) -> Result        --once: exit 0 when delivered
     once_report(cycle, report) -> Result     the agent's --once report
 """
 
@@ -24,12 +23,13 @@ ABNORMAL_WHEN_TRUE = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")
 def run_agent(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Result:
     """Flags (argparse names), then ``GITDNS_*`` variables of ``env``, then the config file."""
     from gitdns.agent.config import resolve
+    from gitdns.agent.identity import derive_cluster
     from gitdns.agent.main import absolute_paths, build_agent, run_once, serve, setup_logging
     from gitdns.agent.metrics import Metrics
 
     config = resolve(flags, os.environ if env is None else env)
     setup_logging(config)
-    config = absolute_paths(config)
+    config = derive_cluster(absolute_paths(config))
     metrics = Metrics()
     agent = build_agent(config, metrics)
     if config.once:
@@ -63,22 +63,3 @@ def once_report(cycle: Cycle, report: ClusterReport | None) -> Result:
     result.code = EXIT_OK if report.ready and pushed else EXIT_ERROR
     return result
 
-
-def run_orchestrator(flags: Mapping[str, Any]) -> Result:
-    """The node pool's orchestrator; its probe headers come from ``healthCheck.headersSecret``."""
-    from gitdns.agent.health import secret_headers
-    from gitdns.orchestrator import wiring
-    from gitdns.orchestrator.config import config_from_flags
-
-    wiring.setup_logging(str(flags.get("log_level") or "info"))
-    config = config_from_flags(flags)
-    orch = wiring.build(config, headers=secret_headers(str(config.state_dir)))
-    if not flags.get("once"):
-        return Result(wiring.serve(orch, config.listen))
-    delivered = orch.run_once()
-    result = Result(EXIT_OK if delivered else EXIT_ERROR)
-    result.line(f"node pool {config.node_pool}: " + ("delivered" if delivered else "not delivered") +
-                f" to {orch.delivery.target}; published {' '.join(orch.published.ips) or 'nothing'}")
-    result.lines([f"note: {note}" for note in orch.status()["notes"]])
-    result.lines([f"error: {step}: {error}" for step, error in orch.errors.items()])
-    return result

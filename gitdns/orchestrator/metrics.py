@@ -34,7 +34,13 @@ health_orchestrator_render_refusals_total       counter rendered files refused b
   {reason}                                              tenant (its block left out) or snippet
                                                         (nothing delivered, the last stays)
 health_orchestrator_lease_held                  gauge   1 while this process holds the pool lease
-health_orchestrator_ready                       gauge   1 once the first delivery landed
+health_orchestrator_ready                       gauge   1 while /readyz answers 200 (a desired
+                                                        revision loaded and the first delivery
+                                                        tried, or standing by for the lease)
+health_orchestrator_probe_config_errors         gauge   nodes not probed for a configuration
+                                                        error (headersSecret unreadable)
+health_orchestrator_condition{type,reason}      gauge   each condition of /status: 1 True, 0
+                                                        False (one series per type)
 =============================================== ======= =========================================
 """
 
@@ -86,7 +92,11 @@ class OrchestratorMetrics:
                                        "was left out (tenant: its block; snippet: the whole delivery).", ["reason"],
                                        registry=r)
         self.lease_held = Gauge(p + "lease_held", "1 while this process holds the node pool's lease.", registry=r)
-        self.ready = Gauge(p + "ready", "1 once the first delivery landed.", registry=r)
+        self.ready = Gauge(p + "ready", "1 while /readyz answers 200.", registry=r)
+        self.probe_config_errors = Gauge(p + "probe_config_errors", "Nodes not probed for a probe configuration "
+                                         "error (headersSecret unreadable).", registry=r)
+        self._conditions: tuple[tuple[str, bool, str], ...] = ()
+        r.register(_ConditionCollector(self))
 
     def set_nodes(self, samples: Mapping[str, NodeSample]) -> None:
         """Replace the per-node series: ``{node name: (ip, healthy, failures, last round)}``.
@@ -98,6 +108,16 @@ class OrchestratorMetrics:
     def node_samples(self) -> Mapping[str, NodeSample]:
         with self._lock:
             return self._samples
+
+    def set_conditions(self, conditions: tuple[tuple[str, bool, str], ...]) -> None:
+        """Replace the condition series: ``(type, status, reason)`` each (built at scrape time,
+        so a reason that changed leaves no series behind)."""
+        with self._lock:
+            self._conditions = conditions
+
+    def conditions(self) -> tuple[tuple[str, bool, str], ...]:
+        with self._lock:
+            return self._conditions
 
     def set_counts(self, *, healthy: int, total: int, published: int, fail_open: bool) -> None:
         self.healthy_nodes.set(healthy)
@@ -143,3 +163,18 @@ class _NodeCollector:
         yield status
         yield failures
         yield duration
+
+
+class _ConditionCollector:
+    def __init__(self, metrics: OrchestratorMetrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("health_orchestrator_condition", "Conditions of /status: 1 True, 0 False.",
+                                   labels=["type", "reason"])
+        for kind, status, reason in self.metrics.conditions():
+            family.add_metric([kind, reason], 1 if status else 0)
+        yield family

@@ -1,7 +1,14 @@
 """What the desired state says about an orchestrator's node pool: the last good state, the
 pool, its nodes (static and discovered), the zone layout with the tenants it refuses
 (`gitdns.core.checks.tenants`) and its notes, and the probe targets set on the health
-monitor."""
+monitor.
+
+Probe headers (``healthCheck.headersSecret``) are read again at every poll.  When they cannot
+be read and never were, the pool's nodes are not probed at all: a probe without its headers
+would answer for the wrong request (a 401 withdrawing a healthy node, or an unauthenticated
+page answering for a dead one).  They are listed in ``probe_errors`` and published as long as
+that lasts (never withdrawn for it); the fault "probes" says why.  Headers read before are kept
+while a later read fails."""
 
 from __future__ import annotations
 
@@ -17,8 +24,16 @@ from gitdns.core.health import HealthSettings
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.errors import GitdnsError
 from gitdns.orchestrator.faults import Faults
+from gitdns.orchestrator.headers import Headers
 from gitdns.orchestrator.metrics import OrchestratorMetrics
-from gitdns.orchestrator.sources import DesiredSource, hold_addresses, hold_fenced, hold_good, pool_targets
+from gitdns.orchestrator.sources import (
+    DesiredSource,
+    Targets,
+    hold_addresses,
+    hold_fenced,
+    hold_good,
+    pool_targets,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +43,7 @@ class PoolView:
 
     def __init__(self, pool_name: str, source: DesiredSource, monitor: HealthMonitor, metrics: OrchestratorMetrics,
                  faults: Faults, *, discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
-                 headers: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> None:
+                 headers: Callable[[str], Headers] | None = None) -> None:
         self.pool_name = pool_name
         self.source = source
         self.monitor = monitor
@@ -36,6 +51,7 @@ class PoolView:
         self.faults = faults
         self.discovery = discovery
         self.headers = headers  # probe headers by headersSecret name (None: no headers)
+        self.probe_errors: dict[str, str] = {}  # node name -> why it is not probed (its headers)
         self.state: DesiredState | None = None
         self.pool: NodePool | None = None
         self.nodes: tuple[Node, ...] = ()
@@ -44,6 +60,7 @@ class PoolView:
         self.refused: dict[str, tuple[str, str]] = {}  # tenant -> (its file, why it is refused)
         self.target_notes: list[str] = []
         self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
+        self._targets: Targets = {}
         public_suffixes()  # read now, not in the first poll (which the first delivery waits for)
 
     def poll(self) -> bool:
@@ -59,9 +76,11 @@ class PoolView:
             self.faults.clear("desired")
         if desired is not None:
             self._take(desired)
-        if self.pool is not None and (self._refresh_nodes() or desired is not None):
-            self._apply_targets()
-            return True
+        if self.pool is None:
+            return False
+        changed = self._refresh_nodes() or desired is not None
+        if changed or (self.headers is not None and self.pool.health.headers_secret):
+            return self._apply_targets() or changed
         return False
 
     def _take(self, desired: Desired) -> None:
@@ -110,10 +129,39 @@ class PoolView:
         self.nodes = nodes
         return changed
 
-    def _apply_targets(self) -> None:
+    def _probe_headers(self) -> tuple[Headers, str | None]:
+        """The pool's probe headers, and why its nodes cannot be probed (None: they can)."""
         assert self.pool is not None
         secret = self.pool.health.headers_secret
-        headers = self.headers(secret) if secret and self.headers is not None else ()
+        if not secret or self.headers is None:
+            self.faults.clear("probes")
+            return (), None
+        try:
+            headers = self.headers(secret)
+        except GitdnsError as exc:
+            kept = getattr(exc, "kept", None)
+            if kept is not None:
+                self.faults.fail("probes", exc.reason, f"NodePool {self.pool_name}: {exc}; probing with the "
+                                                       "headers read before")
+                return kept, None
+            why = f"NodePool {self.pool_name}: {exc}; its nodes are not probed, and not withdrawn for it"
+            self.faults.fail("probes", exc.reason, why)
+            return (), why
+        self.faults.clear("probes")
+        return headers, None
+
+    def _apply_targets(self) -> bool:
+        """Set the probe targets; True when they (or the nodes left unprobed) changed."""
+        assert self.pool is not None
+        headers, why = self._probe_headers()
         targets, self.target_notes = pool_targets(self.pool, self.nodes, headers)
+        errors = {name: why for name in targets} if why is not None else {}
+        for name in errors:
+            del targets[name]
+        changed = errors != self.probe_errors or targets != self._targets
+        self.probe_errors, self._targets = errors, targets
+        self.metrics.probe_config_errors.set(len(errors))
         self.health = HealthSettings.for_node_pool(self.pool.health)
-        self.monitor.set_targets(targets)
+        if changed:
+            self.monitor.set_targets(targets)
+        return changed

@@ -2,7 +2,12 @@
 open: when health publishes none, the last set stays), the CoreDNS files rendered from them
 (a zone's hosts file re-rendered only when its published set changed) and checked with
 CoreDNS's parse rules (a failing zone block is left out, a failing snippet not delivered),
-delivered only when they changed, and retried after a failed delivery."""
+delivered only when they changed, and retried after a failed delivery.
+
+``attempted`` turns true at the first delivery decision (files delivered, refused, failed, or
+a pool with no node: nothing to deliver) and stays so; ``landed`` when a delivery succeeded.
+Nodes the pool view could not probe (``probe_errors``) are published: a configuration error is
+no reason to withdraw a node."""
 
 from __future__ import annotations
 
@@ -67,7 +72,8 @@ class Publisher:
         self.clock = clock
         self.published = Published()
         self.delivered: dict[str, str] | None = None
-        self.ready = False
+        self.attempted = False  # the first delivery decision was made
+        self.landed = False  # a delivery succeeded
         self.retry_at = 0.0
         self._started = clock()
         self._hosts_cache: dict[tuple[ZoneBlock, tuple[str, ...], int], tuple[str, list[str]]] = {}
@@ -84,7 +90,8 @@ class Publisher:
         settings = self.view.health or HealthSettings()
         snap = self.monitor.snapshot()
         health = {n.name: snap.get(n.name, TargetHealth()) for n in self.view.nodes}
-        chosen = [n.ip for n in self.view.nodes if published(health[n.name], settings)]
+        unprobed = self.view.probe_errors
+        chosen = [n.ip for n in self.view.nodes if n.name in unprobed or published(health[n.name], settings)]
         healthy = [n.ip for n in self.view.nodes if health[n.name].state is State.HEALTHY]
         if chosen:
             return Published(sort_ips(chosen), False, sort_ips(healthy))
@@ -94,7 +101,8 @@ class Publisher:
     def first_round_done(self) -> bool:
         """Every node checked once, or one interval plus a timeout since start."""
         snap = self.monitor.snapshot()
-        if all(snap.get(n.name, TargetHealth()).checks > 0 for n in self.view.nodes):
+        probed = [n for n in self.view.nodes if n.name not in self.view.probe_errors]
+        if all(snap.get(n.name, TargetHealth()).checks > 0 for n in probed):
             return True
         settings = self.view.health or HealthSettings()
         return self.clock() - self._started > settings.interval + settings.timeout
@@ -177,8 +185,14 @@ class Publisher:
         return files
 
     def publish(self) -> None:
-        if self.view.plan is None or not self.view.nodes or not self.first_round_done():
+        if self.view.plan is None:
             return
+        if not self.view.nodes:
+            self.attempted = True  # nothing to deliver: the pool has no node (yet)
+            return
+        if not self.first_round_done():
+            return
+        self.attempted = True
         try:
             current = self.compute()
         except ValueError as exc:  # an address no check caught: deliver nothing, keep running
@@ -211,5 +225,4 @@ class Publisher:
             self.metrics.dns_updates.inc()
             log.info("published: pool=%s ips=%s fail_open=%s", self.view.pool_name, ",".join(current.ips),
                      current.fail_open)
-        self.ready = True
-        self.metrics.ready.set(1)
+        self.landed = True

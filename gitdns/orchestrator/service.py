@@ -1,9 +1,16 @@
 """The orchestrator of one node pool: poll the desired state, keep the lease, probe the
 nodes, render the CoreDNS files from the healthy ones and deliver only what changed.
 
-`Orchestrator` runs the loop, keeps the lease and reports (metrics, /status); what the
-desired state says about the pool is a `gitdns.orchestrator.pool.PoolView`, and health to
-files to delivery a `gitdns.orchestrator.publisher.Publisher`, both created here."""
+`Orchestrator` runs the loop, keeps the lease and reports (metrics, /status, conditions); what
+the desired state says about the pool is a `gitdns.orchestrator.pool.PoolView`, and health to
+files to delivery a `gitdns.orchestrator.publisher.Publisher`, both created here.
+
+Readiness means serving (docs/health.md, "Readiness and conditions"): ready once a revision
+of the desired state holding the pool is loaded and the first delivery was tried — or, not
+holding the lease, once another holder is seen (a standby waiting its turn) — and ready from
+then on.  Failed deliveries, a lost lease, all nodes down, unreadable probe headers show in
+the conditions of /status and in metrics, never as NotReady: the pod stays in its Service and
+GitOps tools do not call the workload degraded for what the orchestrator itself reports."""
 
 from __future__ import annotations
 
@@ -25,7 +32,10 @@ from gitdns.core.health import State, TargetHealth
 from gitdns.core.model import Node, NodePool
 from gitdns.core.render import make_environment
 from gitdns.errors import ConfigError
+from gitdns.orchestrator.conditions import conditions
 from gitdns.orchestrator.faults import Faults
+from gitdns.orchestrator.headers import Headers
+from gitdns.orchestrator.kubeaccess import PoolLease
 from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
 from gitdns.orchestrator.pool import PoolView
 from gitdns.orchestrator.publisher import Published, Publisher
@@ -46,7 +56,7 @@ class Orchestrator:
                  discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
                  poll_interval: float = 30.0, lease_duration: float = 30.0,
                  clock: Callable[[], float] = time.monotonic,
-                 headers: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> None:
+                 headers: Callable[[str], Headers] | None = None) -> None:
         self.pool_name = pool_name
         self.source = source
         self.delivery = delivery
@@ -60,6 +70,8 @@ class Orchestrator:
         self.stopped = threading.Event()
         self.faults = Faults()
         self.lease_state = LeaseState(False, "", 0.0, "not tried yet")
+        self.lease_reason = "NotTried"
+        self._ready = False
         self.last_tick = clock()
         self.view = PoolView(pool_name, source, self.monitor, self.metrics, self.faults,
                              discovery=discovery, headers=headers)
@@ -99,7 +111,18 @@ class Orchestrator:
 
     @property
     def ready(self) -> bool:
-        return self.publisher.ready
+        """/readyz: see the module docstring."""
+        return self._ready or self._ready_now()
+
+    def _ready_now(self) -> bool:
+        if self.view.pool is None:
+            return False
+        return self.publisher.attempted or (not self.lease_state.held and self.lease_reason == "LeaseHeldByAnother")
+
+    def readiness(self) -> str:
+        """Why /readyz answers as it does, in a line."""
+        ready = next(c for c in self.conditions() if c["type"] == "Ready")
+        return f"{'ready' if self.ready else 'not ready'}: {ready['reason']}: {ready['message']}"
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -131,14 +154,14 @@ class Orchestrator:
         try:
             self.poll()
             deadline = self.clock() + timeout
-            while not self.ready and self.clock() < deadline and not self.errors.get("desired"):
+            while not self.publisher.landed and self.clock() < deadline and not self.errors.get("desired"):
                 self.publish()
                 if self.errors.get("delivery"):
                     break
                 self.wake.wait(0.05)
                 self.wake.clear()
             self.refresh_metrics()
-            return self.ready
+            return self.publisher.landed
         finally:
             self.monitor.stop()
             self.lease.release()
@@ -156,19 +179,34 @@ class Orchestrator:
             self.refresh_metrics()
         if self.lease_state.held and now >= self.publisher.retry_at:
             self.publish()
+        if not self._ready and self._ready_now():
+            self._ready = True
+            self.metrics.ready.set(1)
+            log.info("ready: pool=%s", self.pool_name)
 
     def _renew_lease(self, now: float) -> None:
         try:
             state = self.lease.acquire()
         except Exception as exc:  # an API or file error: not held, try again soon
             state = LeaseState(False, "unknown", 0.0, f"lease error: {type(exc).__name__}: {exc}")
+        reason = self._lease_reason(state)
         if state.held != self.lease_state.held or state.message != self.lease_state.message:
-            log.info("lease: held=%s message=%s", state.held, state.message)
-        self.lease_state = state
+            level = logging.WARNING if reason in ("LeaseForbidden", "LeaseError") else logging.INFO
+            log.log(level, "lease: held=%s reason=%s message=%s", state.held, reason, state.message)
+        if self.lease_state.held and not state.held:
+            self.publisher.delivered = None  # another holder may write meanwhile: deliver in full again
+        self.lease_state, self.lease_reason = state, reason
         self.metrics.lease_held.set(1 if state.held else 0)
-        if not state.held:
-            self.publisher.ready = False
         self._next_lease = now + (self.lease_duration / 3 if state.held else 2.0)
+
+    def _lease_reason(self, state: LeaseState) -> str:
+        if state.held:
+            return "LeaseAcquired"
+        if isinstance(self.lease, PoolLease) and self.lease.forbidden:
+            return "LeaseForbidden"
+        if state.holder not in ("", "unknown"):
+            return "LeaseHeldByAnother"
+        return "LeaseError"
 
     # --- the desired state and the files ----------------------------------------------------
 
@@ -206,6 +244,8 @@ class Orchestrator:
         healthy = sum(1 for s in samples.values() if s[1])
         self.metrics.set_counts(healthy=healthy, total=len(self.nodes), published=len(self.published.ips),
                                 fail_open=self.published.fail_open)
+        self.metrics.ready.set(1 if self.ready else 0)
+        self.metrics.set_conditions(tuple((c["type"], c["status"] == "True", c["reason"]) for c in self.conditions()))
 
     @staticmethod
     def _wall(monotonic_time: float) -> float:
@@ -221,19 +261,29 @@ class Orchestrator:
             "last_check": None if last is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._wall(last))),
             "published_ips": list(self.published.ips),
             "fail_open": self.published.fail_open,
-            "nodes": {n.name: {"ip": n.ip, "state": str(snap.get(n.name, TargetHealth()).state),
-                               "failures": snap.get(n.name, TargetHealth()).failures,
-                               "error": snap.get(n.name, TargetHealth()).last_error} for n in self.nodes},
+            "nodes": {n.name: self._node_status(n, snap.get(n.name, TargetHealth())) for n in self.nodes},
             "zones": [{"zone": b.zone, "tenants": list(b.tenants), "file": b.hosts_file}
                       for b in (self.plan.blocks if self.plan else ())],
             "delivery": self.delivery.target,
-            "lease": {"held": self.lease_state.held, "message": self.lease_state.message},
+            "lease": {"held": self.lease_state.held, "reason": self.lease_reason, "message": self.lease_state.message},
             "ready": self.ready,
+            "conditions": self.conditions(),
             "notes": [*self.notes, *self.view.target_notes],
             "refused": [{"tenant": tenant, "file": file, "reason": reason}
                         for tenant, (file, reason) in sorted({**self.view.refused, **self.publisher.refused}.items())],
             "errors": dict(self.errors),
         }
+
+    def _node_status(self, node: Node, health: TargetHealth) -> dict[str, Any]:
+        doc: dict[str, Any] = {"ip": node.ip, "state": str(health.state), "failures": health.failures,
+                               "error": health.last_error}
+        if node.name in self.view.probe_errors:
+            doc["probe_error"] = self.view.probe_errors[node.name]
+        return doc
+
+    def conditions(self) -> list[dict[str, str]]:
+        """The conditions of /status (`gitdns.orchestrator.conditions`)."""
+        return conditions(self)
 
     def alive(self, now: float | None = None) -> bool:
         return (now if now is not None else self.clock()) - self.last_tick < max(30.0, 10 * TICK)

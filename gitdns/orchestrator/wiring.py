@@ -1,40 +1,55 @@
 """Wiring for `gitdns orchestrator`: the one place that picks its concrete adapters (desired
-source, delivery, lease, node discovery) and runs it with its HTTP endpoint."""
+source and its git transport, delivery, lease, probe headers, node discovery) and runs it
+with its HTTP endpoints."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
-from gitdns.adapters.leases import FileLease, KubeLease, Lease, NoLease
+from gitdns.adapters.httpserver import HttpServer, MetricsPage
+from gitdns.adapters.leases import FileLease, Lease, NoLease
 from gitdns.core.corefile import CorefileSettings
+from gitdns.errors import ConfigError
 from gitdns.orchestrator.config import OrchestratorConfig, is_url
+from gitdns.orchestrator.headers import Headers, SecretHeaders
+from gitdns.orchestrator.kubeaccess import CheckedConfigMap, PoolLease, service_account
 from gitdns.orchestrator.metrics import OrchestratorMetrics
 from gitdns.orchestrator.service import Orchestrator
 from gitdns.orchestrator.sources import DesiredSource, DirectorySource, GitDesiredSource, discover_nodes
 
 log = logging.getLogger(__name__)
 
-HeaderSource = Callable[[str], tuple[tuple[str, str], ...]]
+HeaderSource = Callable[[str], Headers]
+# build the servers: make(host, port, route groups, name) for each address (the agent's rule,
+# `gitdns.agent.main.http_endpoints`, handed in by the command)
+Make = Callable[[str, int, frozenset[str], str], HttpServer]
+Endpoints = Callable[[Make], list[HttpServer]]
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
 def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None,
           headers: HeaderSource | None = None) -> Orchestrator:
     """An Orchestrator from its configuration; the kubernetes client is imported only for
-    ConfigMap delivery, a Kubernetes Lease or node discovery.  ``headers`` gives the probe
-    headers of a pool's ``healthCheck.headersSecret`` (None: probes send none)."""
+    ConfigMap delivery, a Kubernetes Lease, node discovery or a headersSecret in a cluster.
+    ``headers`` gives the probe headers of a pool's ``healthCheck.headersSecret`` (default:
+    `SecretHeaders` in the orchestrator's own namespace)."""
     source: DesiredSource
     if is_url(config.repo):
         from gitdns.adapters.gitsource import GitSource
 
-        git = GitSource(config.repo, branch=config.branch, path=config.path, workdir=config.state_dir / "git")
+        git = GitSource(config.repo, branch=config.branch, path=config.path, workdir=config.state_dir / "git",
+                        auth=config.auth, timeout=config.git_timeout)
         source = GitDesiredSource(git, config.state_dir)
     else:
         source = DirectorySource(Path(config.repo) / config.path if config.path else Path(config.repo))
@@ -44,13 +59,16 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
         delivery = DirectoryDelivery(config.out, owner, pid_file=config.signal_pid_file)
     else:
         assert config.configmap is not None
-        delivery = ConfigMapDelivery(config.configmap[0], config.configmap[1], owner)
+        delivery = CheckedConfigMap(ConfigMapDelivery(config.configmap[0], config.configmap[1], owner),
+                                    account=lambda: service_account(config.pod_namespace))
     discovery = None
     if config.discover_nodes:
         from gitdns.adapters.coredns_delivery import load_core_api
 
         api = load_core_api()
         discovery = lambda pool: discover_nodes(api, pool)  # noqa: E731
+    if headers is None:
+        headers = SecretHeaders(config.pod_namespace, config.state_dir, in_cluster=in_cluster()).read
     return Orchestrator(config.node_pool, source, delivery, metrics=metrics, lease=make_lease(config),
                         headers=headers,
                         settings=CorefileSettings(custom_dir=config.coredns_dir), discovery=discovery,
@@ -60,29 +78,56 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
 def make_lease(config: OrchestratorConfig) -> Lease:
     kind = config.lease
     if kind == "auto":
-        kind = "kubernetes" if config.configmap is not None and os.environ.get("KUBERNETES_SERVICE_HOST") else "file"
+        kind = "kubernetes" if config.configmap is not None and in_cluster() else "file"
     if kind == "none":
         return NoLease()
     if kind == "file":
         return FileLease(config.state_dir / f"orchestrator-{config.node_pool}.lock")
-    identity = config.pod_name or f"{socket.gethostname()}-{os.getpid()}"
-    return KubeLease(config.pod_namespace, f"orchestrator/{config.node_pool}", duration=config.lease_duration,
-                     clock=time.time, identity=identity)
+    return PoolLease(config.pod_namespace, config.node_pool, duration=config.lease_duration, clock=time.time,
+                     identity=config.identity)
 
 
-def serve(orchestrator: Orchestrator, listen: str) -> int:
-    """Run until SIGTERM/SIGINT, with the HTTP endpoint on ``listen`` ('' for none)."""
+class Endpoint(HttpServer):
+    """The agent's HTTP server; /readyz says why it answers as it does (one line)."""
+
+    def __init__(self, *args: Any, why: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.why = why
+
+    def handle_get(self, path: str) -> Any:
+        reply = super().handle_get(path)
+        if path == "/readyz" and self.serves(path):
+            return dataclasses.replace(reply, body=(self.why() + "\n").encode("utf-8"))
+        return reply
+
+
+def servers(orchestrator: Orchestrator, endpoints: Endpoints) -> list[HttpServer]:
+    """The orchestrator's HTTP servers, not started: ``endpoints`` decides the addresses and
+    route groups (--listen: /healthz /readyz; --admin-listen: /status /metrics and both)."""
+
+    def make(host: str, port: int, routes: frozenset[str], name: str) -> HttpServer:
+        # no webhook here: the route group "webhook" answers 404 on every webhook path
+        return Endpoint(host, port, metrics=cast(MetricsPage, orchestrator.metrics), status=orchestrator.status,
+                        ready=lambda: orchestrator.ready, live=orchestrator.alive, routes=routes, name=name,
+                        why=orchestrator.readiness)
+
+    return endpoints(make)
+
+
+def serve(orchestrator: Orchestrator, endpoints: Endpoints) -> int:
+    """Run until SIGTERM/SIGINT with the HTTP servers of ``endpoints`` (none: no HTTP)."""
     import signal
 
-    from gitdns.adapters.httpserver import HttpServer, MetricsPage
-
-    http = None
-    if listen:
-        host, _, port = listen.rpartition(":")
-        # HttpServer only renders metrics (no webhook here): the orchestrator's registry serves.
-        http = HttpServer(host or "0.0.0.0", int(port), metrics=cast(MetricsPage, orchestrator.metrics),
-                          status=orchestrator.status, ready=lambda: orchestrator.ready, live=orchestrator.alive)
-        http.start()
+    started: list[HttpServer] = []
+    for server in servers(orchestrator, endpoints):
+        try:
+            server.start()
+        except OSError as exc:  # the address is taken or not ours: refuse to start, as a bad flag does
+            for done in started:
+                done.stop()
+            raise ConfigError(f"cannot listen on {server.host}:{server.port} ({server.name}): "
+                              f"{exc.strerror or exc}") from None
+        started.append(server)
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("stopping: signal=%d", signum)
@@ -94,12 +139,14 @@ def serve(orchestrator: Orchestrator, listen: str) -> int:
     try:
         orchestrator.run()
     finally:
-        if http is not None:
-            http.stop()
+        for server in started:
+            server.stop()
     return 0
 
 
 def setup_logging(level: str = "info") -> None:
+    if level.lower() not in ("debug", "info", "warning", "error"):
+        raise ConfigError(f"--log-level (GITDNS_LOG_LEVEL) {level[:20]!r}: use debug, info, warning or error")
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(Exception):

@@ -141,17 +141,16 @@ def test_the_cli_serves_status_metrics_and_probes(tmp_path: Path) -> None:
     nodes = start_nodes(2, first=31)
     desired, out = tmp_path / "desired", tmp_path / "out"
     write_desired(desired, POOL, nodes, {"tenant-a": [API]}, interval=0.2, timeout=0.2)
-    port = free_port()
+    port, admin = free_port(), free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gitdns.cli", "orchestrator", "--repo", str(desired), "--node-pool", POOL,
-         "--out", str(out), "--listen", f"127.0.0.1:{port}", "--state-dir", str(tmp_path / "state"),
-         "--poll-interval", "0.2"],
+         "--out", str(out), "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin}",
+         "--state-dir", str(tmp_path / "state"), "--poll-interval", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
 
-    def get(path: str) -> tuple[int, str]:
+    def get(path: str, at: int = admin) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(base + path, timeout=2) as response:
+            with urllib.request.urlopen(f"http://127.0.0.1:{at}{path}", timeout=2) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as exc:
             return exc.code, ""
@@ -170,12 +169,15 @@ def test_the_cli_serves_status_metrics_and_probes(tmp_path: Path) -> None:
                      'health_orchestrator_node_status{node_ip="127.0.0.31",node_name="node-1"}'):
             assert name in metrics, name
         assert "gitdns_" not in metrics  # a registry of its own
+        # the probe address serves the probes only: publishing it exposes no status or metrics
+        assert get("/readyz", port)[0] == 200 and get("/healthz", port)[0] == 200
+        assert get("/status", port)[0] == 404 and get("/metrics", port)[0] == 404
         state = tmp_path / "state"
         assert (out / "tenant-a.hosts").exists() and state.is_dir()
         assert (state / f"orchestrator-{POOL}.lock").exists()
         second = subprocess.run(
             [sys.executable, "-m", "gitdns.cli", "orchestrator", "--repo", str(desired), "--node-pool", POOL,
-             "--out", str(out), "--listen", "", "--state-dir", str(state), "--once"],
+             "--out", str(out), "--listen", "", "--admin-listen", "", "--state-dir", str(state), "--once"],
             capture_output=True, text=True, timeout=60)
         assert second.returncode != 0 and "locked" in second.stdout + second.stderr
     finally:

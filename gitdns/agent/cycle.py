@@ -56,6 +56,20 @@ class Agent:
     def last_report(self) -> ClusterReport | None:
         return self.state.last_report
 
+    @property
+    def serving(self) -> bool:
+        """``/readyz``: a desired revision is loaded and no other agent holds this owner's lease,
+        so the agent serves what it reconciles from it (its webhook among them).  Not the Ready
+        condition: a conflict or a held zone shows
+        in /status, the conditions and the metrics, and must not take the pod out of the
+        Service that delivers the webhook bringing the fix."""
+        report = self.state.last_report
+        if report is None or self.state.current is None:
+            return False
+        # a standby (another holder has the lease) writes nothing: it stays out of the Service
+        return not any(c.type == "LeaseHeld" and not c.status and c.reason == "LeaseHeldByAnother"
+                       for c in report.conditions)
+
     def view(self) -> AgentView:
         return AgentView(self.state.known_cluster, self.role.mode, self.state.current)
 

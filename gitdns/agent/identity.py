@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gitdns.core.conditions import Condition
 from gitdns.core.model import Cluster, Mode
-from gitdns.errors import GitdnsError
+from gitdns.errors import ConfigError, GitdnsError
 
 if TYPE_CHECKING:
     from gitdns.agent.config import AgentConfig
@@ -97,3 +97,42 @@ def resolve_identity(state: AgentState, config: AgentConfig, desired: Desired, c
         state.cluster_problem = Condition(
             "Ready", False, "InvalidConfiguration",
             f"no Cluster {config.cluster} in git (by id or metadata.name), now or in recent history")
+
+
+UID_ATTEMPTS = 5  # reading the kube-system UID at start: 1 + 2 + 4 + 8 s of waiting at most
+
+
+def derive_cluster(config: AgentConfig, read_uid: Callable[[], str] | None = None,
+                   sleep: Callable[[float], None] | None = None) -> AgentConfig:
+    """``config`` with its cluster set: as given (``--cluster`` / ``GITDNS_CLUSTER``), else, in a
+    pod, the kube-system Namespace UID (Kuadrant's owner id, seed 000): one manifest fits every
+    cluster, and git names each Cluster by that id.  Outside Kubernetes the setting is required.
+    The API is asked a few times before giving up (a pod may start before its network is up)."""
+    import dataclasses
+    import os
+    import time
+
+    if config.cluster:
+        return config
+    if read_uid is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ConfigError("--cluster (GITDNS_CLUSTER) is required outside Kubernetes: a Cluster id or "
+                          "metadata.name from git; in a pod, left unset, it is the kube-system Namespace UID")
+    if read_uid is None:
+        from gitdns.adapters.kube import kube_system_uid
+
+        read_uid = kube_system_uid
+    wait = sleep or time.sleep
+    for attempt in range(UID_ATTEMPTS):
+        try:
+            uid = read_uid()
+        except GitdnsError as exc:
+            if attempt + 1 == UID_ATTEMPTS:
+                raise ConfigError(f"GITDNS_CLUSTER is unset and the kube-system Namespace UID cannot be read "
+                                  f"({exc}); grant `get` on namespaces/kube-system (deploy/base/rbac.yaml, "
+                                  "ClusterRole gitdns-cluster-id) or set GITDNS_CLUSTER") from None
+            log.warning("cluster id: kube-system UID not read yet: attempt=%d error=%s", attempt + 1, exc)
+            wait(float(2 ** attempt))
+            continue
+        log.info("cluster id: kube-system Namespace UID %s (GITDNS_CLUSTER unset)", uid)
+        return dataclasses.replace(config, cluster=uid)
+    raise AssertionError("unreachable")

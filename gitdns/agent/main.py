@@ -465,7 +465,7 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
 
     def make(host: str, port: int, routes: frozenset[str], name: str) -> HttpServer:
         return HttpServer(host, port, metrics=metrics, status=runner.status,
-                          ready=lambda: agent.last_report is not None and agent.last_report.ready,
+                          ready=lambda: agent.serving,
                           live=lambda: runner.alive, webhook=webhook if "webhook" in routes else None,
                           on_push=lambda event: runner.poke(f"push {event.ref}"), routes=routes, name=name)
 

@@ -88,6 +88,7 @@ class ProviderType:
     required_settings: tuple[str, ...] = ()  # spec.provider.settings it cannot run without ...
     settings_from_credentials: bool = False  # ... unless its credentials (when named) may hold them
     extra: str | None = None  # the pip extra that brings its SDK (None: in the base install)
+    sdk: tuple[str, ...] = ()  # the modules of that extra it imports (checked before a zone uses it)
     page: str | None = None  # its page under docs/
 
     @property
@@ -125,7 +126,8 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
                          max_chars_per_batch=32000, geo=ROUTE53_STYLE, weights=(0, 255),
                          reads_per_minute=300.0, writes_per_minute=300.0,  # 5 requests/s per account, shared
                          page_size=300),  # ListResourceRecordSets pages: per-name reads win for small changes
-            kuadrant_secret="kuadrant.io/aws", extra="route53", page="providers/route53.md",
+            kuadrant_secret="kuadrant.io/aws", extra="route53", sdk=("botocore",),
+            page="providers/route53.md",
         ),
         ProviderType(
             "google", "gitdns.providers.google", "Google Cloud DNS",
@@ -133,6 +135,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
                          geo=GOOGLE_STYLE, weights=(0, 1000), reads_per_minute=240.0, writes_per_minute=60.0),
             kuadrant_secret="kuadrant.io/gcp", required_settings=("project",),  # or PROJECT_ID, the key's project_id
             settings_from_credentials=True, extra="google", page="providers/google.md",
+            sdk=("google.cloud.dns", "google.auth", "google.api_core"),
         ),
         ProviderType(
             # Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns
@@ -143,6 +146,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
                          writes_per_minute=40.0),
             kuadrant_secret="kuadrant.io/azure", required_settings=("subscriptionId", "resourceGroup"),
             settings_from_credentials=True, extra="azure", page="providers/azure.md",  # or in azure.json
+            sdk=("azure.mgmt.dns", "azure.identity", "azure.core"),
         ),
         ProviderType(
             "endpoint", "gitdns.providers.endpoint",
@@ -153,7 +157,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
                          guards=True, geo=ANY_CODE, weights=(0, 1000)),
             kuadrant_secret="kuadrant.io/endpoint", required_settings=("namespace",),
             settings_from_credentials=True,  # a kuadrant.io/endpoint Secret may carry the settings
-            extra="kubernetes", page="providers/endpoint.md",
+            extra="kubernetes", sdk=("kubernetes",), page="providers/endpoint.md",
         ),
     )
 }

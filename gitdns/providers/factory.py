@@ -11,6 +11,7 @@ through `gitdns.providers.registry.make_provider`, which adds the default provid
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 
 from gitdns.core.model import ProviderRef
@@ -31,9 +32,18 @@ def build_provider(zone_domain: str, ref: ProviderRef, base_dir: Path, fences: F
                           f"known types: {', '.join(known_types())}")
     try:
         module = importlib.import_module(entry.module)
+        for name in entry.sdk:  # before any credential is read: a missing SDK fails this zone, nothing else
+            if importlib.util.find_spec(name) is None:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        provider: Provider = module.from_ref(zone_domain, ref, base_dir, fences=fences)
     except ImportError as exc:
-        extra = f": pip install 'gitdns[{entry.extra}]'" if entry.extra else ""
-        raise ConfigError(f"spec.provider.type {ref.type!r} (zone {zone_domain}) needs a library that is not "
-                          f"installed ({exc.name}){extra}") from None
-    provider: Provider = module.from_ref(zone_domain, ref, base_dir, fences=fences)
+        raise missing_library(zone_domain, ref.type, entry.extra, exc) from None
     return provider
+
+
+def missing_library(zone_domain: str, type_name: str, extra: str | None, exc: ImportError) -> ConfigError:
+    """The zone's error when its provider's library does not import: names the library and the
+    extra that brings it (``reason: ProviderLibraryMissing``)."""
+    hint = f": pip install 'gitdns[{extra}]' (the gitdns image has every provider)" if extra else ""
+    return ConfigError(f"zone {zone_domain}: spec.provider.type {type_name!r} needs a library that is not "
+                       f"installed or does not import ({exc.name or exc}){hint}", reason="ProviderLibraryMissing")

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gitdns.core.model import Cluster
-from gitdns.errors import StaleWriteError, UnreachableError
+from gitdns.errors import AuthError, StaleWriteError, UnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ def set_policy_affected(api_client: Any, *, namespace: str, name: str, affected:
             if exc.status == 404:
                 log.info("%s: not found, condition %s not set", where, CONDITION_TYPE)
                 return False
+            _refused(exc.status, where, "get gateways", namespace)
             raise UnreachableError(f"{where}: read failed: HTTP {exc.status} {exc.reason}") from exc
         except transport_errors as exc:
             raise UnreachableError(f"{where}: read failed: {type(exc).__name__}") from exc
@@ -112,6 +113,7 @@ def set_policy_affected(api_client: Any, *, namespace: str, name: str, affected:
             if exc.status == 404:
                 log.info("%s: deleted while setting %s", where, CONDITION_TYPE)
                 return False
+            _refused(exc.status, where, "update gateways/status", namespace)
             raise UnreachableError(f"{where}: status update failed: HTTP {exc.status} {exc.reason}") from exc
         except transport_errors as exc:
             raise UnreachableError(f"{where}: status update failed: {type(exc).__name__}") from exc
@@ -119,6 +121,14 @@ def set_policy_affected(api_client: Any, *, namespace: str, name: str, affected:
         return True
     raise StaleWriteError(f"{where}: status changed on every one of {MAX_ATTEMPTS} attempts; "
                           f"{CONDITION_TYPE} not set")
+
+
+def _refused(status: int | None, where: str, what: str, namespace: str) -> None:
+    """AuthError naming the RoleBinding to add when the API refused (401/403): the agent's rights
+    on Gateways are granted per namespace (deploy/README.md, "Gateway status")."""
+    if status in (401, 403):
+        raise AuthError(f"{where}: not allowed to {what} (HTTP {status}): bind the ClusterRole gitdns-gateway-status "
+                        f"to the agent's ServiceAccount with a RoleBinding in namespace {namespace}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +150,14 @@ class GatewayReporter:
         self.api_client = api_client
         self.clock = clock
         self._written: dict[tuple[str, str], _Written] = {}
+        self._refused: set[tuple[str, str]] = set()  # logged once each, until allowed again
 
     def report(self, cluster: Cluster, policies_ready: Mapping[str, bool],
                policy_of_gateway: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
         """Per (namespace, name) of the Gateways considered: "set" (written, or found as
         wanted), "unchanged" (as last set: no API call),
-        "missing" (no such Gateway) or "failed" (logged; retried on the next report)."""
+        "missing" (no such Gateway), "forbidden" (no RoleBinding in its namespace: logged once,
+        retried on the next report) or "failed" (logged; retried on the next report)."""
         outcome: dict[tuple[str, str], str] = {}
         for gateway in cluster.gateways:
             key = (gateway.namespace, gateway.name)
@@ -163,11 +175,19 @@ class GatewayReporter:
                 found = set_policy_affected(self.api_client, namespace=gateway.namespace, name=gateway.name,
                                             affected=wanted.affected, reason=wanted.reason, message=wanted.message,
                                             clock=self.clock)
+            except AuthError as exc:
+                if key not in self._refused:
+                    log.warning("%s", exc)
+                    self._refused.add(key)
+                self._written.pop(key, None)
+                outcome[key] = "forbidden"
+                continue
             except (StaleWriteError, UnreachableError) as exc:
                 log.warning("gateway %s/%s: %s", gateway.namespace, gateway.name, exc)
                 self._written.pop(key, None)
                 outcome[key] = "failed"
                 continue
+            self._refused.discard(key)
             if found:
                 self._written[key] = wanted
                 outcome[key] = "set"

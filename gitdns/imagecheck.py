@@ -53,6 +53,7 @@ CORE_MODULES: tuple[str, ...] = (
     "git",
     "jinja2",
     "jsonschema",
+    "jsonschema.validators",
     "prometheus_client",
     "prometheus_client.core",
     "publicsuffixlist",

@@ -17,12 +17,37 @@ Only Ready decides /readyz; the others say what is wrong while the pod keeps ser
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from gitdns.adapters.leases import LeaseState
+from gitdns.core.corefile import Layout
 from gitdns.core.health import State, TargetHealth
+from gitdns.core.model import Node
+from gitdns.orchestrator.faults import Faults
+from gitdns.orchestrator.pool import PoolView
+from gitdns.orchestrator.publisher import Published, Publisher
 
-if TYPE_CHECKING:
-    from gitdns.orchestrator.service import Orchestrator
+
+class Orchestrator(Protocol):
+    """What the conditions read of `gitdns.orchestrator.service.Orchestrator`."""
+
+    pool_name: str
+    faults: Faults
+    view: PoolView
+    publisher: Publisher
+    lease_state: LeaseState
+    lease_reason: str
+    delivery: Any
+    monitor: Any
+
+    @property
+    def ready(self) -> bool: ...
+    @property
+    def nodes(self) -> tuple[Node, ...]: ...
+    @property
+    def plan(self) -> Layout | None: ...
+    @property
+    def published(self) -> Published: ...
 
 
 @dataclass(frozen=True, slots=True)

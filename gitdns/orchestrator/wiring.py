@@ -16,6 +16,7 @@ from typing import Any, cast
 from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
 from gitdns.adapters.httpserver import HttpServer, MetricsPage
 from gitdns.adapters.leases import FileLease, Lease, NoLease
+from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import CorefileSettings
 from gitdns.errors import ConfigError
 from gitdns.orchestrator.config import OrchestratorConfig, is_url
@@ -39,11 +40,11 @@ def in_cluster() -> bool:
 
 
 def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None,
-          headers: HeaderSource | None = None) -> Orchestrator:
+          headers: HeaderSource | None = None, monitor: HealthMonitor | None = None) -> Orchestrator:
     """An Orchestrator from its configuration; the kubernetes client is imported only for
     ConfigMap delivery, a Kubernetes Lease, node discovery or a headersSecret in a cluster.
     ``headers`` gives the probe headers of a pool's ``healthCheck.headersSecret`` (default:
-    `SecretHeaders` in the orchestrator's own namespace)."""
+    `SecretHeaders` in the orchestrator's own namespace); ``monitor``: the prober (tests)."""
     source: DesiredSource
     if is_url(config.repo):
         from gitdns.adapters.gitsource import GitSource
@@ -70,7 +71,7 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
     if headers is None:
         headers = SecretHeaders(config.pod_namespace, config.state_dir, in_cluster=in_cluster()).read
     return Orchestrator(config.node_pool, source, delivery, metrics=metrics, lease=make_lease(config),
-                        headers=headers,
+                        headers=headers, monitor=monitor,
                         settings=CorefileSettings(custom_dir=config.coredns_dir), discovery=discovery,
                         poll_interval=config.poll_interval, lease_duration=config.lease_duration)
 
@@ -106,10 +107,10 @@ def servers(orchestrator: Orchestrator, endpoints: Endpoints) -> list[HttpServer
     route groups (--listen: /healthz /readyz; --admin-listen: /status /metrics and both)."""
 
     def make(host: str, port: int, routes: frozenset[str], name: str) -> HttpServer:
-        # no webhook here: the route group "webhook" answers 404 on every webhook path
+        # no webhook here: without its route group every webhook path is 404
         return Endpoint(host, port, metrics=cast(MetricsPage, orchestrator.metrics), status=orchestrator.status,
-                        ready=lambda: orchestrator.ready, live=orchestrator.alive, routes=routes, name=name,
-                        why=orchestrator.readiness)
+                        ready=lambda: orchestrator.ready, live=orchestrator.alive, routes=routes - {"webhook"},
+                        name="probes" if name == "webhook" else name, why=orchestrator.readiness)
 
     return endpoints(make)
 

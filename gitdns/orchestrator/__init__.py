@@ -8,19 +8,24 @@
                                                                        ▼
                                               DirectoryDelivery (+SIGHUP) | ConfigMapDelivery
 
-    config.py     OrchestratorConfig, from the command line's flags
+    config.py     OrchestratorConfig and its settings (flags, else GITDNS_*), the Lease name
     sources.py    the desired state (a directory or a git remote), the last good one held;
                   the probe targets of a pool, Kubernetes node discovery
-    service.py    Orchestrator: the loop, the lease, metrics and /status
+    service.py    Orchestrator: the loop, the lease, readiness, metrics and /status
+    conditions.py the conditions of /status (Ready, DesiredLoaded, LeaseHeld, Delivered, ...)
     pool.py       PoolView: the pool, its nodes, the zone layout and the probe targets
+    headers.py    probe headers of a pool's headersSecret, from the own namespace
     publisher.py  Publisher: the healthy nodes rendered into files, delivered when changed
-    faults.py     the last error of each step
-    wiring.py     build (the concrete adapters), serve (HTTP endpoint, signals)
+    kubeaccess.py the Lease named for RBAC, ConfigMap delivery's refusals, who we run as
+    faults.py     the last error of each step, with its reason
+    wiring.py     build (the concrete adapters), serve (HTTP endpoints, signals)
     metrics.py    the Prometheus metrics (``health_orchestrator_*``)
 
-* One orchestrator per node pool at a time: a Kubernetes Lease (ConfigMap delivery in a
-  cluster) or an ``flock`` on ``<state-dir>/orchestrator-<pool>.lock``.  Only the holder
-  delivers; the monitor runs either way.
+* One orchestrator per node pool at a time: a Kubernetes Lease ``gitdns-orchestrator-<pool>``
+  (ConfigMap delivery in a cluster) or an ``flock`` on ``<state-dir>/orchestrator-<pool>.lock``.
+  Only the holder delivers; the monitor runs either way.
+* Ready (/readyz) once a revision is loaded and the first delivery was tried, or standing by
+  for the lease; what goes wrong afterwards is a condition and a metric, not NotReady.
 * The desired state is re-read every ``poll_interval`` (a directory, or a git remote through
   GitSource); a new tenant, node or setting takes effect then, without a restart.  A revision
   that does not parse, or that rejects the pool, keeps the last good one; a rejected tenant

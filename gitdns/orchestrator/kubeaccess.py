@@ -3,9 +3,9 @@
 
     Calls(api)                   an API object that remembers its last failed call and status
     service_account()            "ServiceAccount NS/NAME" of this pod (its token's subject)
-    PoolLease                    the node pool's Lease (`lease_name`); a 401/403 names the rule
+    PoolLease                    the node pool's Lease (`lease_name`); a 403 names the rule
     CheckedConfigMap(delivery)   a 404 is ``ConfigMapMissing`` (the kubectl command to create
-                                 it), a 401/403 ``ConfigMapForbidden`` (the Role rule)
+                                 it), a 403 ``ConfigMapForbidden`` (the Role rule)
 
 No module here imports the kubernetes client: refusals are told apart by the ``status`` the
 client's exceptions carry, as `Calls` records it.
@@ -30,6 +30,8 @@ from gitdns.orchestrator.config import lease_name
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 _TOKEN_MAX = 64 * 1024
 _SUBJECT = re.compile(r"system:serviceaccount:([a-z0-9][-a-z0-9.]{0,252}):([a-z0-9][-a-z0-9.]{0,252})\Z")
+UNAUTHORIZED = ("the API server did not accept the orchestrator's credentials (the pod's service account token, "
+                "else the kubeconfig)")
 VERBS = {"read": "get", "create": "create", "replace": "update", "patch": "patch", "list": "list"}
 
 
@@ -121,9 +123,12 @@ class PoolLease(KubeLease):
         self.calls.failed = None
         state = super().acquire()
         failed = self.calls.failed
-        self.forbidden = not state.held and failed is not None and failed.status in (401, 403)
+        self.forbidden = not state.held and failed is not None and failed.status == 403
         if state.held:
             return state
+        if failed is not None and failed.status == 401:
+            return replace(state, message=f"Lease {self.namespace}/{self.name}: {failed.verb} refused (401): "
+                                          f"{UNAUTHORIZED}")
         if self.forbidden:
             assert failed is not None
             return replace(state, message=(
@@ -163,6 +168,8 @@ class CheckedConfigMap:
 
     def refusal(self, failed: Failed) -> GitdnsError:
         ns, name = self.delivery.namespace, self.delivery.name
+        if failed.status == 401:
+            return AuthError(f"ConfigMap {ns}/{name}: {failed.verb} refused (401): {UNAUTHORIZED}")
         if failed.status == 404:
             return ConfigError(
                 f"ConfigMap {ns}/{name} does not exist: create it once with `kubectl -n {ns} create configmap "

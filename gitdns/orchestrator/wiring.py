@@ -89,7 +89,8 @@ def make_lease(config: OrchestratorConfig) -> Lease:
 
 
 class Endpoint(HttpServer):
-    """The agent's HTTP server; /readyz says why it answers as it does (one line)."""
+    """`gitdns.adapters.httpserver.HttpServer` whose /readyz body says why it answers as it does
+    (one line: the Ready condition's reason and message)."""
 
     def __init__(self, *args: Any, why: Callable[[], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

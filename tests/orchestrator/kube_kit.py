@@ -6,8 +6,8 @@
                                                      ServiceAccount <namespace>/gitdns-orchestrator,
                                                      the client reaching the fake by a kubeconfig
     deny(fake, resource, verbs, name=None)           RBAC refusing some requests: 403 Forbidden with
-                                                     Kubernetes' message (the fake authorises nothing
-                                                     itself unless asked); returns the hook
+                                                     Kubernetes' message (or 401), by a hook
+                                                     of the fake; returns the hook
     FakeMonitor                                      a scripted health monitor (no probes)
 """
 
@@ -68,8 +68,9 @@ def in_pod(fake: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name
 
 
 def deny(fake: FakeKube, resource: str, verbs: tuple[str, ...], name: str | None = None,
-         user: str = f"system:serviceaccount:dns-failover:{ACCOUNT}") -> Callable[[Request], None]:
-    """Refuse ``verbs`` on ``resource`` (plural; one object ``name`` or all) with 403."""
+         user: str = f"system:serviceaccount:dns-failover:{ACCOUNT}", code: int = 403) -> Callable[[Request], None]:
+    """Refuse ``verbs`` on ``resource`` (plural; one object ``name`` or all) with 403 (or 401:
+    the credentials not accepted)."""
 
     def hook(request: Request) -> None:
         parts = [p for p in request.path.split("/") if p]
@@ -83,6 +84,8 @@ def deny(fake: FakeKube, resource: str, verbs: tuple[str, ...], name: str | None
         if name is not None and not target and verb != "create":
             return
         namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else ""
+        if code == 401:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
         raise ApiError(403, "Forbidden", f'{resource} "{target}" is forbidden: User "{user}" cannot {verb} '
                                          f'resource "{resource}" in API group "" in the namespace "{namespace}"',
                        {"name": target, "kind": resource})

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gitdns.adapters.leases import LeaseState
 from gitdns.cli import main
 from gitdns.core.health import State
 from gitdns.core.names import short_hash
@@ -184,6 +185,22 @@ def test_a_forbidden_configmap_names_the_role_rule(fake: FakeKube, tmp_path: Pat
                   "a Role in kube-system", "resources: [configmaps], resourceNames: [coredns-custom], "
                   "verbs: [get, update]"):
         assert words in delivered["message"], words
+
+
+def test_unaccepted_credentials_are_not_called_a_missing_role(fake: FakeKube, tmp_path: Path) -> None:
+    configmap(fake)
+    deny(fake, "configmaps", ("get",), name=CM[1], code=401)
+    deny(fake, "leases", ("get",), name="gitdns-orchestrator-edge", code=401)
+    o, monitor = orchestrator(tmp_path)
+    o.step()
+    assert o.status()["lease"]["reason"] == "LeaseError"
+    assert "refused (401)" in o.status()["lease"]["message"] and "Role" not in o.status()["lease"]["message"]
+    o.lease_state = LeaseState(True, "me", 0.0, "held")  # deliver regardless, to see the ConfigMap's refusal
+    monitor.set(n1=State.HEALTHY, n2=State.HEALTHY, n3=State.HEALTHY)
+    o.publish()
+    delivered = condition(o, "Delivered")
+    assert delivered["reason"] == "AuthenticationFailed" and "did not accept the orchestrator's credentials" in \
+        delivered["message"] and "Role" not in delivered["message"]
 
 
 # --- probe headers --------------------------------------------------------------------------------

@@ -30,6 +30,13 @@ def run_agent(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) ->
     config = resolve(flags, os.environ if env is None else env)
     setup_logging(config)
     config = derive_cluster(absolute_paths(config))
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and not config.pod_namespace:
+        from dataclasses import replace
+
+        from gitdns.providers.fences import agent_namespace
+
+        # its Lease, mode ConfigMap, credential and headers Secrets: the pod's own namespace
+        config = replace(config, pod_namespace=agent_namespace())
     metrics = Metrics()
     agent = build_agent(config, metrics)
     if config.once:

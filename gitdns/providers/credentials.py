@@ -38,7 +38,7 @@ from gitdns.adapters.kubeclient import core_v1
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.errors import AuthError, ConfigError
-from gitdns.providers.fences import Fences, read_credentials_file
+from gitdns.providers.fences import Fences, agent_namespace, read_credentials_file
 
 
 class Credentials(dict[str, str]):
@@ -162,7 +162,7 @@ def _from_secret(name: str, namespace: str | None, provider: str) -> Credentials
         raise ConfigError("spec.provider.credentials.secret needs the kubernetes client: "
                           "pip install 'gitdns[kubernetes]'") from None
     api = core_v1("spec.provider.credentials.secret")
-    ns = namespace or os.environ.get("GITDNS_POD_NAMESPACE") or "gitdns-system"
+    ns = namespace or agent_namespace()
     try:
         secret = api.read_namespaced_secret(name, ns)
     except ApiException as exc:

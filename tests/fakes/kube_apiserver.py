@@ -17,10 +17,10 @@ What it serves (the paths the official ``kubernetes`` Python client uses):
 * core v1 ``namespaces`` and ``nodes`` (cluster-scoped), ``configmaps``, ``secrets`` and
   ``serviceaccounts``; ``coordination.k8s.io/v1`` ``leases``; ``rbac.authorization.k8s.io/v1``
   ``clusterroles`` and ``clusterrolebindings`` (cluster-scoped), ``roles`` and ``rolebindings``
-  (stored, never enforced); any custom resource registered with
+  (enforced only with ``fake.enforce_rbac``, below); any custom resource registered with
   ``register(group, version, plural, namespaced=True, kind=..., status_subresource=True)``.
-  ``default``, ``kube-system`` (its uid is ``fake.kube_system_uid``), ``kube-public`` and
-  ``kube-node-lease`` exist from the start.
+  ``default``, ``kube-system`` (its uid is ``fake.kube_system_uid``: ``FakeKube(kube_system_uid=...)``
+  chooses it, as a cluster id), ``kube-public`` and ``kube-node-lease`` exist from the start.
 * GET one, LIST (namespaced, or across all namespaces at ``/api/v1/configmaps``), POST, PUT,
   PATCH, DELETE, the ``/status`` subresource, ``/version`` and enough discovery
   (``/api``, ``/apis``, ``/api/v1``, ``/apis/<group>/<version>``) for ``kubectl get``.
@@ -63,16 +63,32 @@ What it enforces, as Kubernetes does:
   ``data.namespace`` are filled and the annotation ``kubernetes.io/service-account.uid`` set —
   at once, or on the GET that follows ``fake.token_fill_delay`` GETs of the Secret (the real
   controller is asynchronous). ``fake.issued_tokens`` holds every token issued.
-* bearer tokens, only when ``fake.require_auth`` is set: a request must carry
-  ``Authorization: Bearer <t>`` with ``t`` an issued token or one of ``fake.admin_tokens``,
-  else 401 ``Unauthorized``. Authorisation (RBAC) is still never checked.
+* bearer tokens, only when ``fake.require_auth`` (or ``fake.enforce_rbac``) is set: a request must
+  carry ``Authorization: Bearer <t>`` with ``t`` an issued token or one of ``fake.admin_tokens``,
+  else 401 ``Unauthorized``. ``fake.issue_token(namespace, name)`` issues a token for a
+  ServiceAccount as the kubelet's projected token would (the token controller's tokens carry
+  their account too); ``fake.subjects`` maps every issued token to its user name
+  (``system:serviceaccount:<ns>:<name>``).
+* RBAC, only when ``fake.enforce_rbac`` is set: a request with a ServiceAccount's token is
+  authorised against the stored Roles, ClusterRoles, RoleBindings and ClusterRoleBindings as
+  Kubernetes' RBAC authoriser does (verbs get/list/watch/create/update/patch/delete/deletecollection
+  from the method, ``resource/subresource``, ``resourceNames`` (never matching create or list),
+  ``*`` wildcards, RoleBindings only in their namespace, a namespace's own name as the namespace
+  of ``/api/v1/namespaces/<name>``; subjects by ServiceAccount, user name or the groups
+  ``system:serviceaccounts``, ``system:serviceaccounts:<ns>``, ``system:authenticated``), else
+  403 ``Forbidden`` with Kubernetes' message; every refusal is kept in ``fake.forbidden``.
+  Discovery and ``/version`` are open to every authenticated user (``system:discovery``); admin
+  tokens are not checked (``system:masters``).
+* TLS, when ``start`` is given ``certfile``/``keyfile``: ``base_url`` is then ``https://``; set
+  ``fake.ca_pem`` to the CA's PEM so token Secrets carry it.
 * errors are ``Status`` objects (``kind: Status, status: Failure, reason, code, message,
   details``) with Kubernetes' messages; unknown paths are 404 NotFound.
 
 What it does not cover: watch (405), ``fieldSelector`` and ``dryRun`` (400), pagination
 (``limit`` is ignored: every item is returned, no ``continue``), LIST ``resourceVersion``
-semantics (always the latest), authorisation (RBAC objects are stored, never enforced),
-authentication beyond the opt-in bearer tokens above, the TokenRequest API, admission other
+semantics (always the latest), authorisation other than the opt-in RBAC above (no
+aggregated ClusterRoles, no non-resource URL rules, no impersonation), authentication beyond the
+opt-in bearer tokens above (no client certificates, no token expiry), the TokenRequest API, admission other
 than the namespace check, schema validation and defaulting of any kind, finalizers and
 graceful deletion, owner references and garbage collection, server-side apply, managedFields,
 protobuf/CBOR and YAML bodies (JSON only), table output.
@@ -92,6 +108,7 @@ import copy
 import json
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -193,6 +210,104 @@ class Request:
     body: Any = None
 
 
+@dataclass(frozen=True)
+class Attributes:
+    """What RBAC authorises: Kubernetes' RequestInfo of a resource request."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+
+    @property
+    def combined(self) -> str:
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """A request RBAC refused: who, what, and the message sent."""
+
+    user: str
+    attributes: Attributes
+    message: str
+
+
+NAMESPACE_SUBRESOURCES = ("status", "finalize")
+VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def request_attributes(method: str, parts: list[str], query: dict[str, str]) -> Attributes | None:
+    """Kubernetes' RequestInfo for a resource path; None for a non-resource path (discovery,
+    /version)."""
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if method == "GET":
+        watch = query.get("watch") in ("true", "1")
+        verb = "get" if name else ("watch" if watch else "list")
+    elif method == "DELETE" and not name:
+        verb = "deletecollection"
+    else:
+        verb = VERBS.get(method, method.lower())
+    return Attributes(verb, group, resource, subresource, namespace, name)
+
+
+def _rule_allows(rule: JSON, attrs: Attributes) -> bool:
+    if not isinstance(rule, dict):
+        return False
+    verbs = rule.get("verbs") or []
+    groups = rule.get("apiGroups") or []
+    resources = rule.get("resources") or []
+    names = rule.get("resourceNames") or []
+    if "*" not in verbs and attrs.verb not in verbs:
+        return False
+    if "*" not in groups and attrs.group not in groups:
+        return False
+    combined = attrs.combined
+    if not any(r == "*" or r == combined
+               or (attrs.subresource and r == f"*/{attrs.subresource}")
+               or (r.endswith("/*") and attrs.subresource and r[:-2] == attrs.resource)
+               for r in resources):
+        return False
+    return not names or attrs.name in names
+
+
+def _subject_matches(subject: JSON, user: str, namespace: str, name: str) -> bool:
+    kind = subject.get("kind")
+    if kind == "ServiceAccount":
+        return subject.get("name") == name and subject.get("namespace") == namespace
+    if kind == "User":
+        return subject.get("name") == user
+    if kind == "Group":
+        return subject.get("name") in ("system:serviceaccounts", f"system:serviceaccounts:{namespace}",
+                                       "system:authenticated")
+    return False
+
+
+def forbidden_message(user: str, attrs: Attributes) -> str:
+    """Kubernetes' words for a refused request."""
+    what = f'{attrs.resource} "{attrs.name}"' if attrs.name else attrs.resource
+    if attrs.group:
+        what = f'{attrs.resource}.{attrs.group} "{attrs.name}"' if attrs.name else f"{attrs.resource}.{attrs.group}"
+    where = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
+    return (f'{what} is forbidden: User "{user}" cannot {attrs.verb} resource "{attrs.combined}" in API group '
+            f'"{attrs.group}" {where}')
+
+
 @dataclass
 class _Target:
     rt: ResourceType
@@ -244,10 +359,31 @@ def _selector(text: str) -> Callable[[dict[str, str]], bool]:
     return lambda labels: all(term(labels) for term in terms)
 
 
+class _TLSServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that speaks TLS when ``tls`` is set: the handshake runs in the
+    connection's own thread, so a client that stalls holds up nobody else."""
+
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            conn = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            super().finish_request(conn, client_address)
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
 class FakeKube:
     """The store and the HTTP server. Thread-safe: one lock around every store operation."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, kube_system_uid: str | None = None) -> None:
         self._lock = threading.RLock()
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         self._objects: dict[tuple[str, str, str, str], JSON] = {}  # (group, plural, namespace, name)
@@ -263,11 +399,17 @@ class FakeKube:
         self.issued_tokens: set[str] = set()
         self.require_auth = False
         self.admin_tokens: set[str] = set()
+        self.subjects: dict[str, str] = {}  # issued token -> system:serviceaccount:<ns>:<name>
+        self.enforce_rbac = False
+        self.forbidden: list[Forbidden] = []
         self._pending_tokens: dict[tuple[str, str, str, str], int] = {}
         for rt in BUILTINS:
             self._types[(rt.group, rt.version, rt.plural)] = rt
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create("", "v1", "namespaces", {"metadata": {"name": ns}})
+        if kube_system_uid is not None:
+            with self._lock:
+                self._objects[("", "namespaces", "", "kube-system")]["metadata"]["uid"] = kube_system_uid
         self.kube_system_uid: str = self.get("", "v1", "namespaces", "kube-system")["metadata"]["uid"]
 
     # --- registration and test hooks ------------------------------------------------------
@@ -290,6 +432,20 @@ class FakeKube:
     def count(self, method: str, suffix: str = "") -> int:
         """Requests with this method whose path ends with ``suffix``."""
         return sum(1 for r in list(self.requests) if r.method == method and r.path.endswith(suffix))
+
+    def issue_token(self, namespace: str, service_account: str) -> str:
+        """A bearer token for the ServiceAccount (which must exist), as the kubelet's projected
+        service-account token gives a pod."""
+        with self._lock:
+            if ("", "serviceaccounts", namespace, service_account) not in self._objects:
+                raise KeyError(f"no ServiceAccount {namespace}/{service_account}")
+            return self._issue(namespace, service_account)
+
+    def _issue(self, namespace: str, service_account: str) -> str:
+        token = f"fake-token-{uuid.uuid4().hex}"
+        self.issued_tokens.add(token)
+        self.subjects[token] = f"system:serviceaccount:{namespace}:{service_account}"
+        return token
 
     def _type(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self._types.get((group, version, plural))
@@ -441,8 +597,7 @@ class FakeKube:
         if obj is None or sa is None:
             return  # the real controller waits for the ServiceAccount too
         del self._pending_tokens[key]
-        token = f"fake-token-{uuid.uuid4().hex}"
-        self.issued_tokens.add(token)
+        token = self._issue(namespace, sa_name or "")
         new = copy.deepcopy(obj)
         new["metadata"].setdefault("annotations", {})[SA_UID_ANNOTATION] = sa["metadata"]["uid"]
         new["data"] = {**(obj.get("data") or {}), "token": _b64(token), "ca.crt": _b64(self.ca_pem),
@@ -557,6 +712,48 @@ class FakeKube:
             return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
                     "metadata": {"resourceVersion": str(self._rv)}, "items": items}
 
+    # --- authorisation (opt-in RBAC) ------------------------------------------------------
+
+    def authorized(self, user: str, attrs: Attributes) -> bool:
+        """Whether the RBAC objects stored grant ``user`` (a ServiceAccount's user name) the request."""
+        _, _, sa_namespace, sa_name = [*user.split(":", 3), "", "", "", ""][:4]
+        with self._lock:
+            objects = dict(self._objects)
+        rbac = "rbac.authorization.k8s.io"
+
+        def rules(kind: str, name: str, namespace: str) -> list[Any]:
+            plural = "clusterroles" if kind == "ClusterRole" else "roles"
+            role = objects.get((rbac, plural, "" if kind == "ClusterRole" else namespace, name))
+            return list((role or {}).get("rules") or [])
+
+        for (group, plural, namespace, _), binding in objects.items():
+            if group != rbac or plural not in ("clusterrolebindings", "rolebindings"):
+                continue
+            if plural == "rolebindings" and namespace != attrs.namespace:
+                continue
+            if not any(_subject_matches(s, user, sa_namespace, sa_name) for s in binding.get("subjects") or []
+                       if isinstance(s, dict)):
+                continue
+            ref = binding.get("roleRef") or {}
+            if plural == "clusterrolebindings" and ref.get("kind") != "ClusterRole":
+                continue
+            if any(_rule_allows(rule, attrs) for rule in rules(str(ref.get("kind")), str(ref.get("name")), namespace)):
+                return True
+        return False
+
+    def _authorize(self, token: str, method: str, parts: list[str], query: dict[str, str]) -> None:
+        user = self.subjects.get(token)
+        if user is None:
+            return  # an admin token: system:masters
+        attrs = request_attributes(method, parts, query)
+        if attrs is None or self.authorized(user, attrs):
+            return  # discovery and /version: system:discovery
+        message = forbidden_message(user, attrs)
+        self.forbidden.append(Forbidden(user, attrs, message))
+        raise ApiError(403, "Forbidden", message, {"name": attrs.name, "group": attrs.group,
+                                                   "kind": attrs.resource} if attrs.name else
+                       {"group": attrs.group, "kind": attrs.resource})
+
     # --- HTTP routing ---------------------------------------------------------------------
 
     def _route(self, parts: list[str]) -> _Target | None:
@@ -617,13 +814,14 @@ class FakeKube:
     def handle(self, method: str, raw_path: str, content_type: str, raw_body: bytes,
                authorization: str = "") -> tuple[int, JSON]:
         url = urlsplit(raw_path)
-        if self.require_auth:
-            token = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
-            if token not in self.issued_tokens | self.admin_tokens:
-                return 401, ApiError(401, "Unauthorized", "Unauthorized").status()
+        token = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
+        if (self.require_auth or self.enforce_rbac) and token not in self.issued_tokens | self.admin_tokens:
+            return 401, ApiError(401, "Unauthorized", "Unauthorized").status()
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         body: Any = None
         try:
+            if self.enforce_rbac:
+                self._authorize(token, method, [p for p in url.path.split("/") if p], query)
             if raw_body:
                 try:
                     body = json.loads(raw_body)
@@ -675,8 +873,14 @@ class FakeKube:
 
     # --- server lifecycle -------------------------------------------------------------------
 
-    def start(self, port: int = 0, host: str = "127.0.0.1") -> str:
+    def start(self, port: int = 0, host: str = "127.0.0.1", *, certfile: str | None = None,
+              keyfile: str | None = None) -> str:
+        """Serve on ``host:port`` (0: a free port); HTTPS with ``certfile``/``keyfile`` (PEM)."""
         fake = self
+        tls: ssl.SSLContext | None = None
+        if certfile:
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.load_cert_chain(certfile, keyfile)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the client's connection pool expects
@@ -710,13 +914,14 @@ class FakeKube:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = _TLSServer((host, port), Handler)
         server.daemon_threads = True
+        server.tls = tls
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="fake-kube-apiserver",
                                         daemon=True)
         self._thread.start()
-        self.base_url = f"http://{host}:{server.server_address[1]}"
+        self.base_url = f"{'https' if tls else 'http'}://{host}:{server.server_address[1]}"
         return self.base_url
 
     def stop(self) -> None:

@@ -27,8 +27,10 @@ COPY gitdns ./gitdns
 # The venv lives at the same path in both stages: its scripts' shebangs point into it.
 # scripts/check-image.sh runs this same install (a fresh venv, the same constraints, then the
 # entrypoint check) without Docker, in CI.
+# Dependencies as wheels only (--only-binary): the base has no compiler, and a version without a
+# wheel for this platform should fail here, by name, rather than halfway through a C build.
 RUN python -m venv /opt/gitdns \
-    && /opt/gitdns/bin/pip install -c constraints.txt ".[all]"
+    && /opt/gitdns/bin/pip install --only-binary :all: -c constraints.txt ".[all]"
 
 # The entrypoint check, away from /src so that it imports the installed package: every provider
 # SDK, the packaged schemas and templates, and the command line (python -m gitdns.imagecheck).

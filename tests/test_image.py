@@ -167,6 +167,12 @@ def test_builder_installs_all_extras_with_the_constraints() -> None:
     assert install[install.index("-c") + 1] == "constraints.txt"
     assert ".[all]" in install
     assert not any(w.startswith("-e") or w == "--editable" for w in install)
+    assert install[install.index("--only-binary") + 1] == ":all:", "the builder has no compiler: wheels only"
+    # scripts/check-image.sh runs this same install step (in CI, without Docker).
+    script = (ROOT / "scripts" / "check-image.sh").read_text(encoding="utf-8")
+    steps = [shlex.split(line.split('"${pip[@]}"', 1)[1].rstrip(")"))
+             for line in script.splitlines() if '"${pip[@]}" install' in line and "-c constraints.txt" in line]
+    assert [[w for w in step if w != "-q"] for step in steps] == [install[1:]]
 
 
 def test_entrypoint_check_runs_in_both_stages() -> None:

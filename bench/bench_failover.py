@@ -121,7 +121,7 @@ stats = orch.monitor.stats()
 print(json.dumps({"rss_kib": int(status["VmRSS"].split()[0]), "hwm_kib": int(status["VmHWM"].split()[0]),
                   "completed": stats.completed, "skipped": stats.skipped_slots, "lag": stats.max_start_lag,
                   "kubernetes": "kubernetes" in sys.modules, "published": len(orch.published.ips),
-                  "delivered": orch.ready, "targets": len(orch.nodes), "cpu": cpu, "rate": rate}))
+                  "delivered": orch.publisher.landed, "targets": len(orch.nodes), "cpu": cpu, "rate": rate}))
 orch.stopped.set(); orch.wake.set(); thread.join(20)
 """
 

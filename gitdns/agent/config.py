@@ -86,7 +86,7 @@ def file_key(field: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-def _coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
+def coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
     if kind in (bool, "bool"):
         if isinstance(raw, bool):
             return raw
@@ -128,7 +128,7 @@ def from_file(path: Path) -> dict[str, Any]:
     for key, value in data.items():
         if key not in keys:
             raise ConfigError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(keys))})")
-        out[keys[key]] = _coerce(keys[key], _types()[keys[key]], value, f"{path}: {key}")
+        out[keys[key]] = coerce(keys[key], _types()[keys[key]], value, f"{path}: {key}")
     return out
 
 
@@ -137,7 +137,7 @@ def from_env(env: Mapping[str, str]) -> dict[str, Any]:
     for name, kind in _types().items():
         var = env_name(name)
         if var in env:
-            out[name] = _coerce(name, kind, env[var], var)
+            out[name] = coerce(name, kind, env[var], var)
     return out
 
 
@@ -152,7 +152,7 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
     types = _types()
     for name, value in flags.items():
         if name in types and value is not None:
-            merged[name] = _coerce(name, types[name], value, f"--{name.replace('_', '-')}")
+            merged[name] = coerce(name, types[name], value, f"--{name.replace('_', '-')}")
     config = replace(AgentConfig(), **merged)
     if not config.repo:
         raise ConfigError("no repository: give --repo URL, GITDNS_REPO or repo in the config file")

@@ -409,35 +409,11 @@ def gateway_hook() -> Any:
     return hook
 
 
-def listen_address(value: str, flag: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``:PORT`` for every interface) as (host, port); a ConfigError naming the
-    setting otherwise."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"--{flag} {value[:80]!r}: expected HOST:PORT (e.g. 0.0.0.0:8080)")
-    return host or "0.0.0.0", int(port)
-
-
 def http_endpoints(config: AgentConfig, make: Callable[[str, int, frozenset[str], str], Any]) -> list[Any]:
-    """The agent's HTTP servers, built by ``make(host, port, routes, name)`` and not started:
-    ``listen`` serves the webhook and the probes, ``admin_listen`` /status, /metrics and the
-    probes (docs/agent.md, "HTTP endpoint and metrics"); one address given to both serves all
-    there; an empty address serves nothing."""
-    from gitdns.adapters.httpserver import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
+    """The agent's HTTP servers (`gitdns.adapters.listen.endpoints` of its two addresses)."""
+    from gitdns.adapters.listen import endpoints
 
-    hook = listen_address(config.listen, "listen") if config.listen else None
-    admin = listen_address(config.admin_listen, "admin-listen") if config.admin_listen else None
-    if hook is not None and hook == admin:
-        return [make(*hook, ALL_ROUTES, "http")]
-    if hook is not None and admin is not None and hook[1] == admin[1] != 0:
-        raise ConfigError(f"--listen {config.listen} and --admin-listen {config.admin_listen} share port {hook[1]}: "
-                          "give both the same address to serve everything there, or another port")
-    servers = []
-    if hook is not None:
-        servers.append(make(*hook, WEBHOOK_ROUTES, "webhook"))
-    if admin is not None:
-        servers.append(make(*admin, ADMIN_ROUTES, "admin"))
-    return servers
+    return endpoints(config.listen, config.admin_listen, make)
 
 
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:

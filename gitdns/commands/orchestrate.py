@@ -31,7 +31,7 @@ def settings(flags: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]
     """The orchestrator's settings: a flag's value when given (not None), else the variable
     ``GITDNS_<NAME>`` when set; durations and booleans read as the agent reads them, errors
     naming the flag or the variable."""
-    from gitdns.agent.config import _coerce, env_name
+    from gitdns.agent.config import coerce, env_name
     from gitdns.orchestrator.config import SETTINGS
 
     flagged = any(flags.get(name) is not None for name in DESTINATION)
@@ -41,7 +41,7 @@ def settings(flags: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]
         if raw is None and not (flagged and name in DESTINATION) and env_name(name) in env:
             raw, where = env[env_name(name)], env_name(name)
         if raw is not None:
-            values[name] = _coerce(name, kind, raw, where)
+            values[name] = coerce(name, kind, raw, where)
     return values
 
 
@@ -66,8 +66,7 @@ def run_orchestrator(flags: Mapping[str, Any], env: Mapping[str, str] | None = N
                      auth: GitAuth | None = None) -> Result:
     """The node pool's orchestrator (docs/health.md), its git transport ``auth`` (the agent's
     flags and variables; None: the ambient git configuration)."""
-    from gitdns.agent.config import AgentConfig
-    from gitdns.agent.main import http_endpoints
+    from gitdns.adapters.listen import endpoints
     from gitdns.orchestrator import wiring
     from gitdns.orchestrator.config import config_from_flags
 
@@ -79,11 +78,10 @@ def run_orchestrator(flags: Mapping[str, Any], env: Mapping[str, str] | None = N
     config = config_from_flags(values, env, auth=auth)
     # the agent's rule for its two addresses: --listen the probes, --admin-listen /status and
     # /metrics too; one address given to both serves everything there
-    addresses = AgentConfig(listen=config.listen, admin_listen=config.admin_listen)
-    http_endpoints(addresses, lambda *_: None)  # a bad address refuses to start before any work
+    endpoints(config.listen, config.admin_listen, lambda *_: None)  # a bad address refuses to start first
     orch = wiring.build(config)
     if not values.get("once"):
-        return Result(wiring.serve(orch, lambda make: http_endpoints(addresses, make)))
+        return Result(wiring.serve(orch, lambda make: endpoints(config.listen, config.admin_listen, make)))
     delivered = orch.run_once()
     result = Result(EXIT_OK if delivered else EXIT_ERROR)
     result.line(f"node pool {config.node_pool}: " + ("delivered" if delivered else "not delivered") +

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 HeaderSource = Callable[[str], Headers]
 # build the servers: make(host, port, route groups, name) for each address (the agent's rule,
-# `gitdns.agent.main.http_endpoints`, handed in by the command)
+# `gitdns.adapters.listen.endpoints`, handed in by the command)
 Make = Callable[[str, int, frozenset[str], str], HttpServer]
 Endpoints = Callable[[Make], list[HttpServer]]
 

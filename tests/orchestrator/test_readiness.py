@@ -15,8 +15,7 @@ from typing import Any
 
 from gitdns.adapters.coredns_delivery import DeliveryResult, DirectoryDelivery
 from gitdns.adapters.leases import FileLease, LeaseState, NoLease
-from gitdns.agent.config import AgentConfig
-from gitdns.agent.main import http_endpoints
+from gitdns.adapters.listen import endpoints
 from gitdns.core.health import State
 from gitdns.errors import UnreachableError
 from gitdns.orchestrator.service import Orchestrator
@@ -142,8 +141,7 @@ def test_the_probe_address_serves_the_probes_only(tmp_path: Path) -> None:
     o, monitor = make(tmp_path)
     monitor.set(n1=State.HEALTHY, n2=State.HEALTHY, n3=State.HEALTHY)
     o.step()
-    addresses = AgentConfig(listen="127.0.0.1:0", admin_listen="127.0.0.2:0")
-    probe, admin = servers(o, lambda build: http_endpoints(addresses, build))
+    probe, admin = servers(o, lambda build: endpoints("127.0.0.1:0", "127.0.0.2:0", build))
     with probe, admin:
         def get(server: Any, path: str) -> tuple[int, str]:
             try:

@@ -1,7 +1,7 @@
 """deploy/remote-cluster/: the remote-cluster role, the primary's RBAC for delegation through
 Kubernetes, and the example cluster Secret.
 
-Rendered with tests/test_deploy.py's minimal Kustomize and validated offline with
+Rendered with ``kubectl kustomize`` (tests/test_deploy.py) and validated offline with
 kubernetes-validate (strict).  The manifests must grant exactly what the code uses: the
 ClusterRole equals what `gitdns add-cluster-secret` creates, and the primary's RBAC covers
 every API call a delegation pass makes against the fake API server.
@@ -16,7 +16,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitdns.commands.clusters import CLUSTER_ROLE, RULES, SecretPlan, remote_manifests
-from tests.test_deploy import KUBERNETES_VERSION, kubernetes_validate_or_skip, load_documents, render
+from tests.test_deploy import KUBERNETES_VERSION, kubernetes_validate_or_skip, kustomize, load_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 DIR = ROOT / "deploy" / "remote-cluster"
@@ -24,12 +24,12 @@ DIR = ROOT / "deploy" / "remote-cluster"
 
 @pytest.fixture(scope="module")
 def remote() -> list[dict[str, Any]]:
-    return render(DIR)
+    return kustomize(DIR)
 
 
 @pytest.fixture(scope="module")
 def primary() -> list[dict[str, Any]]:
-    return render(DIR / "primary")
+    return kustomize(DIR / "primary")
 
 
 def kind(docs: list[dict[str, Any]], k: str) -> list[dict[str, Any]]:
@@ -92,7 +92,8 @@ def test_the_primary_rbac_covers_a_delegation_pass(primary: list[dict[str, Any]]
     pytest.importorskip("kubernetes.client")
     from tests.kubedelegation.kube_fleet import Fleet, a_endpoint, record
 
-    cluster_rules = kind(primary, "ClusterRole")[0]["rules"]
+    cluster_rules = next(r["rules"] for r in kind(primary, "ClusterRole")
+                         if r["metadata"]["name"] == "gitdns-kube-delegation")
     (role,) = kind(primary, "Role")
     reader = next(r for r in kind(primary, "ClusterRole") if r["metadata"]["name"] == "gitdns-default-provider-reader")
     fleet = Fleet(store=tmp_path / "store")

@@ -964,6 +964,56 @@ class Pod:
         self._listeners.clear()
         return self.proc.returncode
 
+    def secrets_used(self) -> dict[str, set[str]]:
+        """The Secrets the pod spec reads (volumes, env, envFrom): name -> keys ("*": every key)."""
+        out: dict[str, set[str]] = {}
+
+        def add(name: str, items: Any) -> None:
+            keys = {i["key"] for i in items} if items else {"*"}
+            out.setdefault(name, set()).update(keys)
+        for volume in self.spec.get("volumes") or []:
+            if "secret" in volume:
+                add(volume["secret"]["secretName"], volume["secret"].get("items"))
+            for source in (volume.get("projected") or {}).get("sources") or []:
+                if "secret" in source:
+                    add(source["secret"]["name"], source["secret"].get("items"))
+        for entry in self.container.get("env") or []:
+            ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+            if ref:
+                add(ref["name"], [ref])
+        for source in self.container.get("envFrom") or []:
+            if "secretRef" in source:
+                add(source["secretRef"]["name"], None)
+        return out
+
+    def processes(self) -> list[tuple[int, list[str]]]:
+        """The pod's processes (pid here, argv), its init first: the launcher's descendants past
+        the launcher's own relay."""
+        if self.proc is None:
+            return []
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat_text = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat_text.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+        out: list[tuple[int, list[str]]] = []
+        queue = list(children.get(self.proc.pid, []))  # the relay in the pod's process namespace
+        queue = [c for pid in queue for c in children.get(pid, [])]  # process 1 of the pod
+        while queue:
+            pid = queue.pop(0)
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            out.append((pid, [a.decode(errors="replace") for a in argv if a]))
+            queue.extend(sorted(children.get(pid, [])))
+        return out
+
     def status(self) -> JSON:
         code, body = self.get(self.admin_port(), "/status")
         return json.loads(body) if code == 200 else {}
@@ -977,3 +1027,134 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# -- AWS, stood in for by moto ---------------------------------------------------------------------
+
+
+class MotoAws:
+    """``moto_server`` over TLS on loopback (the test CA of tests/providers/tls.py), standing in
+    for AWS: Route53 and STS (AssumeRoleWithWebIdentity, which IRSA's credentials come from).
+
+    `injection` is what the pod gets to reach it instead of AWS's public endpoints: the
+    endpoint (``AWS_ENDPOINT_URL``, botocore's own setting) and the CA that signed its
+    certificate (``AWS_CA_BUNDLE``, a file mounted read-only): the only environment the kit adds
+    that a cluster would not."""
+
+    ACCOUNT = "123456789012"  # moto's default account: a role ARN in it sees the zones made here
+    CA_IN_POD = "/etc/gitdns-test/aws-ca.pem"
+
+    def __init__(self, directory: Path) -> None:
+        import importlib.util
+
+        from tests.providers.tls import loopback_tls
+
+        if not all(importlib.util.find_spec(m) for m in ("moto", "flask", "flask_cors", "boto3")):
+            raise KitError("moto_server is not installed: pip install moto flask flask-cors boto3")
+        self.tls = loopback_tls()
+        self.port = free_port()
+        exe = shutil.which("moto_server")
+        command = [exe] if exe else [sys.executable, "-m", "moto.server"]
+        directory.mkdir(parents=True, exist_ok=True)
+        self.log = directory / "moto.log"
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen([*command, "-H", "127.0.0.1", "-p", str(self.port), "--ssl-cert",
+                                          str(self.tls.cert_file), "--ssl-key", str(self.tls.key_file)],
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not self._up():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise KitError(f"moto_server did not start: {self.log.read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    def _up(self) -> bool:
+        import ssl
+
+        try:
+            context = ssl.create_default_context(cafile=str(self.tls.ca_file))
+            with urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1, context=context) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def injection(self) -> Injection:
+        return Injection(env={"AWS_ENDPOINT_URL": self.endpoint, "AWS_CA_BUNDLE": self.CA_IN_POD},
+                         files={self.CA_IN_POD: self.tls.ca_file})
+
+    def route53(self) -> Any:
+        """A boto3 Route53 client of the test (moto's default account)."""
+        import boto3
+
+        return boto3.client("route53", endpoint_url=self.endpoint, region_name="us-east-1",
+                            verify=str(self.tls.ca_file), aws_access_key_id="testing",
+                            aws_secret_access_key="testing")
+
+    def reset(self) -> None:
+        """Forget every zone and record (moto's reset)."""
+        import ssl
+
+        context = ssl.create_default_context(cafile=str(self.tls.ca_file))
+        request = urllib.request.Request(self.endpoint + "/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=10, context=context):
+            pass
+
+    def create_zone(self, domain: str) -> str:
+        zone = self.route53().create_hosted_zone(Name=domain + ".", CallerReference=secrets.token_hex(8))
+        return str(zone["HostedZone"]["Id"]).rsplit("/", 1)[-1]
+
+    def records(self, zone_id: str) -> dict[tuple[str, str], list[str]]:
+        """(name without the final dot, type) -> the values (each set identifier's merged)."""
+        client = self.route53()
+        out: dict[tuple[str, str], list[str]] = {}
+        for page in client.get_paginator("list_resource_record_sets").paginate(HostedZoneId=zone_id):
+            for rrset in page["ResourceRecordSets"]:
+                key = (rrset["Name"].rstrip("."), rrset["Type"])
+                out.setdefault(key, []).extend(r["Value"] for r in rrset.get("ResourceRecords", []))
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+
+# -- desired state -------------------------------------------------------------------------------
+
+
+def push_tree(bare: Path, source: Path, values: Mapping[str, str], workdir: Path, message: str = "desired") -> str:
+    """Commit ``source`` (``${NAME}`` filled from ``values``; a name missing is an error) as the
+    whole tree of ``bare``'s main branch, and push it there by path: the sha."""
+    from string import Template
+
+    from tests.e2e.git_servers import CLIENT_ENV, run
+
+    work = workdir / f"{bare.name}.work"
+    if not work.exists():
+        run(["git", "clone", "-q", str(bare), str(work)], env=CLIENT_ENV)
+    for old in work.iterdir():
+        if old.name != ".git":
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    for path in sorted(source.rglob("*")):
+        out = work / path.relative_to(source)
+        if path.is_dir():
+            out.mkdir(parents=True, exist_ok=True)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(Template(path.read_text()).substitute(values))
+    run(["git", "add", "-A"], cwd=work, env=CLIENT_ENV)
+    run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=work, env=CLIENT_ENV)
+    run(["git", "push", "-q", "origin", "HEAD:main"], cwd=work, env=CLIENT_ENV)
+    return run(["git", "rev-parse", "HEAD"], cwd=work, env=CLIENT_ENV).stdout.strip()

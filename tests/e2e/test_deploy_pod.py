@@ -1,0 +1,317 @@
+"""The three setups of deploy/README.md, brought up from deploy/ as a user would, each pod run
+with exactly the environment, files and arguments its manifests give it (tests/e2e/pod_kit.py:
+the image's ENV and ENTRYPOINT, envFrom of the generated settings, the downward API, Secret
+volumes, the service-account token, read-only root, uid 65532, an empty HOME), against the
+fake Kubernetes API (HTTPS, bearer tokens, RBAC enforced from the rendered Roles) and real git
+servers (OpenSSH, nginx + git http-backend over TLS):
+
+1. deploy/examples/route53-github: one EKS cluster, Route53 through IRSA (moto standing in for
+   AWS), the repository over SSH with a deploy key, GitHub's webhook secret;
+2. deploy/examples/failover-fleet: the SAME rendered manifests on two clusters (two API
+   servers, two kube-system UIDs, GITDNS_CLUSTER unset), failover groups in git, Route53 with
+   a key Secret;
+3. deploy/examples/edge-orchestrator for a pool named `metro` over HTTPS with a token, ConfigMap
+   delivery into kube-system/coredns-custom (created first, as its prerequisite says).
+
+Each is Ready by its readinessProbe, writes DNS (the Route53 zone, the CoreDNS ConfigMap), holds
+its Lease and pushes its status, and RBAC refuses it nothing but what its comments leave opt-in.
+The user's steps are the examples' own: copy the kustomization, point its paths at deploy/, fill
+in the placeholders, create the Secrets its header names (and no other: the test checks the pod
+mounts exactly those), apply.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.git_fixtures import https_fixture, sshd_fixture  # noqa: F401
+from tests.e2e.git_servers import HttpsServer, SshServer, remote_ref
+from tests.e2e.orchestrator_kit import NodeServer, start_nodes
+from tests.e2e.pod_kit import (
+    DEPLOY,
+    Cluster,
+    KitError,
+    Manifests,
+    MotoAws,
+    Pod,
+    add_literal,
+    copy_kustomization,
+    eks_pod_identity,
+    header_comment,
+    push_tree,
+    require,
+    require_pod_runtime,
+    set_literal,
+)
+
+DESIRED = Path(__file__).resolve().parent / "pod_desired"
+ALPHA_ID = "6f1c0b7a-2d4e-4f5a-9b8c-1d2e3f4a5b6c"
+BETA_ID = "c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e6f"
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoAws]:
+    require_pod_runtime()
+    try:
+        moto = MotoAws(tmp_path_factory.mktemp("moto"))
+    except KitError as exc:
+        require(False, str(exc))
+        raise
+    yield moto
+    moto.stop()
+
+
+@pytest.fixture
+def aws(moto: MotoAws) -> MotoAws:
+    """AWS as moto stands in for it, reset: no zone of another test."""
+    moto.reset()
+    return moto
+
+
+@pytest.fixture(autouse=True)
+def _pod_runtime() -> None:
+    require_pod_runtime()
+
+
+def example(name: str, destination: Path) -> Path:
+    """deploy/examples/<name> copied as a user copies it into a GitOps repository."""
+    source = DEPLOY / "examples" / name
+    assert source.is_dir(), f"deploy/examples/{name} is missing (deploy/README.md names it)"
+    return copy_kustomization(source, destination)
+
+
+def edit(path: Path, *changes: tuple[str, str]) -> None:
+    text = path.read_text()
+    for key, value in changes:
+        text = set_literal(text, key, value)
+    path.write_text(text)
+
+
+def assert_documented(kustomization: Path, pod: Pod, values: dict[str, dict[str, bytes | str]]) -> None:
+    """The Secrets the test creates are those the pod mounts, with the keys it mounts, and the
+    example's header names each of them with its keys."""
+    header = header_comment(kustomization)
+    used = pod.secrets_used()
+    assert {n: set(k) for n, k in values.items()} == used, f"the pod reads {used}"
+    for name, keys in used.items():
+        assert name in header, f"{kustomization}: the header does not say to create Secret {name}"
+        for key in keys - {"*"}:
+            assert key in header, f"{kustomization}: the header does not name key {key} of Secret {name}"
+
+
+def ssh_secret(sshd: SshServer, key: Path | None = None) -> dict[str, bytes | str]:
+    return {"ssh-privatekey": (key or sshd.deploy_key).read_bytes(), "known_hosts": sshd.known_hosts.read_bytes()}
+
+
+def assert_runs_as_the_pod_spec_says(pod: Pod) -> None:
+    """The container's processes: uid/gid 65532, fsGroup as supplementary group, no capability,
+    no_new_privs, read-only root, the image's HOME and no GITDNS_CLUSTER."""
+    procs = pod.processes()
+    gitdns = [pid for pid, argv in procs if any(a.endswith("gitdns") for a in argv[:2])]
+    assert gitdns, procs
+    status = Path(f"/proc/{gitdns[0]}/status").read_text()
+    assert re.search(r"^Uid:\s+65532\s+65532\s+65532\s+65532$", status, re.M), status
+    assert re.search(r"^Gid:\s+65532\s+65532\s+65532\s+65532$", status, re.M), status
+    assert re.search(r"^Groups:\s+65532\s*$", status, re.M), status
+    assert re.search(r"^CapEff:\s+0+$", status, re.M) and re.search(r"^CapBnd:\s+0+$", status, re.M)
+    assert re.search(r"^NoNewPrivs:\s+1$", status, re.M)
+    root = [line.split() for line in Path(f"/proc/{gitdns[0]}/mountinfo").read_text().splitlines()
+            if line.split()[4] == "/"]
+    assert root and root[-1][5].split(",")[0] == "ro", root
+    environ = dict(e.split("=", 1) for e in Path(f"/proc/{gitdns[0]}/environ").read_bytes().decode().split("\0")
+                   if "=" in e)
+    assert environ["HOME"] == "/var/lib/gitdns" and "GITDNS_CLUSTER" not in environ
+
+
+def assert_least_privilege(cluster: Cluster, *, allowed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """RBAC refused nothing but the resources named in ``allowed`` (opt-in components)."""
+    refused = [f.message for f in cluster.fake.forbidden if f.attributes.resource not in allowed]
+    assert not refused, refused
+
+
+# -- setup 1: Route53 with IRSA, the repository over SSH with a deploy key -----------------------
+
+
+def test_route53_github_comes_up_ready_and_writes_route53(sshd: SshServer, aws: MotoAws, tmp_path: Path) -> None:
+    bare = sshd.create_repo("setup1")
+    push_tree(bare, DESIRED / "route53-github", {"CLUSTER_ID": ALPHA_ID}, tmp_path)
+    zone_id = aws.create_zone("example.com")
+    gitops = example("route53-github", tmp_path / "gitops")
+    edit(gitops / "kustomization.yaml", ("GITDNS_REPO", sshd.url(bare)))
+    top = gitops / "kustomization.yaml"
+    top.write_text(top.read_text().replace("111122223333", MotoAws.ACCOUNT))  # your role's ARN
+    manifests = Manifests.render(gitops)
+
+    with Cluster(tmp_path / "cluster", kube_system_uid=ALPHA_ID, name="eks-eu-1") as cluster:
+        cluster.apply(manifests)
+        secrets = {"gitdns-git-ssh": ssh_secret(sshd), "gitdns-webhook": {"github-secret": os.urandom(16).hex()}}
+        for name, data in secrets.items():
+            cluster.create_secret("gitdns-system", name, data)
+        irsa_env, irsa_volume, irsa_mount = eks_pod_identity(cluster.get("ServiceAccount", "gitdns", "gitdns-system")
+                                                             or {})
+        injection = aws.injection()
+        injection.env.update(irsa_env)
+        injection.volumes.append(irsa_volume)
+        injection.mounts.append(irsa_mount)
+        pod = Pod(cluster, manifests, tmp_path / "pod", reach=[("127.0.0.1", sshd.port), aws.address],
+                  injection=injection)
+        assert_documented(top, pod, secrets)
+        pod.start()
+        try:
+            pod.wait_ready()
+            records = pod.wait(lambda: (r := aws.records(zone_id)).get(("app.example.com", "A")) and r,
+                               "app.example.com in Route53")
+            assert records[("app.example.com", "A")] == ["192.0.2.20"]
+            assert remote_ref(bare, f"refs/heads/gitdns-status/{ALPHA_ID}"), "no status branch pushed"
+            (lease,) = cluster.leases("gitdns-system")
+            assert lease["spec"]["holderIdentity"] == pod.name
+            assert_runs_as_the_pod_spec_says(pod)
+            assert_least_privilege(cluster, allowed={"gateways"})  # components/gateway-status is opt-in
+            assert "ProviderLibraryMissing" not in pod.logs()
+        finally:
+            pod.stop()
+    assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
+
+
+# -- setup 2: one manifest, two clusters, failover groups -----------------------------------------
+
+
+def test_failover_fleet_one_manifest_two_clusters_both_ready_and_writing(sshd: SshServer, aws: MotoAws,
+                                                                         tmp_path: Path) -> None:
+    bare = sshd.create_repo("setup2")
+    push_tree(bare, DESIRED / "failover-fleet", {"ALPHA_ID": ALPHA_ID, "BETA_ID": BETA_ID}, tmp_path)
+    zone_id = aws.create_zone("example.com")
+    gitops = example("failover-fleet", tmp_path / "gitops")
+    edit(gitops / "kustomization.yaml", ("GITDNS_REPO", sshd.url(bare)))
+    manifests = Manifests.render(gitops)  # rendered once, applied unchanged on both clusters
+
+    pods: list[Pod] = []
+    clusters = [Cluster(tmp_path / name, kube_system_uid=uid, name=name).start()
+                for name, uid in (("site-a-1", ALPHA_ID), ("site-b-1", BETA_ID))]
+    try:
+        for cluster in clusters:
+            cluster.apply(manifests)
+            secrets = {"gitdns-git-ssh": ssh_secret(sshd, sshd.add_key(f"deploy-{cluster.name}")),
+                       "gitdns-route53": {"AWS_ACCESS_KEY_ID": f"AKIA{cluster.name.upper().replace('-', '')}",
+                                          "AWS_SECRET_ACCESS_KEY": os.urandom(20).hex()}}
+            cluster.create_secret("gitdns-system", "gitdns-git-ssh", secrets["gitdns-git-ssh"])
+            cluster.create_secret("gitdns-system", "gitdns-route53", secrets["gitdns-route53"],
+                                  type_="kuadrant.io/aws")
+            pod = Pod(cluster, manifests, tmp_path / cluster.name / "pod",
+                      reach=[("127.0.0.1", sshd.port), aws.address], injection=aws.injection())
+            # the provider Secret is read through the API (RBAC), not mounted
+            assert_documented(gitops / "kustomization.yaml", pod, {"gitdns-git-ssh": secrets["gitdns-git-ssh"]})
+            assert "gitdns-route53" in header_comment(gitops / "kustomization.yaml")
+            pods.append(pod.start())
+        for pod in pods:
+            pod.wait_ready()
+        records = pods[0].wait(lambda: (r := aws.records(zone_id)).get(("app.example.com", "A"), []) and
+                               len(r[("app.example.com", "A")]) == 2 and r, "both clusters' addresses in Route53")
+        assert sorted(records[("app.example.com", "A")]) == ["192.0.2.10", "198.51.100.10"]
+        for cluster, pod, uid in zip(clusters, pods, (ALPHA_ID, BETA_ID), strict=True):
+            assert remote_ref(bare, f"refs/heads/gitdns-status/{uid}"), f"no status branch for {cluster.name}"
+            (lease,) = cluster.leases("gitdns-system")
+            assert lease["spec"]["holderIdentity"] == pod.name
+            assert pod.status()["summary.yaml"]["clusterId"] == uid
+            assert_runs_as_the_pod_spec_says(pod)
+            assert_least_privilege(cluster, allowed={"gateways"})
+    finally:
+        for pod in pods:
+            pod.stop()
+        for cluster in clusters:
+            cluster.stop()
+    assert [p.proc.returncode if p.proc else None for p in pods] == [0, 0], [p.logs()[-2000:] for p in pods]
+
+
+# -- setup 3: the orchestrator of the pool `metro`, HTTPS token, ConfigMap delivery ---------------
+
+
+def nodes_yaml(nodes: list[NodeServer]) -> str:
+    return "\n".join(f"    - {{name: {n.name}, ip: {n.ip}, healthEndpoint: \"{n.endpoint}\"}}" for n in nodes)
+
+
+def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsServer, tmp_path: Path) -> None:
+    nodes = start_nodes(3, first=61)
+    try:
+        bare = https.create_repo("setup3")
+        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes)}, tmp_path)
+        gitops = example("edge-orchestrator", tmp_path / "gitops")
+        install = gitops / "install" / "kustomization.yaml"
+        text = install.read_text()
+        # HTTPS with a token instead of the example's SSH key (deploy/components/https-token),
+        # and the git server's private CA mounted as that component says
+        text = re.sub(r"(?m)^(\s*-\s+\S*/components/)github-ssh$", r"\1https-token", text)
+        assert "components/https-token" in text
+        text = set_literal(text, "GITDNS_REPO", https.url(bare))
+        text = set_literal(text, "GITDNS_NODE_POOL", "metro")
+        text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_CA_FILE", "/var/run/gitdns/git-ca/ca.crt")
+        text += CA_PATCH
+        install.write_text(text)
+        manifests = Manifests.render(gitops)
+
+        with Cluster(tmp_path / "cluster", kube_system_uid=ALPHA_ID, name="k3s-metro") as cluster:
+            # the prerequisite the example's header names
+            cluster.apply(Manifests.render(DEPLOY / "orchestrator" / "coredns-custom"))
+            cluster.apply(manifests)
+            secrets: dict[str, dict[str, bytes | str]] = {"gitdns-git-token": {"token": https.token},
+                                                          "gitdns-git-ca": {"ca.crt": https.ca_file.read_bytes()}}
+            for name, data in secrets.items():
+                cluster.create_secret("dns-failover", name, data)
+            pod = Pod(cluster, manifests, tmp_path / "pod",
+                      reach=[("127.0.0.1", https.port), *((n.ip, n.port) for n in nodes)])
+            assert pod.secrets_used() == {"gitdns-git-token": {"token"}, "gitdns-git-ca": {"ca.crt"}}
+            assert "gitdns-git-token" in header_comment(DEPLOY / "components" / "https-token" / "kustomization.yaml")
+            pod.start()
+            try:
+                pod.wait_ready()
+
+                def delivered() -> dict[str, str] | None:
+                    data = (cluster.configmap("kube-system", "coredns-custom") or {}).get("data") or {}
+                    text = "\n".join(data.values())
+                    return data if all(d in text for d in ("shop.metro.test", "blog.metro.test")) else None
+                data = pod.wait(delivered, "the pool's hosts in kube-system/coredns-custom")
+                hosts = "\n".join(data.values())
+                for node in nodes:
+                    assert re.search(rf"^{re.escape(node.ip)}\s.*\bshop\.metro\.test\b", hosts, re.M), hosts
+                lease = cluster.lease("dns-failover", "gitdns-orchestrator-metro")
+                assert lease is not None and lease["spec"]["holderIdentity"] == pod.name
+                assert_runs_as_the_pod_spec_says(pod)
+                assert_least_privilege(cluster)
+                assert https.token not in pod.logs()
+            finally:
+                pod.stop()
+        assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+CA_PATCH = """patches:
+  # the git server's private CA (deploy/components/https-token: "A private CA: mount its bundle
+  # the same way and set GITDNS_CA_FILE")
+  - target:
+      kind: Deployment
+      name: gitdns-orchestrator
+    patch: |-
+      - op: add
+        path: /spec/template/spec/volumes/-
+        value:
+          name: git-ca
+          secret:
+            secretName: gitdns-git-ca
+            defaultMode: 288
+            items:
+              - key: ca.crt
+                path: ca.crt
+      - op: add
+        path: /spec/template/spec/containers/0/volumeMounts/-
+        value:
+          name: git-ca
+          mountPath: /var/run/gitdns/git-ca
+          readOnly: true
+"""

@@ -38,4 +38,4 @@ fi
 
 "$PYTHON" -m tests.test_deploy --validate
 CI="${CI:-true}" exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_deploy.py tests/test_deploy_orchestrator.py \
-    tests/test_deploy_remote.py
+    tests/test_deploy_remote.py tests/test_deploy_components.py tests/test_deploy_iam.py tests/test_deploy_image.py

@@ -403,6 +403,48 @@ def granted(docs: list[dict[str, Any]], kind: str, name: str) -> dict[tuple[str,
     return out
 
 
+# --- the rendered RBAC in the fake Kubernetes API (tests/fakes/kube_apiserver.py) ---------------
+
+
+RBAC = ("rbac.authorization.k8s.io", "v1")
+PLURALS = {"Namespace": ("", "v1", "namespaces"), "ServiceAccount": ("", "v1", "serviceaccounts"),
+           "Role": (*RBAC, "roles"), "RoleBinding": (*RBAC, "rolebindings"),
+           "ClusterRole": (*RBAC, "clusterroles"), "ClusterRoleBinding": (*RBAC, "clusterrolebindings")}
+
+
+def load_rbac(kube: Any, docs: list[dict[str, Any]]) -> None:
+    """Store the render's Namespaces, ServiceAccounts and RBAC objects, as `kubectl apply` would."""
+    order = list(PLURALS)
+    for doc in sorted((d for d in docs if d["kind"] in PLURALS), key=lambda d: order.index(d["kind"])):
+        if doc["kind"] == "Namespace" and doc["metadata"]["name"] in ("kube-system", "default"):
+            continue
+        group, version, plural = PLURALS[doc["kind"]]
+        body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+        kube.create(group, version, plural, body, namespace=doc["metadata"].get("namespace"))
+
+
+def as_service_account(kube: Any, namespace: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubernetes client's default configuration: the fake, with this account's token."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+
+    def no_incluster() -> None:
+        raise ConfigException("not in a pod")
+
+    token = kube.issue_token(namespace, name)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+        f"clusters: [{{name: fake, cluster: {{server: '{kube.base_url}'}}}}]\n"
+        f"users: [{{name: fake, user: {{token: '{token}'}}}}]\n"
+        "contexts: [{name: fake, context: {cluster: fake, user: fake}}]\n")
+    kubeconfig.chmod(0o600)
+    monkeypatch.setattr(kube_config, "load_incluster_config", no_incluster)
+    monkeypatch.setattr(client.Configuration, "_default", None)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+
+
 # --- fixtures ----------------------------------------------------------------------------------
 
 KUSTOMIZATIONS = kustomization_dirs()

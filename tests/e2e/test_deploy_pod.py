@@ -315,3 +315,41 @@ CA_PATCH = """patches:
           mountPath: /var/run/gitdns/git-ca
           readOnly: true
 """
+
+
+# -- what the instructions tell a user to write in git -----------------------------------------------
+
+PROVIDER_SNIPPET = re.compile(r"spec\.provider:?`?:?\s*`?(\{[^`\n]*\})")
+
+
+def provider_snippets() -> list[tuple[str, str]]:
+    """(file, snippet) of every ``spec.provider {...}`` that deploy/README.md and the deploy
+    kustomizations' comments tell a user to give a Zone."""
+    out = []
+    for path in sorted([DEPLOY / "README.md", *DEPLOY.rglob("kustomization.yaml")]):
+        for match in PROVIDER_SNIPPET.finditer(path.read_text()):
+            out.append((str(path.relative_to(DEPLOY.parent)), match.group(1)))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="deploy/README.md and the route53-github, failover-fleet, route53-irsa, "
+                                       "google- and azure-workload-identity headers write spec.provider "
+                                       "{name: ...}; the Zone schema's key is `type` (provider.additionalProperties "
+                                       "is false), so a Zone written as told does not validate")
+def test_the_zone_providers_the_instructions_give_validate() -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    schema = json.loads((DEPLOY.parent / "schemas" / "zone.schema.json").read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    snippets = provider_snippets()
+    assert len(snippets) >= 3, snippets
+    problems = []
+    for where, snippet in snippets:
+        provider = yaml.safe_load(snippet.replace("...", "x"))
+        zone = {"apiVersion": "gitdns.io/v1alpha1", "kind": "Zone", "metadata": {"name": "example-com"},
+                "spec": {"domain": "example.com", "provider": provider}}
+        problems += [f"{where}: {snippet}: {e.message}" for e in validator.iter_errors(zone)]
+    assert not problems, "\n".join(problems)

@@ -110,10 +110,20 @@ def kustomization_kind(directory: Path) -> str:
     return str(doc.get("kind", "Kustomization"))
 
 
+def transformer_config(directory: Path) -> bool:
+    """A kustomization of transformer configurations (apiVersion builtin), listed under
+    another's ``transformers:``: rendered there, never applied."""
+    (doc,) = load_documents(directory / "kustomization.yaml")
+    files = [directory / entry for entry in doc.get("resources") or []]
+    return bool(files) and all(f.is_file() and all(d.get("apiVersion") == "builtin" for d in load_documents(f))
+                               for f in files)
+
+
 def kustomization_dirs() -> list[Path]:
-    """Every kustomization under deploy/ (components are rendered through those listing them)."""
+    """Every kustomization under deploy/ that renders objects to apply (components and
+    transformer configurations are rendered through those listing them)."""
     return sorted(p.parent for p in DEPLOY.rglob("kustomization.yaml")
-                  if kustomization_kind(p.parent) == "Kustomization")
+                  if kustomization_kind(p.parent) == "Kustomization" and not transformer_config(p.parent))
 
 
 def component_dirs() -> list[Path]:
@@ -121,9 +131,9 @@ def component_dirs() -> list[Path]:
 
 
 def references_of(directory: Path) -> Iterator[Path]:
-    """The directories a kustomization reads: its resources and components, transitively."""
+    """The directories a kustomization reads (resources, components, transformers), transitively."""
     (doc,) = load_documents(directory / "kustomization.yaml")
-    for entry in [*(doc.get("resources") or []), *(doc.get("components") or [])]:
+    for entry in [e for field in ("resources", "components", "transformers") for e in doc.get(field) or []]:
         path = (directory / entry).resolve()
         if path.is_dir():
             yield path
@@ -135,7 +145,8 @@ def includes(directory: Path, target: Path) -> bool:
 
 
 def write_kustomization(directory: Path, *, resources: Iterable[Path | str] = (),
-                        components: Iterable[Path] = (), **fields: Any) -> Path:
+                        components: Iterable[Path] = (), transformers: Iterable[Path] = (),
+                        **fields: Any) -> Path:
     """A kustomization such as a user writes, in ``directory``: paths made relative (kustomize
     refuses absolute ones), other fields as given."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -148,6 +159,8 @@ def write_kustomization(directory: Path, *, resources: Iterable[Path | str] = ()
     doc["resources"] = [rel(p) for p in resources]
     if components:
         doc["components"] = [rel(p) for p in components]
+    if transformers:
+        doc["transformers"] = [rel(p) for p in transformers]
     doc.update({k: v for k, v in fields.items() if k not in ("namespace", "namePrefix")})
     with (directory / "kustomization.yaml").open("w") as out:
         yaml = _yaml()

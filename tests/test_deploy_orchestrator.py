@@ -3,7 +3,7 @@
 
 - its settings come from a generated ConfigMap and resolve with the real settings code
   (`gitdns.commands.orchestrate`), the transport from the same variables as the agent's;
-- the Lease RBAC names the pool's Lease for any pool (the node-pool component's replacement),
+- the Lease RBAC names the pool's Lease for any pool (the lease-name transformer's replacement),
   tested with pools not named ``edge``;
 - the kube-system grant stays in kube-system when the install moves (the layout the overlay
   ships, and the subject patch its README shows);
@@ -203,7 +203,7 @@ def test_a_pool_not_named_edge_gets_its_lease(tmp_path: Path) -> None:
     for pool in ("eu-west-2", "a", "pool-with-a-rather-long-name-of-43-chars-x"):
         assert len(pool) <= 43
         docs = kustomize(write_kustomization(
-            tmp_path / pool, resources=[ORCHESTRATOR_BASE], components=[ORCH / "components" / "node-pool"],
+            tmp_path / pool, resources=[ORCHESTRATOR_BASE], transformers=[ORCH / "lease-name"],
             namespace="edge-dns", namePrefix="eu-",
             configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL=pool)))
         assert pool_of(docs) == pool
@@ -213,19 +213,19 @@ def test_a_pool_not_named_edge_gets_its_lease(tmp_path: Path) -> None:
     # Listed again on top of an install that already set a pool (dashes and all): the
     # delimiter is the whole prefix, so the new pool lands whole.
     top = kustomize(write_kustomization(
-        tmp_path / "top", resources=[tmp_path / "eu-west-2"], components=[ORCH / "components" / "node-pool"],
+        tmp_path / "top", resources=[tmp_path / "eu-west-2"], transformers=[ORCH / "lease-name"],
         configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL="x-y-z")))
     assert lease_role(top)["rules"][1]["resourceNames"] == ["gitdns-orchestrator-x-y-z"]
 
 
-def test_the_component_acts_where_it_is_listed(tmp_path: Path) -> None:
-    """What the README warns of: a pool set without listing node-pool keeps the base's Lease."""
+def test_the_transformer_acts_where_it_is_listed(tmp_path: Path) -> None:
+    """What the README warns of: a pool set without listing lease-name keeps the base's Lease."""
     docs = kustomize(write_kustomization(
         tmp_path / "forgot", resources=[ORCHESTRATOR_BASE],
         configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL="eu-west-2")))
     assert lease_role(docs)["rules"][1]["resourceNames"] == ["gitdns-orchestrator-edge"] != [lease_name("eu-west-2")]
     readme = (ORCH / "README.md").read_text()
-    assert "components/node-pool" in readme and "same kustomization" in readme
+    assert "orchestrator/lease-name" in readme and "same kustomization" in readme
 
 
 def test_the_kube_system_grant(rendered: list[dict[str, Any]]) -> None:
@@ -264,7 +264,7 @@ def test_a_moved_install_keeps_its_grant_in_kube_system(tmp_path: Path) -> None:
     prefix, namespace = documented["namePrefix"], subject["namespace"]
     install = write_kustomization(
         tmp_path / "edge" / "install", resources=[ORCHESTRATOR_BASE], namespace=namespace, namePrefix=prefix,
-        components=[ORCH / "components" / "node-pool", COMPONENTS / "github-ssh"],
+        components=[COMPONENTS / "github-ssh"], transformers=[ORCH / "lease-name"],
         configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL="eu-west-2"))
     kube_system = write_kustomization(tmp_path / "edge" / "kube-system", resources=[ORCH / "kube-system"],
                                       namePrefix=prefix, patches=documented["patches"])
@@ -285,7 +285,7 @@ def test_two_pools_in_one_cluster_share_no_cluster_scoped_name(tmp_path: Path) -
     for pool in ("edge-eu", "edge-us"):
         renders.append(kustomize(write_kustomization(
             tmp_path / pool, resources=[ORCHESTRATOR_BASE], namespace=f"dns-{pool}", namePrefix=f"{pool}-",
-            components=[ORCH / "components" / "node-pool", ORCH / "components" / "discovery"],
+            components=[ORCH / "components" / "discovery"], transformers=[ORCH / "lease-name"],
             configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL=pool))))
     assert cluster_scoped_names(renders[0]) and not cluster_scoped_names(renders[0]) & cluster_scoped_names(renders[1])
     for docs in renders:
@@ -333,7 +333,7 @@ def test_the_rendered_rbac_allows_the_orchestrators_calls_and_nothing_near(
     layout = tmp_path / "layout"
     install = write_kustomization(
         layout / "install", resources=[ORCHESTRATOR_BASE],
-        components=[ORCH / "components" / "node-pool", *[ORCH / "components" / "discovery"][:int(with_discovery)]],
+        components=[ORCH / "components" / "discovery"][:int(with_discovery)], transformers=[ORCH / "lease-name"],
         configMapGenerator=settings_merge("gitdns-orchestrator-config", GITDNS_NODE_POOL=pool))
     docs = kustomize(write_kustomization(layout, resources=[install, ORCH / "kube-system"]))
     namespace = deployment(docs)["metadata"]["namespace"]

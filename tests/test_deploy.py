@@ -58,7 +58,7 @@ WELL_KNOWN_NAMESPACES = frozenset({"kube-system", "default"})
 # Components only a test composes (the opt-in ones that need a CRD, or user input): see
 # `test_every_component_is_rendered_somewhere`.
 COMPOSED_BY_TESTS = frozenset({"prometheus-rule", "pod-monitor", "gateway-status", "default-provider-secret",
-                               "discovery"})
+                               "discovery", "git-ca"})
 
 
 class RenderError(Exception):

@@ -131,6 +131,21 @@ def test_identity_overlays_keep_the_transport_composable(tmp_path: Path) -> None
     assert no_secret_access(docs)
 
 
+def test_an_https_transport_with_a_private_ca_for_both_workloads(tmp_path: Path) -> None:
+    from gitdns.commands.gitremote import git_auth
+
+    for base, name in ((BASE, "gitdns"), (DEPLOY / "orchestrator" / "base", "gitdns-orchestrator")):
+        docs = kustomize(write_kustomization(tmp_path / name, resources=[base],
+                                             components=[COMPONENTS / "https-token", COMPONENTS / "git-ca"]))
+        (deployment,) = find(docs, "Deployment", name)
+        pod = deployment["spec"]["template"]["spec"]
+        files = secret_files(pod, pod["containers"][0])
+        assert set(files.values()) == {("gitdns-git-token", "token"), ("gitdns-git-ca", "ca.crt")}
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"] if "value" in e}
+        auth = git_auth({}, env)  # the transport both workloads build from these variables
+        assert str(auth.token_file) in files and str(auth.ca_file) in files
+
+
 def test_the_fleet_example_is_one_manifest_for_every_cluster() -> None:
     docs = kustomize(EXAMPLES / "failover-fleet")
     env = settings_of(docs, agent_container(docs), NAMESPACE)

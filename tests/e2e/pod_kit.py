@@ -284,6 +284,24 @@ def add_literal(text: str, generator: str, key: str, value: str) -> str:
     return text[:match.end()] + f"{indent}- {key}={value}\n" + text[match.end():]
 
 
+def add_patch(path: Path, patch: JSON) -> None:
+    """Append ``patch`` (a kustomize ``patches`` entry) to the kustomization at ``path``, its
+    comments kept."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    rt = YAML()
+    rt.preserve_quotes = True
+    doc = rt.load(path.read_text())
+    doc.setdefault("patches", []).append(
+        {k: LiteralScalarString(v) if isinstance(v, str) and "\n" in v else v for k, v in patch.items()})
+    out = StringIO()
+    rt.dump(doc, out)
+    path.write_text(out.getvalue())
+
+
 def header_comment(path: Path) -> str:
     """The comment block a kustomization starts with (its instructions to the user)."""
     out = []
@@ -443,6 +461,11 @@ class Cluster:
         self._put("Secret", {"apiVersion": "v1", "kind": "Secret", "type": type_,
                              "metadata": {"name": name, "namespace": namespace}, "data": encoded})
 
+    def create_service_account(self, namespace: str, name: str) -> None:
+        """A ServiceAccount the cluster has already (k3s's kube-system/coredns)."""
+        self._put("ServiceAccount", {"apiVersion": "v1", "kind": "ServiceAccount",
+                                     "metadata": {"name": name, "namespace": namespace}})
+
     def configmap(self, namespace: str, name: str) -> JSON | None:
         return self.get("ConfigMap", name, namespace)
 
@@ -512,9 +535,10 @@ def write_atomic_volume(directory: Path, files: Mapping[str, tuple[bytes, int]],
     (directory / "..data").symlink_to(stamp)
     for top in sorted({rel.split("/", 1)[0] for rel in files}):
         (directory / top).symlink_to(f"..data/{top}")
+    os.chmod(directory, 0o1777)  # the kubelet's tmpfs for the volume
     if gid is not None:
         os.chown(directory, 0, gid)
-        os.chmod(directory, 0o1777 | stat.S_ISGID)  # the kubelet's tmpfs for the volume
+        os.chmod(directory, 0o1777 | stat.S_ISGID)
         for link in directory.iterdir():
             if link.is_symlink():
                 os.lchown(link, 0, gid)
@@ -550,11 +574,12 @@ class Injection:
 
 
 class Pod:
-    """One pod of the rendered Deployment ``deployment`` (the only one when None) on ``cluster``."""
+    """One pod of the rendered Deployment ``deployment`` (the only one when None) on ``cluster``:
+    its container ``container`` (the only one when None)."""
 
     def __init__(self, cluster: Cluster, manifests: Manifests, directory: Path, *, deployment: str | None = None,
-                 reach: Iterable[tuple[str, int]] = (), injection: Injection | None = None,
-                 image: Image | None = None) -> None:
+                 container: str | None = None, reach: Iterable[tuple[str, int]] = (),
+                 injection: Injection | None = None, image: Image | None = None) -> None:
         self.cluster = cluster
         self.manifests = manifests
         self.directory = directory
@@ -563,10 +588,11 @@ class Pod:
         template = self.deployment["spec"]["template"]
         self.spec: JSON = json.loads(json.dumps(template["spec"]))
         self.labels = dict((template.get("metadata") or {}).get("labels") or {})
-        containers = self.spec["containers"]
+        containers = [c for c in self.spec["containers"] if container is None or c["name"] == container]
         if len(containers) != 1:
-            raise KitError(f"Deployment {self.deployment['metadata']['name']}: {len(containers)} containers "
-                           "(the kit runs one)")
+            raise KitError(f"Deployment {self.deployment['metadata']['name']}: containers "
+                           f"{[c['name'] for c in self.spec['containers']]}: name the one to run (the kit runs one; "
+                           "the others' volumes are not made)")
         self.container: JSON = containers[0]
         self.image = image or Image.read()
         self.injection = injection or Injection()
@@ -918,15 +944,16 @@ class Pod:
             raise KitError(f"{kind}: scheme {get['scheme']} (the kit probes HTTP)")
         return self.get(get["port"], get.get("path", "/"))
 
-    def wait_ready(self, timeout: float = 180.0) -> None:
-        """Until the readiness probe answers 2xx (the pod is Ready); the log when it never does."""
+    def wait_ready(self, timeout: float = 180.0, *, endpoint: tuple[int | str, str] | None = None) -> None:
+        """Until the readiness probe answers 2xx (the pod is Ready); the log when it never does.
+        ``endpoint`` (port, path): ask that instead, for a container without a readinessProbe."""
         deadline = time.monotonic() + timeout
         code, body = 0, b""
         while time.monotonic() < deadline:
             if not self.alive():
                 raise AssertionError(f"pod {self.name} exited {self.proc.returncode if self.proc else '?'} "
                                      f"before Ready:\n{self.logs()[-6000:]}")
-            code, body = self.probe()
+            code, body = self.get(*endpoint) if endpoint else self.probe()
             if 200 <= code < 400:
                 return
             time.sleep(0.25)

@@ -40,6 +40,7 @@ from tests.e2e.pod_kit import (
     MotoAws,
     Pod,
     add_literal,
+    add_patch,
     copy_kustomization,
     eks_pod_identity,
     header_comment,
@@ -250,8 +251,8 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
         text = set_literal(text, "GITDNS_REPO", https.url(bare))
         text = set_literal(text, "GITDNS_NODE_POOL", "metro")
         text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_CA_FILE", "/var/run/gitdns/git-ca/ca.crt")
-        text += CA_PATCH
         install.write_text(text)
+        add_patch(install, {"target": {"kind": "Deployment", "name": "gitdns-orchestrator"}, "patch": CA_PATCH})
         manifests = Manifests.render(gitops)
 
         with Cluster(tmp_path / "cluster", kube_system_uid=ALPHA_ID, name="k3s-metro") as cluster:
@@ -291,30 +292,110 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
             node.stop()
 
 
-CA_PATCH = """patches:
-  # the git server's private CA (deploy/components/https-token: "A private CA: mount its bundle
-  # the same way and set GITDNS_CA_FILE")
-  - target:
-      kind: Deployment
-      name: gitdns-orchestrator
-    patch: |-
-      - op: add
-        path: /spec/template/spec/volumes/-
-        value:
-          name: git-ca
-          secret:
-            secretName: gitdns-git-ca
-            defaultMode: 288
-            items:
-              - key: ca.crt
-                path: ca.crt
-      - op: add
-        path: /spec/template/spec/containers/0/volumeMounts/-
-        value:
-          name: git-ca
-          mountPath: /var/run/gitdns/git-ca
-          readOnly: true
+# the git server's private CA, mounted as deploy/components/https-token says ("A private CA: mount
+# its bundle the same way and set GITDNS_CA_FILE")
+CA_PATCH = """\
+- op: add
+  path: /spec/template/spec/volumes/-
+  value:
+    name: git-ca
+    secret:
+      secretName: gitdns-git-ca
+      defaultMode: 288
+      items:
+        - key: ca.crt
+          path: ca.crt
+- op: add
+  path: /spec/template/spec/containers/0/volumeMounts/-
+  value:
+    name: git-ca
+    mountPath: /var/run/gitdns/git-ca
+    readOnly: true
 """
+
+
+# -- the orchestrator as a CoreDNS sidecar (deploy/overlays/orchestrator-sidecar) ------------------
+
+SIDECAR_CREDENTIALS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: coredns
+  namespace: kube-system
+spec:
+  template:
+    spec:
+      containers:
+        - name: gitdns-orchestrator
+          env:
+            - name: GITDNS_TOKEN_FILE
+              value: /var/run/gitdns/git-token/token
+            - name: GITDNS_CA_FILE
+              value: /var/run/gitdns/git-token/ca.crt
+          volumeMounts:
+            - name: git-token
+              mountPath: /var/run/gitdns/git-token
+              readOnly: true
+      volumes:
+        - name: git-token
+          secret:
+            secretName: gitdns-git-token
+            defaultMode: 292
+"""
+
+
+def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: HttpsServer, tmp_path: Path) -> None:
+    """The sidecar container of the CoreDNS pod (no fsGroup: the credentials 0444 as the
+    component says), its files in the emptyDir CoreDNS imports; dnsmasq reads them as CoreDNS's
+    hosts plugin would and answers for the tenants."""
+    from tests.e2e.orchestrator_kit import Dnsmasq, dnsmasq_path
+
+    binary = dnsmasq_path()
+    require(binary is not None, "dnsmasq not found: apt-get install -y --no-install-recommends dnsmasq")
+    nodes = start_nodes(2, first=71)
+    try:
+        bare = https.create_repo("sidecar")
+        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes)}, tmp_path)
+        gitops = copy_kustomization(DEPLOY / "overlays" / "orchestrator-sidecar", tmp_path / "gitops")
+        top = gitops / "kustomization.yaml"
+        text = set_literal(top.read_text(), "GITDNS_REPO", https.url(bare))
+        top.write_text(set_literal(text, "GITDNS_NODE_POOL", "metro"))
+        # a private repository: "mount the git credentials into the sidecar like the transport
+        # components do, with defaultMode 292 (0444)" (the sidecar component's header)
+        add_patch(top, {"patch": SIDECAR_CREDENTIALS})
+        manifests = Manifests.render(gitops)
+        assert not manifests.all("Role") and not manifests.all("RoleBinding"), "the sidecar needs no RBAC"
+
+        with Cluster(tmp_path / "cluster", kube_system_uid=ALPHA_ID, name="k3s-sidecar") as cluster:
+            cluster.create_service_account("kube-system", "coredns")  # k3s's own
+            cluster.apply(manifests)
+            cluster.create_secret("kube-system", "gitdns-git-token", {"token": https.token,
+                                                                      "ca.crt": https.ca_file.read_bytes()})
+            pod = Pod(cluster, manifests, tmp_path / "pod", container="gitdns-orchestrator",
+                      reach=[("127.0.0.1", https.port), *((n.ip, n.port) for n in nodes)])
+            assert pod.fs_group is None
+            pod.start()
+            try:
+                # no readinessProbe on the sidecar (it would gate CoreDNS's): its /readyz asked
+                pod.wait_ready(endpoint=("orch-admin", "/readyz"))
+                shared = pod.volumes["custom-config-volume"]
+                pod.wait(lambda: any(shared.glob("*.server")) and "shop.metro.test" in "".join(
+                    f.read_text() for f in shared.iterdir() if f.is_file() and not f.name.startswith(".")),
+                    "the pool's files in the shared volume")
+                assert_runs_as_the_pod_spec_says(pod)
+                assert_least_privilege(cluster)
+                dnsmasq = Dnsmasq(shared, tmp_path, binary=binary or "").start()
+                try:
+                    answers = pod.wait(lambda: dnsmasq.answers("shop.metro.test"), "dnsmasq to answer")
+                    assert answers == {n.ip for n in nodes}
+                finally:
+                    dnsmasq.stop()
+            finally:
+                pod.stop()
+        assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
+    finally:
+        for node in nodes:
+            node.stop()
 
 
 # -- what the instructions tell a user to write in git -----------------------------------------------

@@ -1,6 +1,6 @@
-"""A zone's owners: ``gitdns owners`` (list them, their heartbeats, whether git knows them),
-``gitdns prune-owner`` (remove a dead cluster's records and ownership TXT) and
-``gitdns adopt`` (take over foreign records)."""
+"""A zone's owners: ``gitdns owners`` (list them with their kind, records and heartbeats, and
+whether git knows them), ``gitdns prune-owner`` (remove a dead cluster's records and ownership
+TXT) and ``gitdns adopt`` (take over foreign records)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,19 @@ from pathlib import Path
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.zones import zone_and_provider
+from gitdns.core.records import RecordKey
 from gitdns.providers.fences import STRICT, Fences
 
 Ask = Callable[[str, str], bool]  # (text to show first, question) -> yes
 
 
+def _key_text(key: RecordKey) -> str:
+    return f"{key.name} {key.type}" + (f" set={key.set_id}" if key.set_id else "")
+
+
 def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = STRICT) -> Result:
+    """Every owner of a zone: kind (gitdns, dns-operator, legacy, unknown), the Cluster git
+    names for it, its records, groups and last heartbeat."""
     from gitdns.core.owners import owners as owner_rows
     from gitdns.reconcile.engine import load
 
@@ -26,7 +33,12 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = S
     rows = owner_rows(provider.read(zone.domain), set(names))
     result = Result()
     if fmt == "json":
-        result.line(json.dumps([{"owner": r.owner, "cluster": names.get(r.owner), "records": r.records,
+        result.line(json.dumps([{"owner": r.owner, "kind": r.kind.value, "cluster": names.get(r.owner),
+                                 "records": r.records,
+                                 "recordSets": [{"name": k.name, "type": k.type,
+                                                 **({"setIdentifier": k.set_id} if k.set_id else {})}
+                                                for k in r.keys],
+                                 "orphanTxt": r.orphans, "sharedWith": list(r.shared_with),
                                  "groups": list(r.groups), "revisions": list(r.revisions),
                                  "heartbeat": r.heartbeat, "knownToGit": r.known} for r in rows],
                                indent=2, sort_keys=True))
@@ -35,7 +47,11 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = S
     for r in rows:
         beat = datetime.fromtimestamp(r.heartbeat, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if r.heartbeat else "never"
         who = names.get(r.owner, "NOT IN GIT")
-        result.line(f"{r.owner}  {who}  records={r.records}  groups={','.join(r.groups) or '-'}  heartbeat={beat}")
+        extra = f"  orphan-txt={r.orphans}" if r.orphans else ""
+        extra += f"  shares-legacy-txt-with={','.join(r.shared_with)}" if r.shared_with else ""
+        result.line(f"{r.owner}  {who}  kind={r.kind.value}  records={r.records}  "
+                    f"groups={','.join(r.groups) or '-'}  heartbeat={beat}{extra}")
+        result.lines([f"  {_key_text(key)}" for key in r.keys])
     return result
 
 

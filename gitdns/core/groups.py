@@ -6,9 +6,13 @@ the zone twice: Kuadrant's ``kuadrant-active-groups.<zone>`` TXT ``"version=1;gr
 ``"version=1;serial=<n>;groups=g1&&g2"``.  No agent overwrites a higher serial: agents on an
 older revision leave the zone alone, so a rollout does not flip it back and forth.  A
 break-glass switch writes a higher serial straight to the zone; agents then follow the zone
-and report ``GroupsDivergedFromGit`` until git catches up.  Membership is an exact match
-(Kuadrant matches substrings: ``east`` is found in ``us-east``).  An absent or empty list
-means every group is active.
+and report ``GroupsDivergedFromGit`` until git catches up.  Membership is an exact match, as
+in dns-operator's controller (its ``kubectl-kuadrant_dns remove-active-group`` looks for the
+name as a substring before it removes it).  An absent or empty list
+means every group is active (for gitdns; dns-operator then publishes only its ungrouped
+clusters: docs/records.md, "Differences from dns-operator").  An empty list is written as
+dns-operator writes it, ``version=1``; ``version=1;groups=`` and a value without ``version`` are
+read as well.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ def gitdns_name(zone: str) -> str:
 
 
 def kuadrant_value(groups: Iterable[str]) -> str:
-    return f"version=1;groups={'&&'.join(sorted(set(groups)))}"
+    """Kuadrant's value, as dns-operator writes it: ``version=1`` alone for an empty list."""
+    names = sorted({g for g in groups if g})
+    return f"version=1;groups={'&&'.join(names)}" if names else "version=1"
 
 
 def gitdns_value(serial: int, groups: Iterable[str]) -> str:
@@ -135,8 +141,8 @@ def relabel(snapshot: ZoneSnapshot, owner: str, group: str | None) -> list[Chang
     obs = decode_zone(snapshot)
     for key, entries in sorted(obs.owners.items()):
         entry = entries.get(owner)
-        if entry is None or entry.labels.group == group:
-            continue
+        if entry is None or entry.joint or entry.labels.group == group:
+            continue  # a joint legacy TXT names other owners too: never rewritten
         labels = OwnerLabels(owner=owner, group=group, rev=entry.labels.rev, targets=entry.labels.targets,
                              version=entry.labels.version, extra=entry.labels.extra)
         value, _ = encode(labels)

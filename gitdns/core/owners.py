@@ -1,5 +1,9 @@
 """Owners of a zone, heartbeats, and explicit take-overs (`gitdns owners`, `adopt`).
 
+On a zone shared with Kuadrant's dns-operator an owner is one of `OwnerKind`: a gitdns
+cluster, a dns-operator cluster (its current TXT format), a legacy owner (only the format
+dns-operator wrote before it versioned its registry) or unknown.
+
 Heartbeat (future work in Kuadrant's "Distributed DNS Load Balancing" RFC): each publishing
 agent refreshes ``gitdns-heartbeat-<hash8(owner)>.<zone> TXT "owner=<id>,time=<unix seconds>"``.
 It is not an ownership record (its heritage is not external-dns), so no planner ever touches it.
@@ -9,11 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gitdns.core.names import short_hash
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
-from gitdns.core.registry import OwnerLabels, label_error, ownership_record
+from gitdns.core.registry import (
+    OwnerLabels,
+    OwnershipEntry,
+    add_entry,
+    decode_entries,
+    label_error,
+    ownership_record,
+    parse_txt_name,
+)
 
 HEARTBEAT_PREFIX = "gitdns-heartbeat-"
 
@@ -48,6 +61,15 @@ def heartbeat_change(snapshot: ZoneSnapshot, owner: str, zone: str, now: float) 
     return Change(Action.CREATE if old is None else Action.UPDATE, old, new, new.key)
 
 
+class OwnerKind(StrEnum):
+    """Who an owner of a shared zone is, as far as the zone and git tell."""
+
+    GITDNS = "gitdns"  # a Cluster in git, or its TXT carry a gitdns `rev` label, or it beats a heartbeat
+    DNS_OPERATOR = "dns-operator"  # Kuadrant's versioned TXT (hashed name, version=1), no `rev`
+    LEGACY = "legacy"  # only Kuadrant's unversioned TXT (its `&&` joint form included)
+    UNKNOWN = "unknown"  # anything else: another version, or version=1 under a legacy name
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerRow:
     owner: str
@@ -56,32 +78,63 @@ class OwnerRow:
     revisions: tuple[str, ...]
     heartbeat: int | None  # unix seconds of the last heartbeat
     known: bool  # a Cluster in git names this owner
+    kind: OwnerKind = OwnerKind.UNKNOWN
+    keys: tuple[RecordKey, ...] = ()  # the data records it owns, sorted
+    orphans: int = 0  # its ownership TXT whose data record is not in the zone
+    shared_with: tuple[str, ...] = ()  # the other owners its joint legacy TXT name
 
     def stale(self, now: float, after: float) -> bool:
         """Eligible for automatic removal: unknown to git and silent for ``after`` seconds."""
         return not self.known and self.heartbeat is not None and now - self.heartbeat > after
 
 
+def _kind(entries: list[OwnershipEntry], known: bool, beats: bool) -> OwnerKind:
+    if known or beats or any(e.labels.rev for e in entries):
+        return OwnerKind.GITDNS
+    hashed = [parse_txt_name(e.txt.name) for e in entries]
+    if any(e.versioned and p is not None and p[0] is not None for e, p in zip(entries, hashed, strict=True)):
+        return OwnerKind.DNS_OPERATOR
+    if entries and all(e.labels.version is None for e in entries):
+        return OwnerKind.LEGACY
+    return OwnerKind.UNKNOWN
+
+
 def owners(snapshot: ZoneSnapshot, known: Collection[str]) -> list[OwnerRow]:
-    obs = decode_zone(snapshot)
-    counts: dict[str, int] = {}
-    groups: dict[str, set[str]] = {}
-    revs: dict[str, set[str]] = {}
-    for key, entries in obs.owners.items():
-        for owner, entry in entries.items():
-            counts[owner] = counts.get(owner, 0) + (1 if key in obs.data else 0)
-            if entry.labels.group:
-                groups.setdefault(owner, set()).add(entry.labels.group)
-            if entry.labels.rev:
-                revs.setdefault(owner, set()).add(entry.labels.rev)
+    """Every owner with an ownership TXT or a heartbeat in the zone.  A joint legacy TXT counts
+    for each owner it names; the records, groups and revisions of an owner are those of the
+    entry that counts (`gitdns.core.registry.prefer`), its kind is judged on all of them."""
+    data: set[RecordKey] = set()
+    counted: dict[RecordKey, dict[str, OwnershipEntry]] = {}
+    every: dict[str, list[OwnershipEntry]] = {}
     beats: dict[str, int] = {}
     for rec in snapshot.records:
-        parsed = parse_heartbeat(rec)
-        if parsed is not None:
-            beats[parsed[0]] = parsed[1]
-    names = sorted(set(counts) | set(beats))
-    return [OwnerRow(o, counts.get(o, 0), tuple(sorted(groups.get(o, ()))), tuple(sorted(revs.get(o, ()))),
-                     beats.get(o), o in known) for o in names]
+        entries = decode_entries(rec) if rec.type == "TXT" else ()
+        for entry in entries:
+            add_entry(counted, entry)
+            every.setdefault(entry.owner, []).append(entry)
+        beat = parse_heartbeat(rec) if not entries else None
+        if beat is not None:
+            beats[beat[0]] = beat[1]
+        elif not entries:
+            data.add(rec.key)
+    keys: dict[str, list[RecordKey]] = {}
+    orphans: dict[str, int] = {}
+    for key, found in counted.items():
+        for owner in found:
+            if key in data:
+                keys.setdefault(owner, []).append(key)
+            else:
+                orphans[owner] = orphans.get(owner, 0) + 1
+    rows: list[OwnerRow] = []
+    for owner in sorted(set(every) | set(beats)):
+        mine = [found[owner] for found in counted.values() if owner in found]
+        shared = {o for e in every.get(owner, ()) for o in e.joint if o != owner}
+        rows.append(OwnerRow(
+            owner, len(keys.get(owner, ())), tuple(sorted({e.labels.group for e in mine if e.labels.group})),
+            tuple(sorted({e.labels.rev for e in mine if e.labels.rev})), beats.get(owner), owner in known,
+            _kind(every.get(owner, []), owner in known, owner in beats), tuple(sorted(keys.get(owner, ()))),
+            orphans.get(owner, 0), tuple(sorted(shared))))
+    return rows
 
 
 def foreign_records(snapshot: ZoneSnapshot, names: Iterable[str], rtype: str | None = None) -> list[RecordSet]:

@@ -1,6 +1,10 @@
 """This owner's ownership TXT, for the planner (`gitdns.core.planner`): the changes of one
 group in write order (TXT before data on write, data before TXT on delete), the TXT that
 only announces a claim, and the guards a deletion carries against owners about to join.
+
+A joint legacy TXT (Kuadrant's ``owner=a&&b``, `gitdns.core.registry`) is never rewritten or
+deleted, whoever leaves: as dns-operator, this owner writes and deletes only its own TXT
+beside it, and the joint one stays for the other owners it names.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ def _labels(ctx: PlanContext, data: RecordSet) -> OwnerLabels:
 def emit(ctx: PlanContext, key: RecordKey, current: RecordSet | None, new: RecordSet | None,
           my_txt_new: RecordSet | None, drop_entries: list[OwnershipEntry]) -> None:
     """Changes for one group: TXT before data on write, data before TXT on delete."""
-    mine = ctx.obs.owners.get(key, {}).get(ctx.intent.owner)
+    mine = _own(ctx.obs.owners.get(key, {}).get(ctx.intent.owner))
+    drop_entries = [e for e in drop_entries if not e.joint]
     old_txt = mine.txt if mine is not None else None
     out: list[Change] = []
     if my_txt_new is not None and old_txt is not None and _same_but_rev(old_txt, my_txt_new):
@@ -50,6 +55,11 @@ def emit(ctx: PlanContext, key: RecordKey, current: RecordSet | None, new: Recor
     for entry in drop_entries:
         out.append(Change(Action.DELETE, entry.txt, None, key, reason=f"authority: {entry.owner}"))
     ctx.changes.extend(out)
+
+
+def _own(entry: OwnershipEntry | None) -> OwnershipEntry | None:
+    """This owner's own TXT: a joint TXT also names others, so it is not this owner's to write."""
+    return None if entry is None or entry.joint else entry
 
 
 _REV = re.compile(r",external-dns/rev=[^,]*")
@@ -73,6 +83,7 @@ def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
 
 def announce(ctx: PlanContext, key: RecordKey, want: RecordSet, mine: OwnershipEntry | None) -> None:
     """Write only this owner's ownership TXT, so co-owners see the claim."""
+    mine = _own(mine)
     txt = my_txt(ctx, key, want, want)
     if (txt is not None and mine is None and ctx.policy.mode is not PlanMode.UPSERT_ONLY) or (
             txt is not None and mine is not None and mine.txt != txt):

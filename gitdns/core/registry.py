@@ -7,7 +7,13 @@ sorted by key: ``group``, ``owner``, ``rev``, ``targets`` (only while the value 
 255-octet TXT string) and ``version=1``.
 
 Kuadrant's legacy, unversioned entries are read too: names ``kuadrant-<type>-<name>`` (no
-owner hash) and values without ``external-dns/version``.  They are never written.
+owner hash) and values without ``external-dns/version``.  They are never written.  Their
+``owner`` label may list several owners joined by ``&&`` (one TXT for every owner of a record,
+before dns-operator gave each owner its own TXT): such a *joint* TXT is one entry per owner
+(`decode_entries`), each claiming the whole record, and is never rewritten or deleted — as
+dns-operator, which writes each owner's own TXT beside it and leaves the joint one to its
+``prune-legacy-txt-records`` command.  Of several entries of one owner for one data record,
+the versioned one counts, then the owner's own legacy TXT, then a joint one (`prefer`).
 
 The value is split on ``,`` (labels), on the first ``=`` (key from value) and on ``;``
 (targets), and blanks and quotes are stripped around it, so nothing written may carry those
@@ -34,8 +40,10 @@ MAX_TXT_STRING = 255
 VERSION = "1"
 _TYPES_LOWER = {t.lower(): t for t in RECORD_TYPES}
 # Characters no owner, group or rev label may carry: the separators of the value, the quote
-# stripped around it and the escape character of zone files.
-_LABEL_UNSAFE = frozenset(',;="\\')
+# stripped around it, the escape character of zone files and `&` (Kuadrant joins owners with
+# `&&`; dns-operator refuses it in group names).
+_LABEL_UNSAFE = frozenset(',;="\\&')
+OWNER_DELIMITER = "&&"
 # ... and no target (a target may hold blanks, `=` and quotes: only a `,` or `;` starts a new part).
 _TARGET_UNSAFE = frozenset(",;")
 
@@ -57,10 +65,16 @@ class OwnershipEntry:
     key: RecordKey  # the data record it refers to
     labels: OwnerLabels
     txt: RecordSet  # the TXT record as read
+    joint: tuple[str, ...] = ()  # every owner the TXT lists, when it lists several (legacy `&&`)
 
     @property
     def owner(self) -> str:
         return self.labels.owner
+
+    @property
+    def versioned(self) -> bool:
+        """Written in Kuadrant's current format (``external-dns/version=1``)."""
+        return self.labels.version == VERSION
 
 
 def txt_name(owner: str, rtype: str, dns_name: str, zone: str | None = None) -> str:
@@ -73,7 +87,9 @@ def txt_name(owner: str, rtype: str, dns_name: str, zone: str | None = None) -> 
 
 
 def parse_txt_name(name: str) -> tuple[str | None, str, str] | None:
-    """``(hash8 or None for legacy, record type, data record name)`` or None."""
+    """``(hash8 or None for legacy, record type, data record name)`` or None.  Case does not
+    matter (dns-operator lower-cases the name before it reads it)."""
+    name = name.lower()
     if not name.startswith(TXT_PREFIX):
         return None
     rest = name[len(TXT_PREFIX) :]
@@ -202,13 +218,23 @@ def ownership_record(data: RecordSet, labels: OwnerLabels, zone: str | None = No
     return txt, fitted
 
 
-def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
-    """Decode one TXT record set into an ownership entry, or None if it is not one."""
+def split_owners(owner_label: str) -> tuple[str, ...]:
+    """The owners an ``owner`` label lists: Kuadrant joins several with ``&&`` (sorted, no
+    duplicates or empty names, as its ``SplitLabels``/``EnsureLabel``)."""
+    if OWNER_DELIMITER not in owner_label:
+        return (owner_label,) if owner_label else ()
+    return tuple(sorted({o for o in owner_label.split(OWNER_DELIMITER) if o}))
+
+
+def decode_entries(txt: RecordSet) -> tuple[OwnershipEntry, ...]:
+    """The ownership entries of one TXT record set: none when it is not one, one per owner it
+    lists (a joint legacy TXT lists several).  The first value with the external-dns heritage,
+    an owner and (for hashed names) an owner hashing to the name counts."""
     if txt.type != "TXT":
-        return None
+        return ()
     parsed = parse_txt_name(txt.name)
     if parsed is None:
-        return None
+        return ()
     owner_hash, rtype, dns_name = parsed
     for value in txt.values:
         labels = decode(value)
@@ -216,8 +242,47 @@ def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
             continue
         if owner_hash is not None and short_hash(labels.owner, 8) != owner_hash:
             continue
-        return OwnershipEntry(RecordKey(dns_name, rtype, txt.set_id), labels, txt)
-    return None
+        owners = split_owners(labels.owner)
+        if not owners:
+            continue
+        key = RecordKey(dns_name, rtype, txt.set_id)
+        if owners == (labels.owner,):
+            return (OwnershipEntry(key, labels, txt),)
+        joint = owners if len(owners) > 1 else ()
+        return tuple(OwnershipEntry(key, replace(labels, owner=sys.intern(o)), txt, joint) for o in owners)
+    return ()
+
+
+def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
+    """Decode one TXT record set into an ownership entry (a joint TXT: its first owner's), or
+    None if it is not one."""
+    entries = decode_entries(txt)
+    return entries[0] if entries else None
+
+
+def _rank(entry: OwnershipEntry) -> tuple[bool, bool, bool]:
+    parsed = parse_txt_name(entry.txt.name)
+    return (not entry.joint, entry.versioned, parsed is not None and parsed[0] is not None)
+
+
+def prefer(held: OwnershipEntry | None, new: OwnershipEntry) -> OwnershipEntry:
+    """Which of two entries of one owner for one data record counts: the versioned one over a
+    legacy one (dns-operator: "once the new set of TXTs is created, the old ones are
+    ignored"), the owner's own TXT over a joint one, a hashed name over a legacy name; on a tie
+    the TXT whose name sorts first (the same answer whatever order the zone was read in)."""
+    if held is None:
+        return new
+    a, b = _rank(held), _rank(new)
+    if a != b:
+        return held if a > b else new
+    return held if held.txt.name <= new.txt.name else new
+
+
+def add_entry(owners: dict[RecordKey, dict[str, OwnershipEntry]], entry: OwnershipEntry) -> None:
+    """File ``entry`` under its data record and owner, keeping the one `prefer` picks."""
+    found = owners.setdefault(entry.key, {})
+    held = found.get(entry.owner)
+    found[entry.owner] = entry if held is None else prefer(held, entry)
 
 
 def with_targets(labels: OwnerLabels, targets: tuple[str, ...] | None) -> OwnerLabels:

@@ -157,6 +157,39 @@ def test_the_fleet_example_is_one_manifest_for_every_cluster() -> None:
     assert "gitdns-route53" in header and "kuadrant.io/aws" in header
 
 
+def provider_snippets() -> list[tuple[Path, str]]:
+    """Every ``spec.provider {...}`` the docs and headers under deploy/ tell users to write."""
+    out = []
+    for path in [*DEPLOY.rglob("*.md"), *DEPLOY.rglob("kustomization.yaml")]:
+        text = path.read_text().replace("\n#", " ")
+        for match in re.finditer(r"spec\.provider:?\s*`?\{", text):
+            start, depth = match.end() - 1, 0
+            for end in range(start, len(text)):
+                depth += {"{": 1, "}": -1}.get(text[end], 0)
+                if depth == 0:
+                    out.append((path, text[start:end + 1]))
+                    break
+    return out
+
+
+def test_the_zones_the_instructions_give_validate() -> None:
+    import json
+
+    import jsonschema
+    from ruamel.yaml import YAML
+
+    schema = json.loads((ROOT / "schemas" / "zone.schema.json").read_text())
+    provider = schema["properties"]["spec"]["properties"]["provider"]
+    snippets = provider_snippets()
+    assert len(snippets) >= 5
+    for path, snippet in snippets:
+        value = YAML(typ="safe").load(snippet.replace("...", "x"))
+        errors = list(jsonschema.Draft202012Validator(provider).iter_errors(value))
+        assert not errors, f"{path}: {snippet}: {errors[0].message}"
+    # The check could fail: the key is `type`.
+    assert list(jsonschema.Draft202012Validator(provider).iter_errors({"name": "route53"}))
+
+
 # --- what the headers tell users to create ---------------------------------------------------------
 
 

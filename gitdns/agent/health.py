@@ -1,9 +1,12 @@
 """The agent's DNSPolicy probes: the HealthMonitor behind the cycle's HealthSource protocol.
 
-Targets come from the records this cluster publishes (every address of every host whose
-policy has a health check); each is probed on its own schedule, all concurrently.  A state
-change marks the agent dirty and pokes the scheduler, so a failed target leaves DNS in one
-cycle, not at the next poll.
+Targets come from the hosts this cluster publishes whose policy has a health check: every
+address of those hosts, this cluster's and the other clusters' (`gitdns.core.healthfilter.
+fleet_targets`), so the agent knows on its own when every target of a host is down (fail open,
+docs/health.md).  Each is probed on its own schedule, all concurrently.  A state change marks the
+agent dirty and pokes the scheduler, so a failed target leaves DNS in one cycle, not at the next
+poll.  `unhealthy` answers for every target probed; `states` (the status branch's ``health.yaml``)
+only for this cluster's own.
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ class MonitorHealth:
         self.settings: dict[str, HealthSettings] = {}
         self.started = False
         self.current: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
+        self.own: frozenset[str] = frozenset()  # this cluster's target ids (the others' are probed too)
         self._changed_flag = threading.Event()
 
     def _changed(self, target_id: str, before: TargetHealth, after: TargetHealth) -> None:
-        log.info("target %s: target=%s error=%s", after.state.value, target_id, after.last_error or "-")
+        log.info("target %s: target=%s of=%s error=%s", after.state.value, target_id,
+                 "this-cluster" if target_id in self.own else "another-cluster", after.last_error or "-")
         self._changed_flag.set()
         self.on_change()
 
@@ -80,6 +85,7 @@ class MonitorHealth:
             spec = probe_spec(target.target_id, target.check, target.address, host=lb_host(target.host),
                               headers=headers)
             wanted[target.target_id] = (spec, HealthSettings.for_policy(target.check))
+        self.own = frozenset(t.target_id for t in targets if t.own)
         if wanted == self.current:
             return
         self.current = wanted
@@ -90,14 +96,18 @@ class MonitorHealth:
         self.monitor.set_targets(wanted)
 
     def unhealthy(self) -> frozenset[str]:
+        """Every target probed (this cluster's and the others') that its health does not publish."""
         snap = self.monitor.snapshot()
         return frozenset(k for k, h in snap.items() if k in self.settings and not published(h, self.settings[k]))
 
     def states(self) -> Mapping[str, Mapping[str, Any]]:
-        """Per target: the state, and the error while unhealthy (no counters or times: the
-        status branch would change every probe)."""
+        """Per target of this cluster: the state, and the error while unhealthy (no counters or
+        times: the status branch would change every probe).  The other clusters' targets are
+        left out: each cluster's ``health.yaml`` speaks of its own."""
         out: dict[str, dict[str, Any]] = {}
         for key, health in self.monitor.snapshot().items():
+            if key not in self.own:
+                continue
             doc: dict[str, Any] = {"state": health.state.value}
             if health.state is State.UNHEALTHY and health.last_error:
                 doc["error"] = health.last_error[:120]

@@ -27,13 +27,17 @@ gitdns_webhook_deliveries_total            counter record_webhook; result is one
 gitdns_provider_calls_total{zone,op}       counter record_provider_call
 gitdns_last_success_timestamp_seconds      gauge   mark_success
 gitdns_ready                               gauge   set_ready (0/1)
+gitdns_health_all_targets_unhealthy        gauge   set_all_targets_unhealthy (=1 per host
+  {zone,host}                                      whose every target, in every cluster, is
+                                                   down: all published, fail open; hosts no
+                                                   longer given are removed)
 ========================================== ======= =========================================
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -56,6 +60,7 @@ class Metrics:
         self._revision: str | None = None
         self._conflict_reasons: dict[str, set[str]] = {}
         self._problem_zones: set[str] = set()
+        self._failing_open: set[tuple[str, str]] = set()
         r = self.registry
         self.zone_writes = Counter("gitdns_zone_writes", "Records written to a zone.", ["zone"], registry=r)
         self.zone_deletes = Counter("gitdns_zone_deletes", "Records deleted from a zone.", ["zone"], registry=r)
@@ -118,6 +123,10 @@ class Metrics:
                                    ["zone", "group"], registry=r)
         self.group_targets = Gauge("gitdns_group_targets", "Target values this agent publishes for its group.",
                                    ["zone", "group"], registry=r)
+        self.all_targets_unhealthy = Gauge(
+            "gitdns_health_all_targets_unhealthy", "1 while every target of the host, in every cluster, is "
+            "unhealthy and all are published (fail open; condition Healthy AllTargetsUnhealthy).",
+            ["zone", "host"], registry=r)
         self.ready.set(0)
 
     # --- the load-balancing RFC's four events ----------------------------------------
@@ -198,6 +207,17 @@ class Metrics:
         self.group_active.labels(zone=zone, group=group).set(1 if active else 0)
         self.group_records.labels(zone=zone, group=group).set(records)
         self.group_targets.labels(zone=zone, group=group).set(targets)
+
+    def set_all_targets_unhealthy(self, hosts: Mapping[str, Iterable[str]]) -> None:
+        """Replace the fail-open series: ``{zone: hosts whose every target is unhealthy}``
+        (`HealthResult.fail_open` of each zone's last pass); hosts not given are removed."""
+        wanted = {(zone, host) for zone, names in hosts.items() for host in names}
+        with self._lock:
+            for zone, host in self._failing_open - wanted:
+                self.all_targets_unhealthy.remove(zone, host)
+            for zone, host in wanted:
+                self.all_targets_unhealthy.labels(zone, host).set(1)
+            self._failing_open = wanted
 
     # --- webhook and provider calls ----------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""DNSPolicy health in the records a cluster publishes (docs/health-probes.md).
+"""DNSPolicy health in the records a cluster publishes (docs/health.md, "DNSPolicy targets").
 
 An agent withdraws its own unhealthy targets and re-adds them on recovery:
 
@@ -9,35 +9,72 @@ An agent withdraws its own unhealthy targets and re-adds them on recovery:
   the row at full weight), else the row is withdrawn.  The geo rows of ``klb.H`` — the
   default-geo row among them — are never touched, so no geo loses its answer.
 
-Never the last path: `withdrawn` remembers what each changed record was, and the plan step
-puts it back when a withdrawal would delete the record outright (no other owner's value or row
-left): the last published set stays and the Healthy condition says so.  Withdrawals freeze
-for hosts in ``frozen`` (a large share of the fleet's targets failing at once, or right after
-a revision change: a wrong health path merged to git must not become a global outage).
+**Fail open.**  When every target of a host — every cluster's, not only this one's — is
+unhealthy, nothing of the host is withdrawn: every cluster publishes all its targets, as
+Route53 and Kuadrant's dns-operator answer with all records when all are unhealthy.  Each
+agent probes every target of the hosts it publishes (`fleet_targets`: its own and the other
+clusters' addresses, from git), so every agent reaches the same verdict from its own probes
+(`every_target_down`), whatever order the failures were detected in; the verdict travels to
+`apply_health` as the target id ``<host>|*`` (`fail_open_id`) among the unhealthy ones.
+
+Never the last path, while the agents' views still differ: `withdrawn` remembers what each
+changed record was, and the plan step puts it back when a withdrawal would delete the record
+outright (no other owner's value or row left).  Withdrawals freeze for hosts in ``frozen`` (a
+large share of the fleet's targets failing at once, or right after a revision change: a wrong
+health path merged to git must not become a global outage).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gitdns.core.builder import BuiltHost
 from gitdns.core.model import HealthCheck, Strategy
 from gitdns.core.records import RecordKey, RecordSet
 
+EVERY_TARGET = "*"  # the address of the host-level verdict "every target of the host is unhealthy"
+
 
 @dataclass(frozen=True, slots=True)
 class HealthTarget:
-    """One address this cluster publishes for a host, and how to probe it."""
+    """One address a cluster publishes for a host, and how to probe it.  ``own``: this
+    cluster's (False: another cluster's target, probed only to know whether every target of
+    the host is down; never withdrawn here nor reported on this cluster's status branch)."""
 
     host: str
     address: str
     check: HealthCheck
+    own: bool = True
 
     @property
     def target_id(self) -> str:
         return f"{self.host}|{self.address}"
+
+
+def fail_open_id(host: str) -> str:
+    """The target id saying that every target of ``host`` is unhealthy: among the unhealthy
+    ids given to `apply_health`, nothing of the host is withdrawn (fail open)."""
+    return f"{host}|{EVERY_TARGET}"
+
+
+def fail_open_hosts(unhealthy: Iterable[str]) -> frozenset[str]:
+    """The hosts whose `fail_open_id` is among ``unhealthy``."""
+    suffix = "|" + EVERY_TARGET
+    return frozenset(t[: -len(suffix)] for t in unhealthy if t.endswith(suffix))
+
+
+@dataclass(frozen=True, slots=True)
+class HostTargets:
+    """Every target of one host across the fleet: the health-checked addresses of each cluster
+    publishing it (this cluster's marked ``own``), and whether some cluster publishes it
+    without a check that can fail (no health check, or a host-name target, which is never
+    probed): such a host always has a published target, so it never fails open."""
+
+    host: str
+    targets: tuple[HealthTarget, ...] = ()
+    unchecked: bool = False
 
 
 @dataclass(slots=True)
@@ -46,6 +83,7 @@ class HealthResult:
     withdrawn: dict[RecordKey, RecordSet] = field(default_factory=dict)  # key -> what it was
     unhealthy: dict[str, list[str]] = field(default_factory=dict)  # host -> addresses
     frozen: list[str] = field(default_factory=list)  # hosts whose withdrawals were frozen
+    fail_open: list[str] = field(default_factory=list)  # hosts whose every target is down: all published
     notes: list[str] = field(default_factory=list)
 
 
@@ -54,7 +92,7 @@ def _address_records(built: BuiltHost) -> list[RecordSet]:
         built.strategy is Strategy.SIMPLE or r.name != built.host)]
 
 
-def health_targets(hosts: Iterable[BuiltHost]) -> list[HealthTarget]:
+def health_targets(hosts: Iterable[BuiltHost], *, own: bool = True) -> list[HealthTarget]:
     """Every (host, address) a policy with a health check asks to probe."""
     out: dict[str, HealthTarget] = {}
     for built in hosts:
@@ -62,17 +100,48 @@ def health_targets(hosts: Iterable[BuiltHost]) -> list[HealthTarget]:
             continue
         for rec in _address_records(built):
             for value in rec.values:
-                target = HealthTarget(built.host, value, built.health)
+                target = HealthTarget(built.host, value, built.health, own)
                 out[target.target_id] = target
     return [out[k] for k in sorted(out)]
+
+
+def fleet_targets(own: Iterable[BuiltHost], others: Iterable[BuiltHost]) -> dict[str, HostTargets]:
+    """For each host of ``own`` (this cluster's hosts) with a health check, every target of
+    the host: this cluster's and those of ``others`` (the other clusters' hosts that publish
+    in the zone; hosts this cluster does not publish are left out).  A target id both
+    publish is this cluster's."""
+    own = list(own)
+    checked = {b.host for b in own if b.health is not None}
+    targets: dict[str, dict[str, HealthTarget]] = {h: {} for h in checked}
+    unchecked: set[str] = set()
+    for built, mine in [*((b, False) for b in others), *((b, True) for b in own)]:
+        if built.host not in checked:
+            continue
+        found = health_targets([built], own=mine)
+        if built.health is None or (not found and built.records):
+            unchecked.add(built.host)
+        for target in found:
+            targets[built.host][target.target_id] = target
+    return {h: HostTargets(h, tuple(targets[h][k] for k in sorted(targets[h])), h in unchecked)
+            for h in sorted(checked)}
+
+
+def every_target_down(fleet: Mapping[str, HostTargets], unhealthy: Collection[str]) -> frozenset[str]:
+    """The hosts of ``fleet`` where no target is published by its health: every target is
+    among ``unhealthy`` (target ids; a target not in it counts as published) and none is
+    unchecked.  A pure function of the set, so the order the failures came in never matters."""
+    return frozenset(h for h, ht in fleet.items()
+                     if ht.targets and not ht.unchecked and all(t.target_id in unhealthy for t in ht.targets))
 
 
 def apply_health(records: Sequence[RecordSet], hosts: Iterable[BuiltHost], unhealthy: frozenset[str], *,
                  frozen: frozenset[str] = frozenset(), weight_zero: bool = True) -> HealthResult:
     """``records`` with this cluster's unhealthy targets withdrawn.  ``unhealthy`` holds
-    target ids (``host|address``)."""
+    target ids (``host|address``); a host whose `fail_open_id` is among them fails open: its
+    unhealthy targets are reported and none is withdrawn."""
     by_key = {r.key: r for r in records}
     result = HealthResult(list(records))
+    failing_open = fail_open_hosts(unhealthy)
     for built in hosts:
         if built.health is None:
             continue
@@ -81,7 +150,13 @@ def apply_health(records: Sequence[RecordSet], hosts: Iterable[BuiltHost], unhea
         down = sorted({v for values in bad.values() for v in values})
         if not down:
             continue
-        result.unhealthy[built.host] = down
+        result.unhealthy[built.host] = sorted({*result.unhealthy.get(built.host, ()), *down})
+        if built.host in failing_open:
+            if built.host not in result.fail_open:
+                result.fail_open.append(built.host)
+                result.notes.append(f"{built.host}: every target of the host is unhealthy, in every cluster: "
+                                    "all are published (fail open)")
+            continue
         if built.host in frozen:
             result.frozen.append(built.host)
             continue

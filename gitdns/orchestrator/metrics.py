@@ -9,9 +9,11 @@ metric                                          type    meaning
 health_orchestrator_healthy_nodes               gauge   nodes of the pool in state healthy
 health_orchestrator_total_nodes                 gauge   nodes of the pool (static + discovered)
 health_orchestrator_published_nodes             gauge   IPs in the hosts files now (fail open
-                                                        keeps the last set when none is healthy)
-health_orchestrator_fail_open                   gauge   1 while no node is healthy and the last
-                                                        published set is kept
+                                                        publishes every node when none is healthy)
+health_orchestrator_fail_open                   gauge   1 while every node of the pool is down
+                                                        (none published by its health) and every
+                                                        node is published: the all-nodes-down
+                                                        signal (alerts FailOpen, AllNodesDown)
 health_orchestrator_check_duration_seconds      hist.   one probe round of one node
 health_orchestrator_last_check_duration_seconds gauge   the slowest node's latest round (a plain
                                                         series for the spec's HealthCheckSlow)
@@ -71,8 +73,8 @@ class OrchestratorMetrics:
         self.healthy_nodes = Gauge(p + "healthy_nodes", "Number of currently healthy nodes.", registry=r)
         self.total_nodes = Gauge(p + "total_nodes", "Number of nodes in the node pool.", registry=r)
         self.published_nodes = Gauge(p + "published_nodes", "Node IPs in the published hosts files.", registry=r)
-        self.fail_open = Gauge(p + "fail_open", "1 while no node is healthy and the last published set is kept.",
-                               registry=r)
+        self.fail_open = Gauge(p + "fail_open", "1 while every node of the pool is down and every node is "
+                               "published (fail open).", registry=r)
         self.check_duration = Histogram(p + "check_duration_seconds", "Duration of one node's health check round.",
                                         buckets=CHECK_BUCKETS, registry=r)
         self.last_check_duration = Gauge(p + "last_check_duration_seconds",

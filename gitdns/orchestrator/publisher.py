@@ -1,5 +1,5 @@
 """Health to files to delivery, for an orchestrator: the IPs of its pool to publish now (fail
-open: when health publishes none, the last set stays), the CoreDNS files rendered from them
+open: when health publishes none, every node of the pool), the CoreDNS files rendered from them
 (a zone's hosts file re-rendered only when its published set changed) and checked with
 CoreDNS's parse rules (a failing zone block is left out, a failing snippet not delivered),
 delivered only when they changed, and retried after a failed delivery.
@@ -86,7 +86,10 @@ class Publisher:
         self._block_checks.clear()
 
     def compute(self) -> Published:
-        """The IPs to publish now.  Fail open: none published by health -> the last set."""
+        """The IPs to publish now: those health publishes; when it publishes none, every node
+        of the pool (fail open, as Route53 answers when every record is unhealthy).  A pure
+        function of the nodes' states: the order the failures were seen in never matters, and
+        as nodes recover they alone are published again while the others stay down."""
         settings = self.view.health or HealthSettings()
         snap = self.monitor.snapshot()
         health = {n.name: snap.get(n.name, TargetHealth()) for n in self.view.nodes}
@@ -95,8 +98,8 @@ class Publisher:
         healthy = [n.ip for n in self.view.nodes if health[n.name].state is State.HEALTHY]
         if chosen:
             return Published(sort_ips(chosen), False, sort_ips(healthy))
-        fallback = self.published.ips or [n.ip for n in self.view.nodes]
-        return Published(sort_ips(fallback), bool(self.view.nodes), sort_ips(healthy))
+        every = [n.ip for n in self.view.nodes]
+        return Published(sort_ips(every), bool(every), sort_ips(healthy))
 
     def first_round_done(self) -> bool:
         """Every node checked once, or one interval plus a timeout since start."""
@@ -199,7 +202,10 @@ class Publisher:
             self.faults.fail("render", "InvalidAddress", f"nothing delivered, the last delivery stays: {exc}")
             return
         if current.fail_open and not self.published.fail_open:
-            log.warning("fail open: pool=%s no node is healthy; keeping %s", self.view.pool_name,
+            log.warning("fail open: pool=%s no node is healthy; publishing every node: %s", self.view.pool_name,
+                        ",".join(current.ips) or "-")
+        elif self.published.fail_open and not current.fail_open:
+            log.warning("fail open ends: pool=%s publishing the healthy nodes: %s", self.view.pool_name,
                         ",".join(current.ips) or "-")
         self.published = current
         self.metrics.published_nodes.set(len(current.ips))

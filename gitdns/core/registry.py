@@ -226,15 +226,17 @@ def split_owners(owner_label: str) -> tuple[str, ...]:
     return tuple(sorted({o for o in owner_label.split(OWNER_DELIMITER) if o}))
 
 
-def decode_entries(txt: RecordSet) -> tuple[OwnershipEntry, ...]:
-    """The ownership entries of one TXT record set: none when it is not one, one per owner it
-    lists (a joint legacy TXT lists several).  The first value with the external-dns heritage,
-    an owner and (for hashed names) an owner hashing to the name counts."""
+def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
+    """Decode one TXT record set into an ownership entry, or None if it is not one: the first
+    value with the external-dns heritage, an owner and (for hashed names) an owner hashing to
+    the name counts.  The owner is the label as written, a joint one included (``a&&b``, with
+    `OwnershipEntry.joint` naming each): for readers that need the record a TXT claims; who
+    owns it is `decode_entries`."""
     if txt.type != "TXT":
-        return ()
+        return None
     parsed = parse_txt_name(txt.name)
     if parsed is None:
-        return ()
+        return None
     owner_hash, rtype, dns_name = parsed
     for value in txt.values:
         labels = decode(value)
@@ -245,19 +247,21 @@ def decode_entries(txt: RecordSet) -> tuple[OwnershipEntry, ...]:
         owners = split_owners(labels.owner)
         if not owners:
             continue
-        key = RecordKey(dns_name, rtype, txt.set_id)
-        if owners == (labels.owner,):
-            return (OwnershipEntry(key, labels, txt),)
-        joint = owners if len(owners) > 1 else ()
-        return tuple(OwnershipEntry(key, replace(labels, owner=sys.intern(o)), txt, joint) for o in owners)
-    return ()
+        return OwnershipEntry(RecordKey(dns_name, rtype, txt.set_id), labels, txt,
+                              owners if len(owners) > 1 else ())
+    return None
 
 
-def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
-    """Decode one TXT record set into an ownership entry (a joint TXT: its first owner's), or
-    None if it is not one."""
-    entries = decode_entries(txt)
-    return entries[0] if entries else None
+def decode_entries(txt: RecordSet) -> tuple[OwnershipEntry, ...]:
+    """The ownership entries of one TXT record set: none when it is not one, one per owner it
+    lists (a joint legacy TXT lists several, each then claiming the whole record)."""
+    entry = decode_entry(txt)
+    if entry is None:
+        return ()
+    owners = split_owners(entry.owner)
+    if owners == (entry.owner,):
+        return (entry,)
+    return tuple(replace(entry, labels=replace(entry.labels, owner=sys.intern(o))) for o in owners)
 
 
 def _rank(entry: OwnershipEntry) -> tuple[bool, bool, bool]:

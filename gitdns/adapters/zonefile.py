@@ -15,6 +15,12 @@ For zones served by several primaries (docs/coredns-primaries.md) every primary 
 byte-identical files from its own store: `Serving` then leaves the ownership registry (TXT
 claims, heartbeats — bookkeeping that differs between stores) out of the views and derives the
 SOA serial from the content instead of the store version.
+
+The views follow every write to the store, whoever makes it (a reconcile, ``prune-owner``,
+``adopt``, ``groups set --direct``, a heartbeat): `write_views` keeps how it rendered a zone
+(`Serving`, `ZoneDefaults`) beside the views directory, in ``<views dir>.serving``, and
+`rerender` — which the `local` store calls after each write that changed it — renders the
+views again the same way.  A zone never rendered has no such file and is not rendered.
 """
 
 from __future__ import annotations
@@ -23,13 +29,15 @@ import contextlib
 import fcntl
 import hashlib
 import io
+import json
 import logging
 import os
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import dns.name
 import dns.rdata
@@ -232,6 +240,50 @@ def _views(zone: str, records: Collection[RecordSet], serving: Serving) -> Mappi
     return views
 
 
+def serving_file(out_dir: Path) -> Path:
+    """Where `write_views` keeps how it rendered ``out_dir`` (beside it, like its lock)."""
+    return out_dir.with_name(out_dir.name + ".serving")
+
+
+def _settings_text(serving: Serving, defaults: ZoneDefaults | None) -> str:
+    doc = {"format": "gitdns-views", "formatVersion": 1,
+           "serving": {"clients": [[c.view, list(c.cidrs)] for c in serving.clients], "snippet": serving.snippet,
+                       "corednsDir": serving.coredns_dir, "registry": serving.registry,
+                       "contentSerial": serving.content_serial},
+           "defaults": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(defaults).items()}
+           if defaults is not None else None}
+    return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+
+
+def read_settings(out_dir: Path) -> tuple[Serving, ZoneDefaults | None] | None:
+    """How ``out_dir`` was last rendered; None when it never was (or the file is not ours:
+    then it is rendered again only by a reconcile, which rewrites the file)."""
+    try:
+        doc = json.loads(serving_file(out_dir).read_text())
+        raw = doc["serving"]
+        clients = tuple(ViewClients(str(v), tuple(str(c) for c in cidrs)) for v, cidrs in raw["clients"])
+        serving = Serving(clients=clients, snippet=bool(raw["snippet"]), coredns_dir=str(raw["corednsDir"]),
+                          registry=bool(raw["registry"]), content_serial=bool(raw["contentSerial"]))
+        found = doc.get("defaults")
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in (found or {}).items()}
+        defaults = None if found is None else ZoneDefaults(**fields)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("render: unreadable=%s error=%s", serving_file(out_dir), exc)
+        return None
+    return serving, defaults
+
+
+def rerender(out_dir: Path, zone: str, read: ReadZone) -> dict[str, str]:
+    """Render ``zone`` again as it was last rendered into ``out_dir`` (nothing when it never was)."""
+    found = read_settings(out_dir)
+    if found is None:
+        return {}
+    serving, defaults = found
+    return write_views(out_dir, zone, read, defaults, serving)
+
+
 def write_views(
     out_dir: Path, zone: str, read: ReadZone, defaults: ZoneDefaults | None = None,
     serving: Serving | None = None,
@@ -243,7 +295,8 @@ def write_views(
     content serial).  Renderers take turns on ``<out_dir>.lock`` and read under it, so the
     last one writes the newest version.  Files of views that no longer exist are left alone
     (a server config may name them).  With ``serving.snippet`` the CoreDNS snippet
-    ``<zone>.server`` is written too.  Returns ``{view name: master file text}``."""
+    ``<zone>.server`` is written too, and how the zone was rendered goes to `serving_file`
+    (for `rerender`).  Returns ``{view name: master file text}``."""
     zone = normalize_name(zone)
     serving = serving or Serving()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,6 +316,7 @@ def write_views(
                     log.warning("render: zone=%s view=%s note=%s", zone, name, note)
         if serving.snippet:
             _write_snippet(out_dir, zone, views, serving)
+        fsutil.write_if_changed(serving_file(out_dir), _settings_text(serving, defaults).encode("utf-8"))
     return texts
 
 

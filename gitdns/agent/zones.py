@@ -3,11 +3,19 @@
 Validation holds per zone: a zone the new revision breaks keeps the last desired state under
 which it validated (also after a restart: the applied revision's files).  A zone that left the
 cluster, or a Cluster removed from git, is still reconciled so its records are removed.
+
+Which zones it left is known from the passes of a running agent and from the revision it
+applied; after a start, every zone in git it does not publish in is also read once
+(`gitdns.core.planleave`): one that still holds an ownership TXT or a heartbeat of its own is
+reconciled as left too, whatever the state directory remembers.  A left zone is reconciled until
+nothing of the cluster is left in it (`forget`), then no more.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from gitdns.agent import identity
@@ -17,12 +25,17 @@ from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.core import builder
 from gitdns.core.desired import Desired
-from gitdns.core.model import Cluster, DesiredState, Zone
+from gitdns.core.model import Cluster, DesiredState, Mode, Publisher, Zone
+from gitdns.core.planleave import holds
+from gitdns.core.records import ZoneSnapshot
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.engine import from_files
 from gitdns.reconcile.zonepass import ZoneOutcome
 
+log = logging.getLogger(__name__)
+
 Planned = tuple[Zone, Desired, bool]  # (zone, the desired state to use for it, held?)
+ReadZone = Callable[[Zone], ZoneSnapshot]  # a whole-zone read through the agent's provider factory
 
 
 class Zones:
@@ -35,6 +48,14 @@ class Zones:
         self.rng = rng
         self.root = Path(config.state_dir)
         self._restart_checked = False  # the applied revision's zones were looked at after a start
+        self._reader: ReadZone | None = None
+        self._looked: set[str] = set()  # zones read for our leftovers since the start
+        self._finished: set[str] = set()  # left zones cleaned up: not reconciled again unless rejoined
+
+    def lend_reader(self, read: ReadZone) -> None:
+        """The zone reader of `gitdns.agent.zonework.ZoneWork`, which holds the provider factory
+        (given once, while the agent is built)."""
+        self._reader = read
 
     def cluster_of(self, desired: Desired) -> Cluster | None:
         """The Cluster git names for us (by the configured id or name, else the last known id)."""
@@ -57,8 +78,10 @@ class Zones:
             self._track_removed_zones()
         wanted = self.role.zones(desired, cluster) if cluster else []
         names = {z.name for z in wanted}
+        self._finished -= names  # rejoined
         if cluster is not None:
             self._track_applied_zones(cluster, names)
+        self._track_held_zones(desired, cluster, names)
         for zone in wanted:
             if zone.name not in desired.blocked:
                 out.append((zone, desired, False))
@@ -83,7 +106,8 @@ class Zones:
             return
         cluster = old.state.cluster(known.id) or known
         for zone in builder.zones_for_cluster(old.state, cluster):
-            self.state.tracks.setdefault(zone.name, ZoneTrack(old))
+            if zone.name not in self._finished:
+                self.state.tracks.setdefault(zone.name, ZoneTrack(old))
 
     def _track_applied_zones(self, cluster: Cluster, wanted: set[str]) -> None:
         """After a start: zones the cluster reconciled at the applied revision and no longer
@@ -98,6 +122,35 @@ class Zones:
         for zone in self.role.zones(old, was):
             if zone.name not in wanted:
                 self.state.tracks.setdefault(zone.name, ZoneTrack(old))
+
+    def _track_held_zones(self, desired: Desired, cluster: Cluster | None, wanted: set[str]) -> None:
+        """Once after a start: zones in git we do not publish in but still hold something in
+        (an ownership TXT or a heartbeat of ours) are tracked, so our records there are
+        removed.  A zone that cannot be read now is read again on the next pass."""
+        known = self.state.known_cluster
+        owner = cluster.id if cluster is not None else (known.id if known is not None else "")
+        if self._reader is None or not owner or self.role.mode is Mode.REMOTE:
+            return  # a remote writes no zone (and holds no credentials)
+        for zone in desired.state.zones:
+            if (zone.name in wanted or zone.name in self._looked or zone.name in self.state.tracks
+                    or zone.name in desired.blocked or zone.publisher is Publisher.KUADRANT):
+                continue
+            try:
+                snapshot = self._reader(zone)
+            except GitdnsError as exc:
+                log.warning("looking for own records failed: zone=%s error=%s", zone.domain, exc)
+                continue
+            self._looked.add(zone.name)
+            if holds(snapshot, owner):
+                log.info("own records in a zone this cluster left: zone=%s owner=%s", zone.domain, owner)
+                self.state.tracks[zone.name] = ZoneTrack(desired)
+
+    def forget(self, name: str) -> None:
+        """A left zone holds nothing of ours any more: stop reconciling it (until it is ours again)."""
+        self.state.tracks.pop(name, None)
+        self.state.heartbeats.pop(name, None)
+        self.state.health_results.pop(name, None)
+        self._finished.add(name)
 
     def _hold_all(self) -> list[Planned]:
         """Our own Cluster document is broken (or unknown): keep every zone as it was."""

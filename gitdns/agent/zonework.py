@@ -1,6 +1,8 @@
 """One zone, one pass, in the agent: the pipeline for its role, then what only a running agent
-does around it (what the report shows of the pass, the heartbeat TXT, opt-in pruning of silent
-owners)."""
+does around it (what the report shows of the pass, the builder's notes on the plan, the heartbeat
+TXT, opt-in pruning of silent owners).  In a zone the cluster left, the pass removes its values
+and ownership TXT; once none is left its heartbeat goes too and the zone is no longer
+reconciled (`gitdns.agent.zones.Zones.forget`)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ from gitdns.agent.ports import AgentPorts
 from gitdns.agent.roles import Role as AgentRole
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
+from gitdns.core.builder import notes_for_zone
 from gitdns.core.desired import Desired
 from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
 from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
-from gitdns.core.plan import Authority, Intent
+from gitdns.core.plan import Authority, Intent, annotated
+from gitdns.core.planleave import farewell, holdings
 from gitdns.core.planner import plan as make_plan
-from gitdns.core.records import Action, Change
+from gitdns.core.records import Action, Change, ZoneSnapshot
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.reconcile import pipeline
@@ -38,10 +42,15 @@ class ZoneWork:
         self.role = role
         self.zones = zones
         self.health = health
+        zones.lend_reader(self._read_whole)
+
+    def _read_whole(self, zone: Zone) -> ZoneSnapshot:
+        return self.ports.factory(zone).read(zone.domain)
 
     def run(self, zone: Zone, zdesired: Desired, newest: Desired, can_write: bool,
             validation: bool = False) -> ZoneOutcome:
         outcome = ZoneOutcome(zone)
+        finished = False  # a left zone where nothing of ours is left
         cluster = self._cluster(zdesired, newest)
         track = self.zones.track(zone, zdesired)
         remote = self.role.mode is Mode.REMOTE
@@ -57,8 +66,13 @@ class ZoneWork:
             self._note(zone, cluster, zpass)
             if outcome.plan is None and track.last is not None and not remote:
                 outcome.plan = track.last.plan  # nothing was read: the last verdict stands
+            if outcome.plan is not None:
+                outcome.plan = annotated(outcome.plan, notes_for_zone(zdesired.state, cluster, zone))
+            left = not remote and zdesired is newest and not self._publishes(newest, cluster, zone)
             if can_write and not remote:
-                self._housekeeping(zone, provider, cluster, newest)
+                finished = self._leave(zone, provider, cluster, outcome) if left else False
+                if not left:
+                    self._housekeeping(zone, provider, cluster, newest)
         except GitdnsError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         except Exception as exc:
@@ -71,6 +85,9 @@ class ZoneWork:
         if remote:
             track.next_validation = None
         _remember(zpass, outcome, remote)
+        if finished and outcome.ok:
+            log.info("left zone cleaned up: zone=%s owner=%s", zone.domain, cluster.id)
+            self.zones.forget(zone.name)
         if self.ports.on_apply is not None:
             self.ports.on_apply(zone.domain, outcome)
         return outcome
@@ -148,6 +165,26 @@ class ZoneWork:
             self.state.health_results[zone.name] = zpass.health
         else:
             self.state.health_results.pop(zone.name, None)
+
+    def _publishes(self, desired: Desired, cluster: Cluster, zone: Zone) -> bool:
+        return desired.state.cluster(cluster.id) is not None and any(
+            z.name == zone.name for z in self.role.zones(desired, cluster))
+
+    def _leave(self, zone: Zone, provider: Provider, cluster: Cluster, outcome: ZoneOutcome) -> bool:
+        """In a zone this cluster left: whether nothing of it is left (its heartbeat goes last,
+        after its values and ownership TXT; no heartbeat is refreshed here any more)."""
+        plan = outcome.plan
+        if outcome.errors or outcome.pending_after_apply or (plan is not None and (plan.stalled or plan.conflicts)):
+            return False
+        snapshot = provider.read(zone.domain)
+        if holdings(snapshot, cluster.id).claims:
+            return False  # a value the plan did not take (yet): the next pass looks again
+        changes = farewell(snapshot, cluster.id, zone.domain)
+        if not changes:
+            return True
+        result = provider.apply(zone.domain, changes)
+        outcome.applied += len(result.applied)
+        return result.ok
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners

@@ -1,5 +1,6 @@
 """``gitdns apply``: reconcile a cluster's zones now (or every cluster's in turn, remotes first,
-as the agents' merge does).  Exit codes: held or failed 1, stalled 4, conflicts 5."""
+as the agents' merge does), and every zone it left where it still holds records
+(`gitdns.commands.leftzones`).  Exit codes: held or failed 1, stalled 4, conflicts 5."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
           mode: str = "sync", fences: Fences = STRICT) -> Result:
     """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
+    from gitdns.commands.leftzones import left_zones, with_notes
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
@@ -35,10 +37,14 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     results: list[tuple[str, ZoneOutcome]] = []
     health, state_at = published(desired), revisions(desired)
     for each in clusters:
-        for outcome in reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
-                                 mode=PlanMode(mode), always_verify=verify, health=health, state_at=state_at,
-                                 now=time.time()):
-            results.append((each.name, outcome))
+        now = time.time()
+        outcomes = reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
+                             mode=PlanMode(mode), always_verify=verify, health=health, state_at=state_at, now=now)
+        outcomes += left_zones(desired, each, factory, {o.zone.name for o in outcomes}, dry_run=dry_run, force=force,
+                               mode=PlanMode(mode), zones=zones, always_verify=verify, health=health,
+                               state_at=state_at, now=now)
+        with_notes(desired, each, outcomes)
+        results.extend((each.name, outcome) for outcome in outcomes)
     if fmt == "json":
         result.line(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
     else:

@@ -1,6 +1,7 @@
 """``gitdns plan``: what ``apply`` would change, nothing written.
 
-One cluster (``--cluster``): its zones through the agents' pipeline in the preview role.  Every
+One cluster (``--cluster``): its zones through the agents' pipeline in the preview role (and
+the zones it left where it still holds records, `gitdns.commands.leftzones`).  Every
 cluster (``--all-clusters``, the pull-request preview): each zone as every agent would leave it,
 the merged zone below the plans.  Exit codes as ``apply --dry-run`` (held 1, stalled 4,
 conflicts 5); with ``--exit-code``, pending changes exit 3.
@@ -27,6 +28,7 @@ def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, 
          zones: Sequence[str] = (), exit_code: bool = False, force: bool = False, mode: str = "sync",
          fences: Fences = STRICT) -> Result:
     """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
+    from gitdns.commands.leftzones import left_zones, with_notes
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
@@ -37,9 +39,13 @@ def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, 
     if all_clusters:
         return plan_all(desired, factory, result, fmt=fmt, zones=zones, exit_code=exit_code, force=force)
     who = find_cluster(desired, cluster or "")
+    health, state_at, now = published(desired), revisions(desired), time.time()
     outcomes = reconcile(desired, who, factory, dry_run=True, force=force, zones=list(zones),
-                         mode=PlanMode(mode), health=published(desired), state_at=revisions(desired),
-                         now=time.time())
+                         mode=PlanMode(mode), health=health, state_at=state_at, now=now)
+    outcomes += left_zones(desired, who, factory, {o.zone.name for o in outcomes}, dry_run=True, force=force,
+                           mode=PlanMode(mode), zones=zones, always_verify=False, health=health, state_at=state_at,
+                           now=now)
+    with_notes(desired, who, outcomes)
     plans: list[Plan] = []
     for outcome in outcomes:
         if outcome.skipped:
@@ -77,6 +83,7 @@ def format_plans(fmt: str, typed: list[Plan], names: dict[str, str] | None = Non
 def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt: str, zones: Sequence[str],
              exit_code: bool, force: bool) -> Result:
     """The merged preview: every zone as every cluster's agent would leave it."""
+    from gitdns.commands.leftzones import plan_notes
     from gitdns.core import inventory, planfmt
     from gitdns.reconcile.preview import preview_zone
     from gitdns.reconcile.run import published, revisions
@@ -99,7 +106,7 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
             continue
         sim = preview_zone(desired, zone, factory(zone), health=health, force=force, state_at=state_at,
                            now=time.time())
-        plans = [p for _, p in sim.plans]
+        plans = [plan_notes(desired, c, zone, p) for c, p in sim.plans]
         names = {c.id: c.name for c in desired.state.clusters} | {c.id: c.name for c, _ in sim.plans}
         all_plans.extend(plans)
         outcomes.extend(sim.outcomes)

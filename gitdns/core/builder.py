@@ -4,6 +4,12 @@ Simple strategy: ``H A/AAAA [all IPs]`` or ``H CNAME [hostname]``.  Loadbalanced
 ``H CNAME klb.H``, ``klb.H`` geo rows (and the ``default`` row for the default geo),
 ``<geo>.klb.H`` weighted rows, and ``<hash6(cluster)>-<hash6(gw-ns)>.klb.H`` A/AAAA.
 Without a geo section, the geo code is ``default`` and ``klb.H`` is a plain CNAME.
+
+A host with nothing to publish (every gateway address excluded by the policy's
+``excludeAddresses``, or none known) gets no records at all in either layout, as dns-operator's
+endpoints builder returns no endpoints for a target without addresses; its `BuiltHost` says why
+in ``notes``, and so does a flattened loadbalanced host (geo and weights ignored).  The plans
+show those notes (`notes_for_zone`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class BuiltHost:
     health: HealthCheck | None = None
     gateway: str = ""
     namespace: str = ""
+    notes: tuple[str, ...] = ()  # what a reader of the plan should know about this host
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,10 @@ class Addresses:
     ipv4: tuple[str, ...]
     ipv6: tuple[str, ...]
     hostnames: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ipv4 or self.ipv6 or self.hostnames)
 
 
 def split_addresses(addresses: Iterable[str], exclude: Iterable[str] = ()) -> Addresses:
@@ -123,6 +134,8 @@ def simple_records(host: str, addrs: Addresses, ttl: int) -> list[RecordSet]:
 def loadbalanced_records(
     host: str, cluster: Cluster, gateway: Gateway, policy: DNSPolicy, addrs: Addresses, zone: Zone
 ) -> list[RecordSet]:
+    if addrs.empty:
+        return []  # dns-operator's builder: no target, no endpoints (never a tree that leads nowhere)
     _, outer, inner = _ttls(zone, policy)
     klb = names.klb_name(host)
     geo = (cluster.geo or policy.default_geo or DEFAULT_GEO) if policy.default_geo else DEFAULT_GEO
@@ -177,9 +190,29 @@ def build_hosts(state: DesiredState, cluster: Cluster, zone: Zone) -> list[Built
             records = simple_records(host, addrs, simple_ttl)
         built.append(
             BuiltHost(host, zone.name, policy.name, policy.strategy, tuple(records), policy.health,
-                      gateway.name, gateway.namespace)
+                      gateway.name, gateway.namespace, _host_notes(host, cluster, gateway, policy, addrs))
         )
     return built
+
+
+def _host_notes(host: str, cluster: Cluster, gateway: Gateway, policy: DNSPolicy, addrs: Addresses) -> tuple[str, ...]:
+    notes: list[str] = []
+    if addrs.empty:
+        why = (f"every address of gateway {gateway.namespace}/{gateway.name} is excluded by DNSPolicy "
+               f"{policy.name} (spec.excludeAddresses)" if gateway.addresses
+               else f"gateway {gateway.namespace}/{gateway.name} has no address")
+        notes.append(f"{host}: nothing published for this cluster: {why} (NoAddresses)")
+    elif policy.strategy is Strategy.LOADBALANCED and policy.flattened:
+        mine = f"geo {cluster.geo or '-'}, weight {weight_for(policy, cluster)}"
+        notes.append(f"{host}: DNSPolicy {policy.name} is loadbalanced with flattened: true: one multi-value "
+                     f"A/AAAA of every healthy target; geo and weights are ignored (this cluster: {mine})")
+    return tuple(notes)
+
+
+def notes_for_zone(state: DesiredState, cluster: Cluster, zone: Zone) -> tuple[str, ...]:
+    """What the plans of ``cluster`` in ``zone`` say about its hosts (flattened layouts, hosts
+    with nothing to publish), sorted, each once."""
+    return tuple(sorted({n for h in build_hosts(state, cluster, zone) for n in h.notes}))
 
 
 def static_records(state: DesiredState, zone: Zone) -> list[RecordSet]:

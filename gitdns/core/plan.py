@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from gitdns.core.model import Revision
@@ -103,6 +103,13 @@ class Plan:
         for change in self.changes:
             out[change.action.value] += 1
         return out
+
+
+def annotated(plan: Plan, notes: tuple[str, ...] | list[str]) -> Plan:
+    """``plan`` with ``notes`` added after its own (each once): what the builder says about the
+    owner's hosts (`gitdns.core.builder.notes_for_zone`), shown wherever the plan is."""
+    extra = tuple(n for n in dict.fromkeys(notes) if n not in plan.notes)
+    return replace(plan, notes=(*plan.notes, *extra)) if extra else plan
 
 
 def data_changes(changes: tuple[Change, ...] | list[Change]) -> list[Change]:

@@ -20,7 +20,10 @@ same directory, fsync, ``os.replace``, fsync of the directory).  A missing file 
 zone; a file that does not decode raises `StoreCorruptError` and is never read as empty.
 
 RFC 1035 master files for serving are rendered from the store into `LocalProvider.views_dir`
-by `gitdns.adapters.zonefile.write_views` (the agent wires the two together).
+by `gitdns.adapters.zonefile.write_views` (each reconcile renders them).  Every write that
+changes the store renders them again, the way they were last rendered
+(`gitdns.adapters.zonefile.rerender`), so the views follow the store whoever writes it —
+``prune-owner``, ``adopt``, ``groups set --direct``, a heartbeat — not only a reconcile.
 
 The store directory a Zone names (``settings.path``) lies inside a base directory: the agent's
 state directory, the repository for the one-shot verbs.  `store_directory` refuses a path with
@@ -262,6 +265,8 @@ class LocalProvider:
             zone, version, len(result.applied), len(result.refused), len(failed),
         )
         change_ids = (f"{zone}@{version}",) if result.changed else ()
+        if result.changed:
+            self._follow_views(zone)
         return ApplyResult(
             applied=result.applied, refused=result.refused, failed=failed, change_ids=change_ids
         )
@@ -273,12 +278,24 @@ class LocalProvider:
             with contextlib.suppress(OSError):
                 stray.unlink()
 
+    def _follow_views(self, zone: str) -> None:
+        """Render the zone's views again after a write (only when they were rendered before).
+        The write has landed whatever happens here: a failure is logged, and the next
+        reconcile renders them."""
+        from gitdns.adapters.zonefile import rerender
+
+        try:
+            rerender(self.views_dir(zone), zone, self.read)
+        except Exception as exc:  # never undo or fail a write that landed because its views lag
+            log.warning("views not rendered after a write: zone=%s error=%s: %s", zone, type(exc).__name__, exc)
+
     def views_dir(self, zone: str) -> Path:
         """Where rendered views of ``zone`` go: ``<dir>/<zone>.views/`` (see
         `gitdns.adapters.zonefile.write_views`); with ``base``, checked first: neither it, its
-        lock nor a file in it (views, weights, the ``.server`` snippet) is a symbolic link."""
+        lock, its ``.serving`` settings nor a file in it (views, weights, the ``.server``
+        snippet) is a symbolic link."""
         views = self.path(zone).with_name(f"{normalize_name(zone)}.views")
-        self._no_links(views, views.with_name(views.name + ".lock"))
+        self._no_links(views, views.with_name(views.name + ".lock"), views.with_name(views.name + ".serving"))
         if self.base is not None and views.is_dir():
             self._no_links(*views.iterdir())
         return views

@@ -22,10 +22,15 @@ mounts exactly those), apply.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socketserver
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,6 +147,9 @@ def test_route53_github_comes_up_ready_and_writes_route53(sshd: SshServer, aws: 
     bare = sshd.create_repo("setup1")
     push_tree(bare, DESIRED / "route53-github", {"CLUSTER_ID": ALPHA_ID}, tmp_path)
     zone_id = aws.create_zone("example.com")
+    foreign = {"Name": "legacy.example.com.", "Type": "A", "TTL": 300, "ResourceRecords": [{"Value": "203.0.113.99"}]}
+    aws.route53().change_resource_record_sets(HostedZoneId=zone_id, ChangeBatch={"Changes": [
+        {"Action": "CREATE", "ResourceRecordSet": foreign}]})
     gitops = example("route53-github", tmp_path / "gitops")
     edit(gitops / "kustomization.yaml", ("GITDNS_REPO", sshd.url(bare)))
     top = gitops / "kustomization.yaml"
@@ -168,6 +176,11 @@ def test_route53_github_comes_up_ready_and_writes_route53(sshd: SshServer, aws: 
             records = pod.wait(lambda: (r := aws.records(zone_id)).get(("app.example.com", "A")) and r,
                                "app.example.com in Route53")
             assert records[("app.example.com", "A")] == ["192.0.2.20"]
+            # legacy.example.com is someone else's: a conflict in /status, the pod stays Ready
+            pod.wait(lambda: "legacy.example.com" in json.dumps(pod.status().get("zones") or pod.status()),
+                     "the conflict on legacy.example.com in /status")
+            assert pod.probe()[0] == 200
+            assert aws.records(zone_id)[("legacy.example.com", "A")] == ["203.0.113.99"]
             assert remote_ref(bare, f"refs/heads/gitdns-status/{ALPHA_ID}"), "no status branch pushed"
             (lease,) = cluster.leases("gitdns-system")
             assert lease["spec"]["holderIdentity"] == pod.name
@@ -232,15 +245,59 @@ def test_failover_fleet_one_manifest_two_clusters_both_ready_and_writing(sshd: S
 # -- setup 3: the orchestrator of the pool `metro`, HTTPS token, ConfigMap delivery ---------------
 
 
-def nodes_yaml(nodes: list[NodeServer]) -> str:
+def nodes_yaml(nodes: list[NodeServer] | list[HeaderNode]) -> str:
     return "\n".join(f"    - {{name: {n.name}, ip: {n.ip}, healthEndpoint: \"{n.endpoint}\"}}" for n in nodes)
 
 
+class HeaderNode:
+    """A node's health endpoint that answers 200 only to a probe carrying ``header: value`` (a
+    gateway behind an authenticating proxy), 401 otherwise; ``seen`` counts the probes by
+    whether they carried it."""
+
+    def __init__(self, name: str, ip: str, header: str, value: str) -> None:
+        self.name, self.ip = name, ip
+        self.seen = {"with": 0, "without": 0}
+        node = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                ok = self.headers.get(header) == value
+                node.seen["with" if ok else "without"] += 1
+                self.send_response(200 if ok and self.path == "/healthz/ready" else 401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def server_bind(self) -> None:  # no reverse lookup of the address (HTTPServer's)
+                socketserver.TCPServer.server_bind(self)
+
+        self.httpd = Server((ip, 0), Handler)
+        self.port = int(self.httpd.server_address[1])
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.ip}:{self.port}/healthz/ready"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsServer, tmp_path: Path) -> None:
-    nodes = start_nodes(3, first=61)
+    """Its nodes answer only probes carrying the header of the NodePool's headersSecret, a Secret
+    in the orchestrator's own namespace (the header of the example says to create it there)."""
+    probe_token = os.urandom(12).hex()
+    nodes = [HeaderNode(f"node-{i}", f"127.0.0.{61 + i}", "X-Probe-Token", probe_token) for i in range(3)]
     try:
         bare = https.create_repo("setup3")
-        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes)}, tmp_path)
+        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes),
+                                                 "HEADERS_SECRET": "    headersSecret: metro-probe-headers"}, tmp_path)
         gitops = example("edge-orchestrator", tmp_path / "gitops")
         install = gitops / "install" / "kustomization.yaml"
         text = install.read_text()
@@ -263,6 +320,8 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
                                                           "gitdns-git-ca": {"ca.crt": https.ca_file.read_bytes()}}
             for name, data in secrets.items():
                 cluster.create_secret("dns-failover", name, data)
+            assert "headersSecret" in header_comment(gitops / "kustomization.yaml")
+            cluster.create_secret("dns-failover", "metro-probe-headers", {"X-Probe-Token": probe_token})
             pod = Pod(cluster, manifests, tmp_path / "pod",
                       reach=[("127.0.0.1", https.port), *((n.ip, n.port) for n in nodes)])
             assert pod.secrets_used() == {"gitdns-git-token": {"token"}, "gitdns-git-ca": {"ca.crt"}}
@@ -279,11 +338,14 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
                 hosts = "\n".join(data.values())
                 for node in nodes:
                     assert re.search(rf"^{re.escape(node.ip)}\s.*\bshop\.metro\.test\b", hosts, re.M), hosts
+                assert all(n.seen["with"] for n in nodes) and not any(n.seen["without"] for n in nodes), \
+                    [n.seen for n in nodes]
                 lease = cluster.lease("dns-failover", "gitdns-orchestrator-metro")
                 assert lease is not None and lease["spec"]["holderIdentity"] == pod.name
                 assert_runs_as_the_pod_spec_says(pod)
                 assert_least_privilege(cluster)
-                assert https.token not in pod.logs()
+                assert https.token not in pod.logs() and probe_token not in pod.logs()
+                assert probe_token not in json.dumps(pod.status())
             finally:
                 pod.stop()
         assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
@@ -312,6 +374,75 @@ CA_PATCH = """\
     mountPath: /var/run/gitdns/git-ca
     readOnly: true
 """
+
+
+# -- a user's own overlay: namespace and namePrefix (deploy/README.md, "Your own overlay") --------
+
+USER_OVERLAY = """\
+# deploy/README.md, "Your own overlay: namespace, prefix, patches"
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - {deploy}/base
+components:
+  - {deploy}/components/github-ssh
+namespace: dns-team
+namePrefix: team-
+configMapGenerator:
+  - name: gitdns-config
+    behavior: merge
+    literals:
+      - GITDNS_REPO={repo}
+      - GITDNS_PATH=dns
+      # the operator allows the Zones' DNS server (docs/agent.md: provider fences)
+      - GITDNS_RFC2136_SERVERS={dns}
+"""
+
+
+def test_user_overlay_with_namespace_and_prefix_comes_up_and_writes_bind(sshd: SshServer, tmp_path: Path) -> None:
+    """The base moved to another namespace and renamed, as the README shows: every reference
+    follows (RBAC subjects, the settings ConfigMap, the Lease's namespace), the Secrets keep the
+    names the headers give; it writes its zone into BIND by RFC 2136, the TSIG key read from a
+    Secret through the API (the Role gitdns-provider-credentials, prefixed)."""
+    from tests.e2e.dns_servers import SECRET, ToolMissing, start_bind
+
+    try:
+        bind = start_bind(tmp_path / "bind")
+    except ToolMissing as exc:
+        require(False, str(exc))
+        raise
+    try:
+        bare = sshd.create_repo("own-overlay")
+        push_tree(bare, DESIRED / "rfc2136-zone", {"CLUSTER_ID": BETA_ID, "DNS_PORT": str(bind.port)}, tmp_path)
+        gitops = tmp_path / "gitops"
+        gitops.mkdir()
+        (gitops / "kustomization.yaml").write_text(USER_OVERLAY.format(
+            deploy=os.path.relpath(DEPLOY, gitops), repo=sshd.url(bare), dns=f"127.0.0.1:{bind.port}"))
+        manifests = Manifests.render(gitops)
+        for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "Deployment"):
+            assert all(d["metadata"]["name"].startswith("team-") for d in manifests.all(kind)), kind
+
+        with Cluster(tmp_path / "cluster", kube_system_uid=BETA_ID, name="lab-1") as cluster:
+            cluster.apply(manifests)
+            cluster.create_secret("dns-team", "gitdns-git-ssh", ssh_secret(sshd))
+            cluster.create_secret("dns-team", "dns-tsig", {"TSIG_SECRET": SECRET})
+            pod = Pod(cluster, manifests, tmp_path / "pod", reach=[("127.0.0.1", sshd.port), (bind.host, bind.port)])
+            assert pod.namespace == "dns-team"
+            pod.start()
+            try:
+                pod.wait_ready()
+                assert pod.wait(lambda: bind.query("app.example.test.", "A"), "app.example.test in BIND") == \
+                    ["192.0.2.30"]
+                (lease,) = cluster.leases("dns-team")
+                assert lease["spec"]["holderIdentity"] == pod.name
+                assert_runs_as_the_pod_spec_says(pod)
+                assert_least_privilege(cluster, allowed={"gateways"})
+                assert SECRET not in pod.logs()
+            finally:
+                pod.stop()
+        assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
+    finally:
+        bind.stop()
 
 
 # -- the orchestrator as a CoreDNS sidecar (deploy/overlays/orchestrator-sidecar) ------------------
@@ -355,7 +486,7 @@ def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: Htt
     nodes = start_nodes(2, first=71)
     try:
         bare = https.create_repo("sidecar")
-        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes)}, tmp_path)
+        push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes), "HEADERS_SECRET": ""}, tmp_path)
         gitops = copy_kustomization(DEPLOY / "overlays" / "orchestrator-sidecar", tmp_path / "gitops")
         top = gitops / "kustomization.yaml"
         text = set_literal(top.read_text(), "GITDNS_REPO", https.url(bare))
@@ -396,41 +527,3 @@ def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: Htt
     finally:
         for node in nodes:
             node.stop()
-
-
-# -- what the instructions tell a user to write in git -----------------------------------------------
-
-PROVIDER_SNIPPET = re.compile(r"spec\.provider:?`?:?\s*`?(\{[^`\n]*\})")
-
-
-def provider_snippets() -> list[tuple[str, str]]:
-    """(file, snippet) of every ``spec.provider {...}`` that deploy/README.md and the deploy
-    kustomizations' comments tell a user to give a Zone."""
-    out = []
-    for path in sorted([DEPLOY / "README.md", *DEPLOY.rglob("kustomization.yaml")]):
-        for match in PROVIDER_SNIPPET.finditer(path.read_text()):
-            out.append((str(path.relative_to(DEPLOY.parent)), match.group(1)))
-    return out
-
-
-@pytest.mark.xfail(strict=True, reason="deploy/README.md and the route53-github, failover-fleet, route53-irsa, "
-                                       "google- and azure-workload-identity headers write spec.provider "
-                                       "{name: ...}; the Zone schema's key is `type` (provider.additionalProperties "
-                                       "is false), so a Zone written as told does not validate")
-def test_the_zone_providers_the_instructions_give_validate() -> None:
-    import json
-
-    import jsonschema
-    import yaml
-
-    schema = json.loads((DEPLOY.parent / "schemas" / "zone.schema.json").read_text())
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    snippets = provider_snippets()
-    assert len(snippets) >= 3, snippets
-    problems = []
-    for where, snippet in snippets:
-        provider = yaml.safe_load(snippet.replace("...", "x"))
-        zone = {"apiVersion": "gitdns.io/v1alpha1", "kind": "Zone", "metadata": {"name": "example-com"},
-                "spec": {"domain": "example.com", "provider": provider}}
-        problems += [f"{where}: {snippet}: {e.message}" for e in validator.iter_errors(zone)]
-    assert not problems, "\n".join(problems)

@@ -734,8 +734,12 @@ class Pod:
             argv = [*self.image.entrypoint, *(args if args is not None else self.image.cmd)]
         argv = [_expand(str(a), env) for a in argv]
         if argv and os.path.basename(argv[0]) == "tini" and shutil.which("tini") is None:
+            import warnings
+
             cut = argv.index("--") + 1 if "--" in argv else 1
-            self.notes.append(f"tini is not installed here: ran {argv[cut:][:1]} without the image's init")
+            note = f"tini is not installed here: ran {argv[cut:][:1]} without the image's init (apt-get install tini)"
+            self.notes.append(note)
+            warnings.warn(note, stacklevel=2)
             argv = argv[cut:]
         return argv
 
@@ -976,11 +980,15 @@ class Pod:
         if self.proc is None:
             return None
         if self.proc.poll() is None:
+            init = self.processes()[:1]
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
+                for pid, _ in init:  # the pod's process 1: the kernel ends its whole process namespace
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)

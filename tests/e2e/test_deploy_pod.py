@@ -120,6 +120,9 @@ def assert_runs_as_the_pod_spec_says(pod: Pod) -> None:
     procs = pod.processes()
     gitdns = [pid for pid, argv in procs if any(a.endswith("gitdns") for a in argv[:2])]
     assert gitdns, procs
+    if not pod.notes:  # the image's init is process 1 of the pod, gitdns its child
+        assert os.path.basename(procs[0][1][0]) == os.path.basename(pod.image.entrypoint[0]), procs
+        assert procs[0][0] != gitdns[0]
     status = Path(f"/proc/{gitdns[0]}/status").read_text()
     assert re.search(r"^Uid:\s+65532\s+65532\s+65532\s+65532$", status, re.M), status
     assert re.search(r"^Gid:\s+65532\s+65532\s+65532\s+65532$", status, re.M), status
@@ -189,6 +192,9 @@ def test_route53_github_comes_up_ready_and_writes_route53(sshd: SshServer, aws: 
             assert "ProviderLibraryMissing" not in pod.logs()
         finally:
             pod.stop()
+        # SIGTERM reached gitdns through the image's init: it gave its Lease up
+        (lease,) = cluster.leases("gitdns-system")
+        assert not lease["spec"].get("holderIdentity"), lease
     assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
 
 

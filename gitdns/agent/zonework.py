@@ -21,7 +21,7 @@ from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
 from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent, annotated
-from gitdns.core.planleave import farewell, holdings
+from gitdns.core.planleave import farewell, heartbeat_removal, holdings
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import Action, Change, ZoneSnapshot
 from gitdns.errors import GitdnsError
@@ -208,8 +208,10 @@ class ZoneWork:
                             row.owner, now - (row.heartbeat or 0))
                 pol = replace(policy_for_zone(desired, zone, force=True), authority=Authority.PRUNE_OWNER,
                               prune_owner=row.owner)
-                plan = make_plan(Intent(row.owner, (), None), provider.read(zone.domain), pol)
-                provider.apply(zone.domain, plan.changes, plan.guards)
+                found = provider.read(zone.domain)
+                plan = make_plan(Intent(row.owner, (), None), found, pol)
+                last = heartbeat_removal(found, row.owner, zone.domain, "stale owner pruned")
+                provider.apply(zone.domain, [*plan.changes, *last], plan.guards)
 
 
 def _role(remote: bool, zpass: ZonePass) -> pipeline.Role:

@@ -57,10 +57,13 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = S
 
 def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False, ask: Ask | None = None,
                 fences: Fences = STRICT) -> Result:
-    """Remove ``owner``'s values and ownership TXT from the zone.  ``ask`` shows the plan and
-    asks before writing (None: no question, as ``--yes``)."""
+    """Remove ``owner``'s values and ownership TXT from the zone, then its heartbeat.  ``ask``
+    shows the plan and asks before writing (None: no question, as ``--yes``)."""
+    from dataclasses import replace
+
     from gitdns.core import planfmt
     from gitdns.core.plan import Intent
+    from gitdns.core.planleave import heartbeat_removal
     from gitdns.core.planner import plan as make_plan
     from gitdns.reconcile.engine import load, policy_for_zone
 
@@ -71,7 +74,9 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
         return Result(EXIT_ERROR, err=[f"owner {owner} is Cluster {named.name} in git: remove it from git instead "
                                        "(its agent cleans up), or pass --force"])
     policy = policy_for_zone(desired, zone, force=True)
-    plan = make_plan(Intent(owner, (), None), provider.read(zone.domain), policy)
+    snapshot = provider.read(zone.domain)
+    plan = make_plan(Intent(owner, (), None), snapshot, policy)
+    plan = replace(plan, changes=(*plan.changes, *heartbeat_removal(snapshot, owner, zone.domain, "prune-owner")))
     shown = planfmt.to_text([plan])
     if not plan.changes:
         return Result(EXIT_OK, [shown, f"owner {owner} owns nothing in {zone.domain}\n"])

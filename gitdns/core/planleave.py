@@ -48,8 +48,15 @@ def holds(snapshot: ZoneSnapshot, owner: str) -> bool:
 def farewell(snapshot: ZoneSnapshot, owner: str, zone: str) -> list[Change]:
     """The owner's last change in a zone it left: its heartbeat deleted, once no ownership TXT
     of its own is left (none while one is: its records go first, through its plan)."""
-    held = holdings(snapshot, owner)
-    beat = held.heartbeat
-    if held.claims or beat is None or beat.name != heartbeat_name(owner, zone):
+    if holdings(snapshot, owner).claims:
         return []
-    return [Change(Action.DELETE, beat, None, beat.key, reason="left the zone")]
+    return heartbeat_removal(snapshot, owner, zone, "left the zone")
+
+
+def heartbeat_removal(snapshot: ZoneSnapshot, owner: str, zone: str, reason: str) -> list[Change]:
+    """The owner's heartbeat deleted (none when it has none): after its records, when it
+    leaves the zone or an operator prunes it."""
+    beat = holdings(snapshot, owner).heartbeat
+    if beat is None or beat.name != heartbeat_name(owner, zone):
+        return []
+    return [Change(Action.DELETE, beat, None, beat.key, reason=reason)]

@@ -1,11 +1,16 @@
 """Run gitdns as the manifests in deploy/ run it in a pod: the kit behind test_deploy_pod.py.
 
-    manifests = Manifests.render(overlay_dir)         `kubectl kustomize DIR`, as a user applies it
+    copy_kustomization(DEPLOY / "examples" / X, dir)  an example copied as a user copies it (its
+                                                      paths pointed back at deploy/); set_literal,
+                                                      add_literal, add_patch fill it in
+    manifests = Manifests.render(dir)                 `kubectl kustomize DIR`, as a user applies it
     cluster = Cluster(directory, kube_system_uid=...) the fake Kubernetes API over HTTPS, RBAC enforced
     cluster.apply(manifests)                          Namespaces, ServiceAccounts, RBAC, ConfigMaps...
     cluster.create_secret(ns, name, {key: value})     the Secrets the overlay says to create
     pod = Pod(cluster, manifests, directory, reach=[(ip, port), ...])
     pod.start(); pod.wait_ready(); ...; pod.stop()
+    MotoAws(directory)                                AWS (Route53, STS) stood in for by moto
+    push_tree(bare, template_dir, values, workdir)    the desired state, pushed to a git server's repo
 
 What is taken from where:
 
@@ -16,38 +21,43 @@ What is taken from where:
   stood in for by this interpreter: ``/opt/gitdns/bin/gitdns`` is a console script that runs
   ``gitdns.cli`` from this checkout, bound read-only at ``/opt/gitdns/src``.  ``tini`` (the
   ENTRYPOINT's init) is this machine's; without it the kit runs ``gitdns`` itself and says so
-  in `Pod.notes`.
-* **The pod** (`Pod`): the rendered Deployment's pod template: ``command``/``args`` appended to
-  the ENTRYPOINT as Kubernetes does (``$(VAR)`` expanded), ``env`` (values, downward-API
-  ``fieldRef``, ``configMapKeyRef``/``secretKeyRef``), ``envFrom`` (from the ConfigMaps and
-  Secrets stored in the fake API, generator names and all), the kubelet's variables
-  (``KUBERNETES_SERVICE_HOST``/``PORT``, ``HOSTNAME``), ``volumeMounts`` of ``emptyDir``
-  (a fresh directory, mode 2777 group fsGroup as the kubelet leaves it), ``secret``,
-  ``configMap`` and ``projected`` volumes (written from the objects in the fake API with the
-  kubelet's atomic-writer layout: ``..data`` and one symbolic link per key, ``defaultMode``/
-  ``mode``, group fsGroup), ``persistentVolumeClaim`` (a directory kept per claim), the
-  service account (``/var/run/secrets/kubernetes.io/serviceaccount``: a token the fake API
-  issued for the pod's ServiceAccount, its CA, the namespace), the pod and container
-  ``securityContext`` (runAsUser, runAsGroup, fsGroup, supplementalGroups,
-  readOnlyRootFilesystem, allowPrivilegeEscalation, capabilities drop ALL), and the probes.
-  A Secret or ConfigMap a volume needs that does not exist stops the start, as the pod would
-  wait in ContainerCreating: `PodPending` names it.
+  (`Pod.notes`, and a warning).
+* **The pod** (`Pod`): one container of the rendered Deployment's pod template: ``command``/
+  ``args`` appended to the ENTRYPOINT as Kubernetes does (``$(VAR)`` expanded), ``env``
+  (values, downward-API ``fieldRef``, ``resourceFieldRef``, ``configMapKeyRef``/
+  ``secretKeyRef``), ``envFrom`` (from the ConfigMaps and Secrets stored in the fake API,
+  generator names and all), the kubelet's variables (``KUBERNETES_SERVICE_HOST``/``PORT``,
+  ``HOSTNAME``), ``volumeMounts`` (``subPath`` too) of ``emptyDir`` (a fresh directory, mode
+  2777 group fsGroup as the kubelet leaves it), ``secret``, ``configMap``, ``projected`` and
+  ``downwardAPI`` volumes (written from the objects in the fake API with the kubelet's
+  atomic-writer layout: ``..data`` and one symbolic link per key; ``defaultMode``/``mode``;
+  with an fsGroup, group fsGroup and the read-only mask), ``persistentVolumeClaim`` (a
+  directory kept per claim), the service account (``/var/run/secrets/kubernetes.io/
+  serviceaccount``: a token the fake API issued for the pod's ServiceAccount, its CA, the
+  namespace), the pod and container ``securityContext`` (runAsUser, runAsGroup, fsGroup,
+  supplementalGroups, runAsNonRoot, readOnlyRootFilesystem, allowPrivilegeEscalation,
+  capabilities drop ALL), and the httpGet probes.  A Secret or ConfigMap the pod needs that
+  does not exist stops the start, as the pod would wait in ContainerCreating: `PodPending`
+  names it.
 * **The platform** where a cluster adds to the pod: EKS's pod identity webhook for a
-  ServiceAccount annotated ``eks.amazonaws.com/role-arn`` (`eks_pod_identity`).
+  ServiceAccount annotated ``eks.amazonaws.com/role-arn`` (`eks_pod_identity`); and the
+  test's stand-ins for the outside world (`Injection`: moto's endpoint and CA, `MotoAws`).
 
 How it runs (tests/e2e/pod_launch.py): as root, in a mount, network and process namespace of
-its own: the volumes bound at their container paths, the root file system read-only, uid/gid
-65532 with the fsGroup as supplementary group, no capabilities, no_new_privs, its own loopback
-only.  The addresses the pod may reach (the fake API, the git servers, moto...) are forwarded
-into its namespace at the same address; its container ports are reached from here through
-`Pod.url` (the kubelet's probes use the same path to the pod IP, 127.0.0.2 in the pod).
-Nothing on this machine is changed: the mounts exist in the pod's namespace only.
+its own (the image's init is its process 1): the volumes bound at their container paths, the
+root file system read-only, uid/gid 65532 with the fsGroup as supplementary group, no
+capabilities, no_new_privs, its own loopback only.  The addresses the pod may reach (the fake
+API, the git servers, moto...) are forwarded into its namespace at the same address; its
+container ports are reached from here through `Pod.url` (the kubelet's probes take the same
+path, to the pod IP, 127.0.0.2 in the pod).  Nothing on this machine is changed: the mounts
+exist in the pod's namespace only.
 
 Not emulated: seccomp (RuntimeDefault), cgroup limits (memory), image pulls, restarts of a
-failed container (a crash fails the test at once), Services and the kube-proxy.
+failed container (a crash fails the test at once), liveness probes, Services and the
+kube-proxy, admission (Pod Security Standards).
 
-Tools: ``kubectl`` (kustomize), root, ``unshare``-capable kernel; `require` skips without them,
-or fails under ``CI=true``.
+Tools: ``kubectl`` (kustomize), root, a kernel that allows namespaces; `require` skips without
+them, or fails under ``CI=true``.
 """
 
 from __future__ import annotations

@@ -76,7 +76,8 @@ What it enforces, as Kubernetes does:
   ``*`` wildcards, RoleBindings only in their namespace, a namespace's own name as the namespace
   of ``/api/v1/namespaces/<name>``; subjects by ServiceAccount, user name or the groups
   ``system:serviceaccounts``, ``system:serviceaccounts:<ns>``, ``system:authenticated``), else
-  403 ``Forbidden`` with Kubernetes' message; every refusal is kept in ``fake.forbidden``.
+  403 ``Forbidden`` with Kubernetes' message; every refusal is kept in ``fake.forbidden`` (not in
+  ``fake.requests``, which holds the requests authorised).
   Discovery and ``/version`` are open to every authenticated user (``system:discovery``); admin
   tokens are not checked (``system:masters``).
 * TLS, when ``start`` is given ``certfile``/``keyfile``: ``base_url`` is then ``https://``; set

@@ -85,10 +85,18 @@ def announce(ctx: PlanContext, key: RecordKey, want: RecordSet, mine: OwnershipE
     """Write only this owner's ownership TXT, so co-owners see the claim."""
     mine = _own(mine)
     txt = my_txt(ctx, key, want, want)
-    if (txt is not None and mine is None and ctx.policy.mode is not PlanMode.UPSERT_ONLY) or (
-            txt is not None and mine is not None and mine.txt != txt):
-        ctx.changes.append(Change(Action.CREATE if mine is None else Action.UPDATE,
-                                  mine.txt if mine else None, txt, key, reason="announce"))
+    if txt is None:
+        return
+    upsert_only = ctx.policy.mode is PlanMode.UPSERT_ONLY
+    if mine is None:
+        if not upsert_only:
+            ctx.changes.append(Change(Action.CREATE, None, txt, key, reason="announce"))
+    elif mine.txt.key != txt.key:  # its own legacy TXT: the versioned one replaces it
+        ctx.changes.append(Change(Action.CREATE, None, txt, key, reason="announce"))
+        if not upsert_only:
+            ctx.changes.append(Change(Action.DELETE, mine.txt, None, key, reason="announce"))
+    elif mine.txt != txt:
+        ctx.changes.append(Change(Action.UPDATE, mine.txt, txt, key, reason="announce"))
 
 
 def my_txt(ctx: PlanContext, key: RecordKey, new: RecordSet | None, want: RecordSet | None) -> RecordSet | None:

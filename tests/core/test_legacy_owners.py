@@ -165,3 +165,27 @@ def test_a_joint_owner_that_published_nothing_of_its_own_drops_no_value_on_leavi
 def test_an_inactive_agent_relabelling_its_entries_leaves_the_joint_txt_alone() -> None:
     zone = joint_zone("1.1.1.1")
     assert relabel(zone.snapshot(), "o1", "site-a") == []
+
+
+def _cname_owned_by(owner: str) -> list[RecordSet]:
+    data = RecordSet(FOO, "CNAME", 60, ("lb.example.net",))
+    return [data, registry.ownership_record(data, OwnerLabels(owner), ZONE)[0]]
+
+
+def test_announcing_replaces_the_owners_own_legacy_txt_with_its_versioned_one() -> None:
+    # o1 wants an A where o2 owns a CNAME: it only announces its claim (RecordTypeConflict)
+    own_legacy = RecordSet(f"kuadrant-a-{FOO}", "TXT", 60, ("heritage=external-dns,external-dns/owner=o1",))
+    zone = Zone([*_cname_owned_by("o2"), own_legacy])
+    p = zone.plan("o1", [a("foo", "1.1.1.1")])
+    assert [c.reason for c in p.conflicts] == ["RecordTypeConflict"]
+    zone.apply(p)
+    assert own_legacy.key not in zone.records
+    assert registry.txt_name("o1", "A", FOO) in zone.txt()
+    assert zone.plan("o1", [a("foo", "1.1.1.1")]).empty
+
+
+def test_announcing_leaves_a_joint_txt_alone() -> None:
+    zone = Zone([*_cname_owned_by("o3"), JOINT])
+    zone.sync("o1", [a("foo", "1.1.1.1")])
+    assert zone.records[JOINT.key] == JOINT
+    assert registry.txt_name("o1", "A", FOO) in zone.txt()

@@ -4,7 +4,8 @@ fleet's targets for them fail at once (or a new revision was loaded moments ago,
 failing probe may be a wrong health path just merged).
 
 The probes cover every target of the hosts this cluster publishes with a health check — its
-own and the other clusters' addresses for those hosts, from git — so each agent judges "every
+own and the other clusters' addresses for those hosts, from git (`gitdns.core.healthfilter.
+host_targets`) — so each agent judges "every
 target of the host is unhealthy" from its own probes (`gitdns.core.healthfilter.
 every_target_down`) and all agents reach the same verdict whatever order they saw the failures
 in.  The verdict goes to the zone pass as ``<host>|*`` among the unhealthy ids: nothing of that
@@ -17,43 +18,15 @@ from collections.abc import Callable, Mapping
 
 from gitdns.agent.ports import HealthSource
 from gitdns.agent.state import AgentState
-from gitdns.core import builder
 from gitdns.core.desired import Desired
-from gitdns.core.groups import is_active
-from gitdns.core.healthfilter import (
-    HostTargets,
-    every_target_down,
-    fail_open_id,
-    fleet_frozen,
-    fleet_targets,
-)
-from gitdns.core.model import Cluster, DesiredState, Zone
+from gitdns.core.healthfilter import HostTargets, every_target_down, fail_open_id, fleet_frozen, host_targets
+from gitdns.core.model import Cluster
 from gitdns.errors import GitdnsError
 
 log = logging.getLogger(__name__)
 
 FREEZE_SHARE = 0.5  # freeze a host's withdrawals once this share of the fleet's targets fails
 REVISION_GRACE = 120.0  # seconds after a new revision in which any failing host is frozen
-
-
-def host_targets(state: DesiredState, cluster: Cluster) -> dict[str, HostTargets]:
-    """Every target of each host ``cluster`` publishes with a health check: its own and those
-    of the other clusters publishing the host (clusters of a failover group git marks
-    inactive in the zone publish nothing there and are left out)."""
-    out: dict[str, HostTargets] = {}
-    others = [c for c in state.clusters if c.id != cluster.id]
-    for zone in builder.zones_for_cluster(state, cluster):
-        own = builder.build_hosts(state, cluster, zone)
-        if not any(b.health is not None for b in own):
-            continue
-        peers = [b for c in others if _publishes(state, zone, c) for b in builder.build_hosts(state, c, zone)]
-        out.update(fleet_targets(own, peers))
-    return out
-
-
-def _publishes(state: DesiredState, zone: Zone, cluster: Cluster) -> bool:
-    groups = state.groups_for_zone(zone.name)
-    return is_active(cluster.group, frozenset(groups.groups) if groups is not None else frozenset())
 
 
 class HealthInputs:

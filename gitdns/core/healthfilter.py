@@ -12,8 +12,8 @@ An agent withdraws its own unhealthy targets and re-adds them on recovery:
 **Fail open.**  When every target of a host — every cluster's, not only this one's — is
 unhealthy, nothing of the host is withdrawn: every cluster publishes all its targets, as
 Route53 and Kuadrant's dns-operator answer with all records when all are unhealthy.  Each
-agent probes every target of the hosts it publishes (`fleet_targets`: its own and the other
-clusters' addresses, from git), so every agent reaches the same verdict from its own probes
+agent probes every target of the hosts it publishes (`host_targets`, `fleet_targets`: its own
+and the other clusters' addresses, from git), so every agent reaches the same verdict from its own probes
 (`every_target_down`), whatever order the failures were detected in; the verdict travels to
 `apply_health` as the target id ``<host>|*`` (`fail_open_id`) among the unhealthy ones.
 
@@ -30,8 +30,10 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gitdns.core import builder
 from gitdns.core.builder import BuiltHost
-from gitdns.core.model import HealthCheck, Strategy
+from gitdns.core.groups import is_active
+from gitdns.core.model import Cluster, DesiredState, HealthCheck, Strategy, Zone
 from gitdns.core.records import RecordKey, RecordSet
 
 EVERY_TARGET = "*"  # the address of the host-level verdict "every target of the host is unhealthy"
@@ -124,6 +126,26 @@ def fleet_targets(own: Iterable[BuiltHost], others: Iterable[BuiltHost]) -> dict
             targets[built.host][target.target_id] = target
     return {h: HostTargets(h, tuple(targets[h][k] for k in sorted(targets[h])), h in unchecked)
             for h in sorted(checked)}
+
+
+def host_targets(state: DesiredState, cluster: Cluster) -> dict[str, HostTargets]:
+    """`fleet_targets` of every zone ``cluster`` publishes in: each host it publishes with a
+    health check, with the targets of every other cluster publishing it (clusters of a
+    failover group git marks inactive in the zone publish nothing there and are left out)."""
+    out: dict[str, HostTargets] = {}
+    others = [c for c in state.clusters if c.id != cluster.id]
+    for zone in builder.zones_for_cluster(state, cluster):
+        own = builder.build_hosts(state, cluster, zone)
+        if not any(b.health is not None for b in own):
+            continue
+        peers = [b for c in others if _publishes(state, zone, c) for b in builder.build_hosts(state, c, zone)]
+        out.update(fleet_targets(own, peers))
+    return out
+
+
+def _publishes(state: DesiredState, zone: Zone, cluster: Cluster) -> bool:
+    groups = state.groups_for_zone(zone.name)
+    return is_active(cluster.group, frozenset(groups.groups) if groups is not None else frozenset())
 
 
 def every_target_down(fleet: Mapping[str, HostTargets], unhealthy: Collection[str]) -> frozenset[str]:

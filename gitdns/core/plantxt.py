@@ -54,6 +54,10 @@ def emit(ctx: PlanContext, key: RecordKey, current: RecordSet | None, new: Recor
         out.append(Change(Action.DELETE, old_txt, None, key))
     for entry in drop_entries:
         out.append(Change(Action.DELETE, entry.txt, None, key, reason=f"authority: {entry.owner}"))
+    if ctx.policy.mode is not PlanMode.UPSERT_ONLY:  # an owner's own TXT its current one hides
+        hidden = {e.owner: e for e in (*drop_entries, *((mine,) if mine is not None else ()))}
+        out.extend(Change(Action.DELETE, txt, None, key, reason=f"superseded: {e.owner}")
+                   for e in hidden.values() for txt in e.superseded)
     ctx.changes.extend(out)
 
 

@@ -66,6 +66,7 @@ class OwnershipEntry:
     labels: OwnerLabels
     txt: RecordSet  # the TXT record as read
     joint: tuple[str, ...] = ()  # every owner the TXT lists, when it lists several (legacy `&&`)
+    superseded: tuple[RecordSet, ...] = ()  # the owner's other own TXT for the key (`add_entry`)
 
     @property
     def owner(self) -> str:
@@ -283,10 +284,18 @@ def prefer(held: OwnershipEntry | None, new: OwnershipEntry) -> OwnershipEntry:
 
 
 def add_entry(owners: dict[RecordKey, dict[str, OwnershipEntry]], entry: OwnershipEntry) -> None:
-    """File ``entry`` under its data record and owner, keeping the one `prefer` picks."""
+    """File ``entry`` under its data record and owner, keeping the one `prefer` picks; the
+    owner's own TXT it hides (not a joint one) go to its `OwnershipEntry.superseded`, for the
+    owner to delete."""
     found = owners.setdefault(entry.key, {})
     held = found.get(entry.owner)
-    found[entry.owner] = entry if held is None else prefer(held, entry)
+    if held is None:
+        found[entry.owner] = entry
+        return
+    kept = prefer(held, entry)
+    lost = entry if kept is held else held
+    hidden = (*kept.superseded, *lost.superseded, *(() if lost.joint else (lost.txt,)))
+    found[entry.owner] = replace(kept, superseded=hidden) if hidden else kept
 
 
 def with_targets(labels: OwnerLabels, targets: tuple[str, ...] | None) -> OwnerLabels:

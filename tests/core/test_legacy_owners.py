@@ -15,6 +15,8 @@ All read at github.com/Kuadrant/dns-operator commit 57b9db50acedff236622b5529e4e
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gitdns.core import owners as own
@@ -86,7 +88,7 @@ def test_the_versioned_entry_counts_whatever_the_order_read(reverse: bool) -> No
     order = [joint, own_legacy, versioned]
     for entry in reversed(order) if reverse else order:
         registry.add_entry(found, entry)
-    assert found[FOO_A]["o1"] == versioned
+    assert found[FOO_A]["o1"] == dataclasses.replace(versioned, superseded=(own_legacy.txt,))  # not the joint one
     assert registry.prefer(joint, own_legacy) == own_legacy == registry.prefer(own_legacy, joint)
 
 
@@ -189,3 +191,15 @@ def test_announcing_leaves_a_joint_txt_alone() -> None:
     zone.sync("o1", [a("foo", "1.1.1.1")])
     assert zone.records[JOINT.key] == JOINT
     assert registry.txt_name("o1", "A", FOO) in zone.txt()
+
+
+@NEEDS_PLANNER
+@pytest.mark.parametrize("wants", [True, False])
+def test_an_owners_own_legacy_txt_beside_its_versioned_one_goes_on_its_next_pass(wants: bool) -> None:
+    own_legacy = RecordSet(f"kuadrant-a-{FOO}", "TXT", 300, ("heritage=external-dns,external-dns/owner=o1",))
+    zone = Zone([a("foo", "1.1.1.1"), versioned_txt("o1", "1.1.1.1"), own_legacy])
+    assert own.owners(zone.snapshot(), known=())[0].keys == (FOO_A,)
+    zone.sync("o1", [a("foo", "1.1.1.1")] if wants else [])
+    assert own_legacy.key not in zone.records
+    assert zone.plan("o1", [a("foo", "1.1.1.1")] if wants else []).empty
+    assert (registry.txt_name("o1", "A", FOO) in zone.txt()) is wants

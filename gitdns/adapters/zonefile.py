@@ -46,7 +46,7 @@ import dns.rdatatype
 import dns.zone
 import jinja2
 
-from gitdns import fsutil
+from gitdns import __version__, fsutil
 from gitdns.core.owners import parse_heartbeat
 from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.registry import decode_entry
@@ -245,14 +245,43 @@ def serving_file(out_dir: Path) -> Path:
     return out_dir.with_name(out_dir.name + ".serving")
 
 
-def _settings_text(serving: Serving, defaults: ZoneDefaults | None) -> str:
-    doc = {"format": "gitdns-views", "formatVersion": 1,
-           "serving": {"clients": [[c.view, list(c.cidrs)] for c in serving.clients], "snippet": serving.snippet,
-                       "corednsDir": serving.coredns_dir, "registry": serving.registry,
-                       "contentSerial": serving.content_serial},
-           "defaults": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(defaults).items()}
-           if defaults is not None else None}
+def _settings(serving: Serving, defaults: ZoneDefaults | None) -> dict[str, Any]:
+    return {"serving": {"clients": [[c.view, list(c.cidrs)] for c in serving.clients], "snippet": serving.snippet,
+                        "corednsDir": serving.coredns_dir, "registry": serving.registry,
+                        "contentSerial": serving.content_serial},
+            "defaults": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(defaults).items()}
+            if defaults is not None else None}
+
+
+def _stamp_text(serving: Serving, defaults: ZoneDefaults | None, version: str, views: Collection[str]) -> str:
+    """How the views were rendered (for `rerender`) and from what: the store version, the views
+    written and the gitdns that wrote them (a render of the same is skipped)."""
+    doc = {"format": "gitdns-views", "formatVersion": 1, **_settings(serving, defaults),
+           "rendered": {"storeVersion": version, "views": sorted(views), "by": __version__}}
     return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+
+
+def _current(out_dir: Path, zone: str, serving: Serving, defaults: ZoneDefaults | None,
+             version: str) -> dict[str, str] | None:
+    """The views as they are, when they were rendered from this store version with these
+    settings by this gitdns and every file is there; else None (render)."""
+    if not version.isdigit():
+        return None  # a store without versions: nothing says the content is the same
+    try:
+        doc = json.loads(serving_file(out_dir).read_text())
+        done = doc["rendered"]
+        if (done["storeVersion"] != version or done["by"] != __version__
+                or {k: doc.get(k) for k in ("serving", "defaults")} != _settings(serving, defaults)):
+            return None
+        stems = {name: view_file_stem(name) for name in done["views"]}
+        files = [out_dir / f"{stem}.{ext}" for stem in stems.values() for ext in ("zone", "weights")]
+        if serving.snippet:
+            files.append(out_dir / server_file(zone))
+        if not stems or not all(f.is_file() for f in files):
+            return None
+        return {name: (out_dir / f"{stem}.zone").read_text() for name, stem in stems.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def read_settings(out_dir: Path) -> tuple[Serving, ZoneDefaults | None] | None:
@@ -296,13 +325,17 @@ def write_views(
     last one writes the newest version.  Files of views that no longer exist are left alone
     (a server config may name them).  With ``serving.snippet`` the CoreDNS snippet
     ``<zone>.server`` is written too, and how the zone was rendered goes to `serving_file`
-    (for `rerender`).  Returns ``{view name: master file text}``."""
+    (for `rerender`), with the store version: rendering the same version again the same way,
+    every file still there, reads the files instead.  Returns ``{view name: master file text}``."""
     zone = normalize_name(zone)
     serving = serving or Serving()
     out_dir.mkdir(parents=True, exist_ok=True)
     texts: dict[str, str] = {}
     with _locked(out_dir.with_name(out_dir.name + ".lock")):
         snapshot = read(zone, None)
+        current = _current(out_dir, zone, serving, defaults, snapshot.version)
+        if current is not None:
+            return current  # rendered from this very version already (the write re-rendered it)
         serial = None if serving.content_serial else _serial(snapshot.version)
         views = _views(zone, snapshot.records, serving)
         for name, view in views.items():
@@ -316,7 +349,8 @@ def write_views(
                     log.warning("render: zone=%s view=%s note=%s", zone, name, note)
         if serving.snippet:
             _write_snippet(out_dir, zone, views, serving)
-        fsutil.write_if_changed(serving_file(out_dir), _settings_text(serving, defaults).encode("utf-8"))
+        stamp = _stamp_text(serving, defaults, snapshot.version, views)
+        fsutil.write_if_changed(serving_file(out_dir), stamp.encode("utf-8"))
     return texts
 
 

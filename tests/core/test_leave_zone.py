@@ -107,6 +107,24 @@ def test_views_follow_a_write_made_outside_a_reconcile(tmp_path: Path) -> None:
     assert json.loads(serving_file(views).read_text())["serving"]["clients"] == [["GEO-EU", ["127.0.0.2/32"]]]
 
 
+def test_a_render_of_the_version_already_rendered_writes_nothing(tmp_path: Path) -> None:
+    """The write re-rendered the views: the pipeline's render right after reads them back.  A
+    missing file or other settings render again."""
+    store = LocalProvider(tmp_path / "zones")
+    store.apply(ZONE, [a_write("one", "192.0.2.1")])
+    views = store.views_dir(ZONE)
+    first = write_views(views, ZONE, store.read)
+    store.apply(ZONE, [a_write("two", "192.0.2.2")])
+    inodes = {p.name: p.stat().st_ino for p in views.iterdir()}
+    again = write_views(views, ZONE, store.read)
+    assert again != first and again["default"] == (views / "default.zone").read_text()
+    assert {p.name: p.stat().st_ino for p in views.iterdir()} == inodes
+    (views / "default.weights").unlink()
+    assert write_views(views, ZONE, store.read) == again and (views / "default.weights").is_file()
+    other = write_views(views, ZONE, store.read, serving=Serving(content_serial=True))
+    assert other["default"] != again["default"]  # the serial now comes from the content
+
+
 def test_a_zone_never_rendered_is_not_rendered_by_a_write(tmp_path: Path) -> None:
     store = LocalProvider(tmp_path / "zones")
     assert store.apply(ZONE, [a_write("one", "192.0.2.1")]).ok

@@ -28,7 +28,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, DesiredState, Mode, Publisher, Zone
 from gitdns.core.planleave import holds
 from gitdns.core.records import ZoneSnapshot
-from gitdns.errors import GitdnsError
+from gitdns.errors import GitdnsError, RetryableError
 from gitdns.reconcile.engine import from_files
 from gitdns.reconcile.zonepass import ZoneOutcome
 
@@ -126,7 +126,8 @@ class Zones:
     def _track_held_zones(self, desired: Desired, cluster: Cluster | None, wanted: set[str]) -> None:
         """Once after a start: zones in git we do not publish in but still hold something in
         (an ownership TXT or a heartbeat of ours) are tracked, so our records there are
-        removed.  A zone that cannot be read now is read again on the next pass."""
+        removed.  A zone whose read fails for a passing reason is read again on the next pass;
+        one this agent has no provider for (credentials, fences, library) is not."""
         known = self.state.known_cluster
         owner = cluster.id if cluster is not None else (known.id if known is not None else "")
         if self._reader is None or not owner or self.role.mode is Mode.REMOTE:
@@ -137,8 +138,13 @@ class Zones:
                 continue
             try:
                 snapshot = self._reader(zone)
-            except GitdnsError as exc:
+            except RetryableError as exc:  # read again on the next pass
                 log.warning("looking for own records failed: zone=%s error=%s", zone.domain, exc)
+                continue
+            except Exception as exc:  # no provider for it here (credentials, fences, library): not again
+                self._looked.add(zone.name)
+                log.warning("looking for own records failed: zone=%s error=%s: %s; not tried again until a "
+                            "restart", zone.domain, type(exc).__name__, exc)
                 continue
             self._looked.add(zone.name)
             if holds(snapshot, owner):

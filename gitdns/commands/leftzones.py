@@ -22,6 +22,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.plan import Plan, PlanMode, annotated
 from gitdns.core.planleave import farewell, holds
+from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.reconcile.engine import ProviderFactory, skip_reason
 from gitdns.reconcile.pipeline import run
@@ -54,8 +55,14 @@ def left_zones(desired: Desired, cluster: Cluster, factory: ProviderFactory, don
             continue
         if skip_reason(desired, zone):
             continue
-        provider = factory(zone)
-        if not holds(provider.read(zone.domain), cluster.id):
+        try:
+            provider = factory(zone)
+            held = holds(provider.read(zone.domain), cluster.id)
+        except GitdnsError as exc:  # another cluster's zone this machine cannot read: said, not fatal
+            why = f"not read for records {cluster.name} left there: {exc.reason}: {exc}"
+            out.append(ZoneOutcome(zone, skipped=why))
+            continue
+        if not held:
             continue
         if dry_run:
             out.append(_preview(desired, cluster, zone, provider, force=force, mode=mode, health=health,

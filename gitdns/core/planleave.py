@@ -4,8 +4,9 @@ change there.
 A cluster leaves a zone when its last listener host there goes (or its Cluster leaves git).
 Which zones it left cannot be told from git alone — the revision it last applied may be
 unknown (a fresh state directory, a one-shot run, a rewritten history) — so the zone tells:
-an owner *holds* a zone while an ownership TXT of its own (`gitdns.core.registry`) or its
-heartbeat (`gitdns.core.owners`) is there.  Every entry point plans such a zone with an empty
+an owner *holds* a zone while an ownership TXT of its own (`gitdns.core.registry`; a joint
+legacy TXT naming it among others does not count: no owner ever removes one) or its heartbeat
+(`gitdns.core.owners`) is there.  Every entry point plans such a zone with an empty
 intent, which removes its values and ownership TXT (`gitdns.core.planner`); once none is
 left, `farewell` takes its heartbeat away and the owner stops looking at the zone.
 """
@@ -34,7 +35,10 @@ class Holdings:
 
 def holdings(snapshot: ZoneSnapshot, owner: str) -> Holdings:
     obs = decode_zone(snapshot)
-    claims = tuple(sorted(key for key, entries in obs.owners.items() if owner in entries))
+    # a joint legacy TXT naming the owner among others is never the owner's to remove
+    # (`gitdns.core.registry`): it is no holding of its own
+    claims = tuple(sorted(key for key, entries in obs.owners.items()
+                          if owner in entries and not entries[owner].joint))
     beat = next((r for r in snapshot.records
                  if r.type == "TXT" and (parse_heartbeat(r) or ("", 0))[0] == owner), None)
     return Holdings(owner, claims, beat)

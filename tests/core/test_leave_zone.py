@@ -30,7 +30,7 @@ from gitdns.core.planner import plan as make_plan
 from gitdns.core.records import Action, Change, RecordSet, ZoneSnapshot
 from gitdns.core.registry import OwnerLabels, ownership_record
 from gitdns.core.zonecorefile import ViewClients
-from gitdns.errors import UnreachableError
+from gitdns.errors import ConfigError, UnreachableError
 from gitdns.providers.base import Provider
 from gitdns.providers.local import LocalProvider
 from gitdns.providers.memory import MemoryProvider
@@ -60,6 +60,16 @@ def test_holdings_are_an_owners_claims_and_heartbeat() -> None:
     assert holdings(zone, IDS["c1"]).heartbeat is None and holds(zone, IDS["c1"])
     assert holdings(zone, IDS["c3"]).claims == () and holds(zone, IDS["c3"])  # a heartbeat alone
     assert not holds(zone, IDS["c4"])
+
+
+def test_a_joint_legacy_txt_is_no_holding() -> None:
+    """dns-operator's legacy TXT naming several owners is never removed by any of them: it
+    must not keep a leaver planning the zone for ever."""
+    data = RecordSet(HOST, "A", 60, ("192.0.2.1", "192.0.2.2"))
+    joint = RecordSet(f"kuadrant-a-{HOST}", "TXT", 60,
+                      (f"heritage=external-dns,external-dns/owner={IDS['c1']}&&{IDS['c2']}",))
+    zone = ZoneSnapshot(ZONE, (data, joint))
+    assert not holds(zone, IDS["c1"]) and not holds(zone, IDS["c2"])
 
 
 def test_farewell_waits_for_the_owners_claims_to_go() -> None:
@@ -189,8 +199,12 @@ class World:
         self.providers: dict[str, Reads] = {}
         self.clock = Clock()
         self.starts = 0
+        self.refused: dict[str, int] = {}  # zones no provider can be built for here -> attempts
 
     def factory(self, zone: Zone) -> Provider:
+        if zone.domain in self.refused:
+            self.refused[zone.domain] += 1
+            raise ConfigError(f"no credentials for {zone.domain} on this cluster")
         return self.providers.setdefault(zone.domain, Reads())
 
     def agent(self, name: str, **config: object) -> Agent:
@@ -272,6 +286,17 @@ def test_a_zone_unreadable_at_the_start_is_looked_at_again(world: World) -> None
     world.expect(["c1", "c2", "c3"])
 
 
+def test_a_zone_without_a_provider_here_is_skipped_once_and_breaks_nothing(world: World) -> None:
+    world.source.commit(files({"c1": []}), "c1 leaves")
+    world.refused["other.test"] = 0
+    agent = world.agent("c1")
+    cycle = agent.run()
+    assert [o.errors for o in cycle.outcomes] == [[]] and agent.last_report is not None and agent.last_report.ready
+    world.expect(["c2", "c3", "c4"])
+    agent.run(force=True)
+    assert world.refused["other.test"] == 1  # not tried again
+
+
 def test_a_remote_reads_no_zone_for_leftovers(world: World) -> None:
     world.source.commit(files({"c1": []}), "c1 leaves")
     before = world.providers[ZONE].whole_reads
@@ -312,3 +337,23 @@ def test_plan_previews_and_apply_removes_what_a_cluster_left(tmp_path: Path) -> 
     served = (store.views_dir(ZONE) / "default.zone").read_text()
     assert "192.0.2.4" not in served and IDS["c4"] not in served
     assert served == write_views(tmp_path / "fresh", ZONE, store.read)["default"]
+
+
+def test_apply_says_which_zone_it_could_not_read_and_goes_on(tmp_path: Path) -> None:
+    """A zone of git this machine has no provider for (here an rfc2136 server the operator's
+    fences do not allow) is not fatal to a cluster that does not publish there: said, skipped."""
+    from gitdns.commands.apply import apply
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for rel, text in files().items():
+        (repo / rel).write_text(text)
+    (repo / "third.yaml").write_text(ZONE_DOC.replace("example-test", "third-test").replace(ZONE, "third.test")
+                                     .replace("{type: local, settings: {path: zones}}",
+                                              "{type: rfc2136, settings: {server: 127.0.0.1}}"))
+    result = apply(repo, cluster="c1")
+    assert result.code == 0, (result.out, result.err)
+    lines = "\n".join(result.out).splitlines()
+    assert any(line.startswith("[c1] zone third.test: skipped: not read for records c1 left there: ")
+               for line in lines), lines
+    assert holds(LocalProvider(repo / "zones").read(ZONE), IDS["c1"])

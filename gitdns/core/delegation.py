@@ -47,7 +47,7 @@ from typing import Any
 from gitdns.core import builder
 from gitdns.core.model import Cluster, DesiredState, Mode, Nameserver, Zone
 from gitdns.core.records import RecordKey, RecordSet, in_zone, normalize_name
-from gitdns.core.registry import decode_entry
+from gitdns.core.registry import decode_entries
 
 STATE_MERGED = "merged"  # fresh, every record accepted
 STATE_PARTIAL = "partial"  # fresh, some records refused
@@ -409,9 +409,11 @@ def former_primaries(state: DesiredState, zone: Zone, records: Iterable[RecordSe
     apex = RecordKey(zone.domain, "NS")
     out: set[str] = set()
     for rec in records:
-        entry = decode_entry(rec) if rec.type == "TXT" and in_zone(rec.name, zone.domain) else None
-        if entry is None or entry.key not in keys or entry.owner == own_id:
+        if rec.type != "TXT" or not in_zone(rec.name, zone.domain):
             continue
-        if (entry.key == apex and entry.owner not in primaries) or entry.owner not in known:
-            out.add(entry.owner)
+        for entry in decode_entries(rec):  # a legacy joint TXT names several owners
+            if entry.key not in keys or entry.owner == own_id:
+                continue
+            if (entry.key == apex and entry.owner not in primaries) or entry.owner not in known:
+                out.add(entry.owner)
     return tuple(sorted(out))

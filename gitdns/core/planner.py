@@ -22,20 +22,20 @@ from gitdns.core.plancontext import Observed, PlanContext, claimed, removed_by_a
 from gitdns.core.planresolve import find_strategy_conflicts, resolve_single, resolve_union, type_conflict
 from gitdns.core.plantxt import announce, emit, leave_guards, my_txt
 from gitdns.core.records import MULTI_VALUE_TYPES, Action, Change, RecordKey, RecordSet, ZoneSnapshot, in_zone
-from gitdns.core.registry import OwnershipEntry, decode_entry
+from gitdns.core.registry import OwnershipEntry, add_entry, decode_entries
 from gitdns.core.safety import judge_mass_change
 
 
 def decode_zone(snapshot: ZoneSnapshot) -> Observed:
     obs = Observed(complete=snapshot.complete)
     for rec in snapshot.records:
-        entry = decode_entry(rec) if rec.type == "TXT" else None
-        if entry is None:
+        entries = decode_entries(rec) if rec.type == "TXT" else ()
+        if not entries:
             key = rec.key
             obs.data[key] = rec
             obs.by_name.setdefault(rec.name, set()).add(key)
-        else:
-            obs.owners.setdefault(entry.key, {})[entry.owner] = entry
+        for entry in entries:
+            add_entry(obs.owners, entry)
     for key in obs.owners:
         obs.by_name.setdefault(key.name, set()).add(key)
     return obs
@@ -106,7 +106,13 @@ def _new_content(ctx: PlanContext, key: RecordKey, want: RecordSet | None,
                  current: RecordSet | None) -> RecordSet | _Skip | None:
     """The record's content after this plan: None deletes it, _SKIP leaves it alone."""
     if _is_shared_union(key):
-        my_prev = claimed(mine, current) if mine is not None else ()
+        my_prev: tuple[str, ...]
+        if mine is not None and mine.joint:
+            # a joint legacy TXT is not this owner's to change: its claim on the whole record
+            # stands for every owner it names (dns-operator never rewrites it)
+            others, my_prev = {**others, mine.owner: mine}, ()
+        else:
+            my_prev = claimed(mine, current) if mine is not None else ()
         new = resolve_union(ctx, key, want, others, my_prev)
         if new is not None and ctx.policy.mode is PlanMode.UPSERT_ONLY and current is not None:
             new = new.with_values(set(new.values) | set(current.values))

@@ -111,11 +111,18 @@ def resolve_union(ctx: PlanContext, key: RecordKey, want: RecordSet | None,
     current = ctx.obs.data.get(key)
     values: set[str] = set(want.values) if want is not None else set()
     drop = set(my_prev) - values
+    whole = False
     for entry in others.values():
         claim = set(claimed(entry, current))
         if entry.labels.targets is None:
             claim -= drop
+            whole = whole or current is not None
         values |= claim
+    if not values and whole:
+        # dns-operator removes a leaving owner's values "but not if we are going to be left
+        # with none": an owner claiming the whole record still holds it
+        assert current is not None
+        values = set(current.values)
     if not values:
         return None
     base = want if want is not None else current

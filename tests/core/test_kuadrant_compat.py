@@ -343,9 +343,6 @@ def test_writer_deletes_only_its_own_txt_of_a_shared_record() -> None:
         (Action.DELETE, registry.txt_name("owner1", "CNAME", f"foobar.{planner_kit.ZONE}"))]
 
 
-@pytest.mark.xfail(strict=True, reason="planner: resolve_union empties a multi-value record when the leaving owner's "
-                                       "values were all it held, though a co-owner claiming the whole record remains "
-                                       "(dns-operator keeps them: 'not if we are going to be left with none')")
 def test_leaving_never_empties_a_record_another_owner_holds() -> None:
     # internal/external-dns/plan/plan.go calculateDesired: a leaving owner's previous targets
     # are removed "but not if we are going to be left with none"; here owner2 is a dns-operator

@@ -31,15 +31,11 @@ FOO = f"foo.{ZONE}"
 FOO_A = RecordKey(FOO, "A")
 JOINT = RecordSet(f"kuadrant-a-{FOO}", "TXT", 300, ('"heritage=external-dns,external-dns/owner=o1&&o2"',))
 
-# The planner reads every owner of a joint TXT only once gitdns/core/planner.py's decode_zone
-# files each entry of registry.decode_entries with registry.add_entry; a joint entry of the
-# planning owner must then keep its claim on the whole record (planner._new_content), and an
-# owner claiming the whole record keeps it from being emptied (planresolve.resolve_union,
-# dns-operator's "not if we are going to be left with none").
-NEEDS_PLANNER = pytest.mark.xfail(
-    strict=True, reason="planner: decode_zone must read each owner of a joint TXT (decode_entries/add_entry), "
-                        "a joint entry of the planning owner keeps its whole-record claim, and a whole-record "
-                        "co-owner keeps the record from being emptied")
+# The planner reads every owner of a joint TXT (planner.decode_zone files each entry of
+# registry.decode_entries with registry.add_entry); a joint entry of the planning owner keeps its
+# claim on the whole record (planner._new_content), and an owner claiming the whole record keeps
+# it from being emptied (planresolve.resolve_union, dns-operator's "not if we are going to be
+# left with none").
 
 
 def joint_zone(*values: str) -> Zone:
@@ -137,13 +133,11 @@ def test_prune_owner_of_one_joint_owner_keeps_the_record_and_the_joint_txt() -> 
     assert zone.data()[(FOO, "A", "")] == ("1.1.1.1", "2.2.2.2", "3.3.3.3")
 
 
-@NEEDS_PLANNER
 def test_a_joint_label_is_no_owner_of_its_own_so_pruning_it_does_nothing() -> None:
     zone = joint_zone("1.1.1.1", "2.2.2.2")
     assert zone.plan("o1&&o2", []).empty
 
 
-@NEEDS_PLANNER
 def test_the_last_own_value_stays_while_a_joint_owner_still_holds_the_record() -> None:
     zone = joint_zone("1.1.1.1")
     zone.sync("o1", [a("foo", "1.1.1.1")])
@@ -193,7 +187,6 @@ def test_announcing_leaves_a_joint_txt_alone() -> None:
     assert registry.txt_name("o1", "A", FOO) in zone.txt()
 
 
-@NEEDS_PLANNER
 @pytest.mark.parametrize("wants", [True, False])
 def test_an_owners_own_legacy_txt_beside_its_versioned_one_goes_on_its_next_pass(wants: bool) -> None:
     own_legacy = RecordSet(f"kuadrant-a-{FOO}", "TXT", 300, ("heritage=external-dns,external-dns/owner=o1",))

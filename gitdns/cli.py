@@ -337,7 +337,9 @@ def _metavar(name: str) -> str:
 
 def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         fences: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("owners", help="list a zone's owners, their heartbeats and whether git knows them",
+    p = sub.add_parser("owners",
+                       help="list a zone's owners: kind (gitdns, dns-operator, legacy, unknown), records, "
+                            "heartbeat, whether git knows them",
                        parents=[fences], epilog="example: gitdns owners example.com --repo example-repo")
     p.add_argument("zone", help="zone domain or Zone metadata.name")
     _add_repo(p)

@@ -94,9 +94,16 @@ def resolve_identity(state: AgentState, config: AgentConfig, desired: Desired, c
             "Ready", False, "ValidationFailed",
             "this cluster's Cluster document does not validate: every zone keeps its last good revision")
     elif state.known_cluster is None:
+        import os
+
+        hint = ""
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            hint = (f"; in a pod {config.cluster} is what the agent runs as: with GITDNS_CLUSTER unset it is this "
+                    "cluster's kube-system Namespace UID (`gitdns cluster-id` prints it): give that Cluster "
+                    f"spec.id: {config.cluster}")
         state.cluster_problem = Condition(
             "Ready", False, "InvalidConfiguration",
-            f"no Cluster {config.cluster} in git (by id or metadata.name), now or in recent history")
+            f"no Cluster {config.cluster} in git (by id or metadata.name), now or in recent history{hint}")
 
 
 UID_ATTEMPTS = 5  # reading the kube-system UID at start: 1 + 2 + 4 + 8 s of waiting at most

@@ -21,7 +21,16 @@ UID = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"  # eu-west-1's id in example-repo
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    kube = FakeKube(kube_system_uid=UID)
+    yield from serve(monkeypatch, UID)
+
+
+@pytest.fixture
+def elsewhere(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    yield from serve(monkeypatch, "0c1d2e3f-aaaa-bbbb-cccc-1234567890ab")  # a cluster git does not name
+
+
+def serve(monkeypatch: pytest.MonkeyPatch, uid: str) -> Iterator[FakeKube]:
+    kube = FakeKube(kube_system_uid=uid)
     kube.start()
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setattr(kubernetes.config, "load_incluster_config", lambda *a, **k: None)
@@ -77,3 +86,27 @@ def test_the_api_is_asked_again_then_the_error_names_the_rule(tmp_path: Path) ->
                        sleep=waits.append)
     assert len(waits) == UID_ATTEMPTS - 1
     assert "403 Forbidden" in str(err.value) and "gitdns-cluster-id" in str(err.value)
+
+
+def test_no_cluster_with_that_uid_names_it_and_the_command(elsewhere: FakeKube, tmp_path: Path) -> None:
+    import random
+
+    from gitdns.agent.cycle import Agent
+    from gitdns.agent.ports import AgentPorts
+    from gitdns.providers.memory import MemoryProvider
+    from tests.agent.fakes import Clock, FakeSource, example_files
+
+    other = elsewhere.kube_system_uid
+    config = derive_cluster(AgentConfig(repo="mem://", cluster="", state_dir=str(tmp_path)))
+    assert config.cluster == other
+    source = FakeSource()
+    source.commit(example_files())
+    agent = Agent(config, AgentPorts(source=source, factory=lambda zone: MemoryProvider(), clock=Clock(),
+                                     rng=random.Random(1)))
+    agent.run()
+    report = agent.last_report
+    assert report is not None and not report.ready and report.cluster_id == other
+    ready = next(c for c in report.conditions if c.type == "Ready")
+    assert ready.reason == "InvalidConfiguration"
+    assert f"no Cluster {other} in git" in ready.message and "gitdns cluster-id" in ready.message
+    assert f"spec.id: {other}" in ready.message

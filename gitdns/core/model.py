@@ -115,6 +115,10 @@ class Gateway:
     namespace: str
     addresses: tuple[str, ...]  # IPv4, IPv6 or hostnames
     listeners: tuple[Listener, ...]
+    # addresses left out in git: the agent reads them from the Gateway in its own cluster
+    # (status.addresses; gitdns.agent.discovery), and the listeners too when those are left out
+    discovered: bool = False
+    discovered_listeners: bool = False
 
 
 @dataclass(frozen=True, slots=True)

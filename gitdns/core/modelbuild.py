@@ -146,15 +146,7 @@ def _zone(name: str, spec: Json, origin: Origin) -> Zone:
 
 
 def _cluster(name: str, spec: Json, origin: Origin) -> Cluster:
-    gateways = tuple(
-        Gateway(
-            name=g["name"],
-            namespace=g["namespace"],
-            addresses=tuple(host(a) for a in g["addresses"]),
-            listeners=tuple(Listener(host(ls["hostname"]), ls.get("name", "")) for ls in g.get("listeners", ())),
-        )
-        for g in spec.get("gateways", ())
-    )
+    gateways = tuple(_gateway(g) for g in spec.get("gateways", ()))
     return Cluster(
         name=name,
         id=spec["id"],
@@ -165,6 +157,21 @@ def _cluster(name: str, spec: Json, origin: Origin) -> Cluster:
         gateways=gateways,
         origin=origin,
         nameserver=_nameserver(spec.get("nameserver")),
+    )
+
+
+def _gateway(g: Json) -> Gateway:
+    """A gateway entry; without ``addresses`` it is discovered (its addresses, and its
+    listeners when those are left out too, are read from the Gateway in the agent's own
+    cluster): until then it has none, and publishes nothing."""
+    discovered = "addresses" not in g
+    return Gateway(
+        name=g["name"],
+        namespace=g["namespace"],
+        addresses=tuple(host(a) for a in g.get("addresses", ())),
+        listeners=tuple(Listener(host(ls["hostname"]), ls.get("name", "")) for ls in g.get("listeners", ())),
+        discovered=discovered,
+        discovered_listeners=discovered and "listeners" not in g,
     )
 
 

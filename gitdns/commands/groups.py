@@ -235,7 +235,7 @@ def change(req: Request) -> Result:
         result.err.append(f"warning: the zone holds serial {zone_state.serial} (groups {held}), not below "
                           f"{serial}: agents keep the zone's groups until git's serial is higher; "
                           f"run `gitdns groups reconcile {zone.name}` first")
-    activated = [g for g in target if not before or g not in before]
+    activated = _activated(desired, zone, doc is not None, before, target)
     trees = status_trees(wt.origin_url(), req.auth, result) if activated else None
     refuse_unhealthy(activation_problems(desired, zone, activated, trees), req.force, result)
     sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [])
@@ -244,6 +244,18 @@ def change(req: Request) -> Result:
     result.lines(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
                           {c.id: c.name for c in desired.state.clusters}))
     return result
+
+
+def _activated(desired: Desired, zone: Zone, listed: bool, before: Sequence[str],
+               target: Sequence[str]) -> list[str]:
+    """The groups a change makes active that were not.  An empty list, or no document at all,
+    means every group is active (Kuadrant's design): then only a group no Cluster serving the
+    zone is in becomes active (a narrowing activates nothing, so the first ``groups set`` on a
+    repository without the document needs no ``--force``)."""
+    if listed and before:
+        return [g for g in target if g not in before]
+    present = {c.group for c in failover.serving(desired.state, zone) if c.group is not None}
+    return [g for g in target if g not in present]
 
 
 def reconcile(req: Request) -> Result:

@@ -6,7 +6,8 @@ nothing is quadratic) to problems; each problem names the file, YAML path, what 
 would be right and the zones it blocks.  The checks live in `gitdns.core.checks`, one module
 per topic; what each provider type accepts comes from the provider table
 (`gitdns.core.providertypes`).  `check` is the whole pipeline for a tree of files: load,
-schema-check, validate, and point every problem at its line.
+schema-check, validate, and point every problem at its line.  `warnings` runs the checks in
+`WARNINGS`: things worth saying that hold no zone.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from gitdns.core.locate import refine_lines
 from gitdns.core.model import DesiredState
 from gitdns.core.problems import Problem
 
-__all__ = ["CHECKS", "GROUP_FORBIDDEN", "MAX_GROUP_NAME", "Check", "Index", "check", "validate"]
+__all__ = ["CHECKS", "GROUP_FORBIDDEN", "MAX_GROUP_NAME", "WARNINGS", "Check", "Index", "check", "validate",
+           "warnings"]
 
 Check = Callable[[Index], Iterable[Problem]]
 CHECKS: tuple[Check, ...] = (
@@ -52,10 +54,15 @@ CHECKS: tuple[Check, ...] = (
     providers.loadbalanced_needs_routing,
     providers.record_types,
     groups.group_names,
-    groups.groups_need_active_groups,
     hosts.static_records,
     serving.nameservers,
     tenants.tenant_zones,
+)
+
+# Warnings: worth saying, never a held zone nor a failed validation (each yields `Problem`s
+# whose ``zones`` is empty).
+WARNINGS: tuple[Check, ...] = (
+    groups.absent_active_groups,
 )
 
 
@@ -64,6 +71,13 @@ def validate(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) ->
     failed their schema: references to them are not reported again."""
     index = Index(state, rejected)
     return [problem for check_ in CHECKS for problem in check_(index)]
+
+
+def warnings(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) -> list[Problem]:
+    """What `validate` says without failing: e.g. grouped clusters in a zone with no
+    ActiveGroups document (every group is active).  Nothing here holds a zone."""
+    index = Index(state, rejected)
+    return [problem for check_ in WARNINGS for problem in check_(index)]
 
 
 def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:

@@ -42,22 +42,33 @@ def group_names(ix: Index) -> Iterable[Problem]:
             yield on(ix, obj, path, message, hint, "InvalidGroupName")
 
 
-def groups_need_active_groups(ix: Index) -> Iterable[Problem]:
+def absent_active_groups(ix: Index) -> Iterable[Problem]:
+    """A WARNING, never a hold: grouped clusters serve a zone with no ActiveGroups document.
+    Kuadrant's "DNS Failover" design: "if this registry entry is absent or empty all groups
+    are considered active", so every group publishes.  The warning names the zone because
+    dns-operator clusters sharing it read the same absence as "only ungrouped clusters are
+    active" (docs/records.md, "Differences from dns-operator"), and because the first
+    ``gitdns groups set`` is what narrows it."""
     covered = {g.zone for g in ix.state.active_groups} | {n for k, n in ix.rejected if k == "ActiveGroups"}
-    first: dict[str, list[Cluster]] = defaultdict(list)
+    if "ActiveGroups" in ix.rejected_kinds:
+        return
+    grouped: dict[str, list[Cluster]] = defaultdict(list)
     for cluster in ix.state.clusters:
         if cluster.group is not None:
             for zone_name in ix.zones_of(cluster):
-                if zone_name not in covered and "ActiveGroups" not in ix.rejected_kinds:
-                    first[zone_name].append(cluster)
-    for zone_name, clusters in first.items():
-        more = f" and {len(clusters) - 1} more grouped clusters" if len(clusters) > 1 else ""
+                if zone_name not in covered:
+                    grouped[zone_name].append(cluster)
+    for zone_name in sorted(grouped):
+        clusters = sorted(grouped[zone_name], key=lambda c: c.name)
+        names = sorted({c.group for c in clusters if c.group is not None})
+        zone = ix.state.zone(zone_name)
+        domain = zone.domain if zone is not None else zone_name
         message = (
-            f"Cluster {clusters[0].name!r} (group {clusters[0].group!r}){more} serve(s) zone "
-            f"{zone_name!r}, which has no ActiveGroups document"
+            f"zone {zone_name!r} ({domain}) has grouped clusters (groups {', '.join(names)}: "
+            f"{len(clusters)} cluster(s), first {clusters[0].name!r}) and no ActiveGroups document: "
+            "every group is active and publishes (dns-operator clusters sharing the zone publish only "
+            "their ungrouped clusters until a list exists)"
         )
-        hint = f"add an ActiveGroups document with spec.zone: {zone_name}, listing the active groups"
-        yield problem(
-            clusters[0].origin, ("spec", "group"), message, hint, (zone_name,), "MissingActiveGroups"
-        )
-
+        hint = (f"to fail over, `gitdns groups set {zone_name} GROUP...` creates the document "
+                f"(spec.zone: {zone_name})")
+        yield problem(clusters[0].origin, ("spec", "group"), message, hint, (), "MissingActiveGroups")

@@ -69,6 +69,5 @@ def absent_active_groups(ix: Index) -> Iterable[Problem]:
             "every group is active and publishes (dns-operator clusters sharing the zone publish only "
             "their ungrouped clusters until a list exists)"
         )
-        hint = (f"to fail over, `gitdns groups set {zone_name} GROUP...` creates the document "
-                f"(spec.zone: {zone_name})")
+        hint = f"to fail over, run `gitdns groups set {zone_name} GROUP...`: it creates the document"
         yield problem(clusters[0].origin, ("spec", "group"), message, hint, (), "MissingActiveGroups")

@@ -17,6 +17,7 @@ from typing import Any
 from gitdns.adapters.leases import Lease, LeaseState, NoLease
 from gitdns.agent.applied import save_applied
 from gitdns.agent.config import AgentConfig
+from gitdns.agent.discovery import Discovery, GatewayReader, default_reader
 from gitdns.agent.healthinputs import HealthInputs
 from gitdns.agent.loading import Cycle, Loading
 from gitdns.agent.ports import AgentPorts, AgentView
@@ -34,7 +35,7 @@ __all__ = ["Agent", "Cycle", "files_of"]
 
 
 class Agent:
-    def __init__(self, config: AgentConfig, ports: AgentPorts) -> None:
+    def __init__(self, config: AgentConfig, ports: AgentPorts, gateways: GatewayReader | None = None) -> None:
         self.config = config
         self.ports = ports
         self.state = AgentState()
@@ -45,9 +46,13 @@ class Agent:
         self.zones = Zones(self.state, config, ports.source, self.role, ports.rng)
         self.health = HealthInputs(self.state, ports.probes, ports.fleet_health, ports.clock)
         self.work = ZoneWork(self.state, config, ports, self.role, self.zones, self.health)
-        self.loading = Loading(self.state, config, ports, self.role, self.zones, self.health.changed,
+        # discovered gateways (gitdns.agent.discovery): read on every poll, from ``gateways`` (else
+        # the Kubernetes API when in a pod)
+        self.discovery = Discovery(gateways or default_reader(), ports.clock)
+        self._polled = False  # the discovered gateways were read this pass
+        self.loading = Loading(self.state, config, ports, self.role, self.zones, self._changed,
                                self.work.groups_moved, self.work.own_revision)
-        self.reporter = Reporter(self.state, config, self.role, ports, self.zones)
+        self.reporter = Reporter(self.state, config, self.role, ports, self.zones, self.discovery)
         self._identity_check = ports.identity_check  # checked once, on the first reconcile
         self._lease_builder = ports.lease_builder  # used once, when the cluster's zones are known
         self._saved: str | None = None  # the applied revision last recorded in the state directory
@@ -78,6 +83,7 @@ class Agent:
         """One pass.  With the revision unchanged and no validation due it returns after one
         remote ref check: no provider call, no status push."""
         cycle = Cycle(trigger)
+        self._polled = False
         source_before = self.state.source_condition
         reported = False
         steps: tuple[tuple[str, Callable[[Cycle], bool]], ...] = (
@@ -114,6 +120,16 @@ class Agent:
         self.state.push_wait.reset()
         if desired_branch:
             self.loading.directed_fetch()
+
+    def _changed(self) -> bool:
+        """A probe changed state or a discovered gateway changed: a pass is due (both are read)."""
+        moved = self._poll_gateways()
+        return self.health.changed() or moved
+
+    def _poll_gateways(self) -> bool:
+        self._polled = True
+        current = self.state.current
+        return self.discovery.poll(self.zones.cluster_of(current)) if current is not None else False
 
     def _poll_hooks(self) -> None:
         view = self.view()
@@ -157,6 +173,12 @@ class Agent:
         if self._identity_check is not None:
             self._identity_check(self.zones.cluster_of(desired))
             self._identity_check = None
+        cluster = self.zones.cluster_of(desired)
+        if not self._polled:
+            self._poll_gateways()
+        if self.discovery.blocking(cluster):
+            return True  # a discovered gateway never read: nothing is reconciled (Ready says why)
+        desired = cycle.desired = self.state.current = self.discovery.substitute(desired, cluster)
         can_write = self._acquire()
         self.health.update_targets(desired, self.zones.cluster_of(desired))
         for zone, zdesired, held in self.zones.planned(desired):

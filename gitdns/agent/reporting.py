@@ -19,6 +19,7 @@ from gitdns.errors import GitdnsError
 
 if TYPE_CHECKING:
     from gitdns.agent.config import AgentConfig
+    from gitdns.agent.discovery import Discovery
     from gitdns.agent.ports import AgentPorts
     from gitdns.agent.roles import Role
     from gitdns.agent.state import AgentState
@@ -32,7 +33,8 @@ class Reporter:
     """Builds the report from the agent's state and publishes it."""
 
     def __init__(self, state: AgentState, config: AgentConfig, role: Role, ports: AgentPorts,
-                 zones: Zones) -> None:
+                 zones: Zones, discovery: Discovery | None = None) -> None:
+        self.discovery = discovery  # discovered gateways: published in gateways.yaml
         self.state = state
         self.config = config
         self.role = role
@@ -103,6 +105,7 @@ def report(agent: Reporter) -> ClusterReport:
                 for z, g in agent.state.group_results.items()},
         poll_interval=agent.config.poll_interval,
         heartbeat_granularity=agent.role.granularity,
+        gateways=agent.discovery.report(me) if agent.discovery is not None else {},
     )
 
 
@@ -161,6 +164,11 @@ def healthy_condition(agent: Reporter) -> Condition | None:
 def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:
     if agent.state.cluster_problem is not None:
         return agent.state.cluster_problem
+    if agent.discovery is not None:
+        desired = agent.state.current
+        unread = agent.discovery.condition(agent.zones.cluster_of(desired) if desired else None)
+        if unread is not None:
+            return unread
     stalled = [z.zone for z in zones if z.plan is not None and z.plan.stalled]
     if stalled:
         return Condition("Ready", False, "MassChangeRefused", f"stalled: {', '.join(stalled)}")

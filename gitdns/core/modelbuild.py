@@ -283,3 +283,32 @@ _BUILDERS: dict[str, Callable[[str, Json, Origin], object]] = {
     "NodePool": _node_pool,
     "ActiveGroups": _active_groups,
 }
+
+
+# what was observed of a discovered gateway: (addresses, listeners), or None when the Gateway is
+# gone (it publishes nothing, as a removed listener); a gateway absent from the mapping was never
+# observed and keeps what git gives it (nothing, where git leaves it out)
+Observed = Mapping[tuple[str, str], tuple[tuple[str, ...], tuple[Listener, ...]] | None]
+
+
+def with_observed(state: DesiredState, cluster_id: str, observed: Observed) -> DesiredState:
+    """``state`` with the discovered gateways of the cluster ``cluster_id`` given what was
+    observed of them (keyed by (namespace, name)); written addresses and listeners are never
+    replaced."""
+    cluster = next((c for c in state.clusters if c.id == cluster_id), None)
+    if cluster is None or not any(g.discovered for g in cluster.gateways):
+        return state
+    gateways = []
+    for gateway in cluster.gateways:
+        key = (gateway.namespace, gateway.name)
+        if not gateway.discovered or key not in observed:
+            gateways.append(gateway)
+            continue
+        seen = observed[key]
+        addresses, listeners = seen if seen is not None else ((), ())
+        gateways.append(replace(gateway, addresses=tuple(addresses),
+                                listeners=tuple(listeners) if gateway.discovered_listeners else gateway.listeners))
+    changed = replace(cluster, gateways=tuple(gateways))
+    if changed == cluster:
+        return state
+    return replace(state, clusters=tuple(changed if c is cluster else c for c in state.clusters))

@@ -57,6 +57,8 @@ class ClusterReport:
     poll_interval: float = 0.0  # primaries judge a remote stale by it
     # how coarse the heartbeat is: an hour, or for a remote a few poll intervals (liveness)
     heartbeat_granularity: float = HEARTBEAT_GRANULARITY
+    # discovered gateways ("namespace/name" -> gateway_entry(...)); empty when none is discovered
+    gateways: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -136,9 +138,66 @@ def documents(report: ClusterReport) -> dict[str, dict[str, Any]]:
         docs[f"zones/{zone.zone}.yaml"] = zone_document(zone)
     if report.groups:
         docs["groups.yaml"] = {"zones": {k: dict(v) for k, v in sorted(report.groups.items())}}
+    if report.gateways:
+        docs["gateways.yaml"] = {"gateways": {k: dict(v) for k, v in sorted(report.gateways.items())}}
     if report.health:
         docs["health.yaml"] = {"targets": {k: dict(v) for k, v in sorted(report.health.items())}}
     return docs
+
+
+# --- discovered gateways (gateways.yaml; docs/agent.md, "Gateways discovered from the cluster") ---
+
+GATEWAY_STATES = ("observed", "missing", "unobserved")
+
+
+def gateway_entry(state: str, observed_at: str, addresses: Iterable[str] = (),
+                  listeners: Iterable[tuple[str, str]] = (), message: str = "") -> dict[str, Any]:
+    """One discovered gateway as published: ``state`` observed (the Gateway read, its addresses
+    and listeners as read), missing (no such Gateway: it publishes nothing) or unobserved (never
+    read: nothing published for it); ``observed_at`` (UTC, ISO 8601) when what it says was first
+    read (empty when never); ``message`` why the last read failed or what was left out."""
+    if state not in GATEWAY_STATES:
+        raise ValueError(f"gateway state must be one of {GATEWAY_STATES}, not {state!r}")
+    return {"state": state, "observedAt": observed_at, "addresses": sorted(addresses),
+            "listeners": [{"hostname": h, "name": n} if n else {"hostname": h} for h, n in sorted(listeners)],
+            "message": message}
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedGateway:
+    """A discovered gateway as a cluster's status branch last published it."""
+
+    state: str
+    observed_at: str
+    addresses: tuple[str, ...]
+    listeners: tuple[tuple[str, str], ...]  # (hostname, listener name)
+    message: str = ""
+
+
+def published_gateways(doc: Mapping[str, Any]) -> dict[tuple[str, str], PublishedGateway]:
+    """``gateways.yaml`` read back, keyed by (namespace, name); entries that are not what
+    `gateway_entry` writes are left out (never guessed)."""
+    out: dict[tuple[str, str], PublishedGateway] = {}
+    entries = doc.get("gateways") if isinstance(doc, Mapping) else None
+    if not isinstance(entries, Mapping):
+        return out
+    for key, raw in entries.items():
+        namespace, sep, name = str(key).partition("/")
+        if not sep or not isinstance(raw, Mapping) or raw.get("state") not in GATEWAY_STATES:
+            continue
+        addresses = _list(raw.get("addresses"))
+        listeners = _list(raw.get("listeners"))
+        out[(namespace, name)] = PublishedGateway(
+            str(raw["state"]), str(raw.get("observedAt") or ""),
+            tuple(str(a) for a in addresses if isinstance(a, str)),
+            tuple((str(ls["hostname"]), str(ls.get("name") or "")) for ls in listeners
+                  if isinstance(ls, Mapping) and isinstance(ls.get("hostname"), str)),
+            str(raw.get("message") or ""))
+    return out
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def summary_line(report: ClusterReport) -> str:

@@ -22,8 +22,7 @@ def _discovering(keep_listeners: bool = False, clusters: tuple[str, ...] = ("eu-
     for name in clusters:
         path = f"clusters/{name}.yaml"
         text = files[path]
-        block = re.search(r"(    - name: api-gw\n      namespace: ingress\n)((?:      .*\n|        .*\n)+?)(?=    - |\Z)",
-                          text)
+        block = re.search(r"(    - name: api-gw\n      namespace: ingress\n)((?: {6}.*\n)+?)(?=    - |\Z)", text)
         assert block is not None, path
         kept = "      listeners:\n        - hostname: api.example.com\n" if keep_listeners else ""
         files[path] = text[:block.start(2)] + kept + text[block.end(2):]

@@ -12,7 +12,11 @@ One pass (`KubeDelegation.run_once`, safe to call every agent cycle):
    must be in it (else the group is merged but not published);
 3. merge each group into its authoritative record (`gitdns.kubedelegation.merge`), publish the
    record's data to the zone's provider (`gitdns.kubedelegation.publish`), delete the record once
-   it is empty and withdrawn from DNS;
+   it is empty and withdrawn from DNS.  When a source carries a failover group
+   (``status.group``, the field dns-operator sets and its primary reads), the zone's active
+   groups are read first (`Publisher.active_groups`: the zone's TXT and, when the pass is
+   given the desired state, git's ActiveGroups, decided as on the git path) and a source of an
+   inactive group contributes nothing;
 4. write this primary's entry in ``status.remoteRecordStatuses[<cluster id>]`` of every
    source record, by merge patch on ``/status`` (other primaries' entries are untouched),
    only when something in it changed.
@@ -49,8 +53,9 @@ from gitdns.core.kubesources import (
     parse_source,
     status_entry,
 )
+from gitdns.core.model import DesiredState
 from gitdns.errors import GitdnsError, UnreachableError
-from gitdns.kubedelegation.merge import ClusterView, GroupMerge, GroupResult, merge_group
+from gitdns.kubedelegation.merge import INACTIVE_GROUP, ClusterView, GroupMerge, GroupResult, Groups, merge_group
 from gitdns.kubedelegation.publish import ProviderFactory, Published, Publisher
 from gitdns.providers.fences import STRICT, Fences
 
@@ -84,6 +89,8 @@ class HostReport:
     violations: tuple[str, ...] = ()  # the delegation RFC's namespace requirements
     errors: tuple[str, ...] = ()
     deleted: bool = False  # the empty authoritative record was removed
+    inactive: tuple[tuple[str, str], ...] = ()  # (source, its group): a failover group not active
+    active_groups: tuple[str, ...] | None = None  # the zone's active groups when read (empty: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,7 @@ class _Listing:
     sources: list[SourceRecord] = field(default_factory=list)
     auth: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     clients: dict[str, Any] = field(default_factory=dict)  # cluster -> api client
+    groups: dict[str, str] = field(default_factory=dict)  # source ref -> status.group (grouped only)
     reports: list[ClusterReport] = field(default_factory=list)
 
 
@@ -147,7 +155,10 @@ class KubeDelegation:
 
     # --- one pass ---------------------------------------------------------------------------
 
-    def run_once(self) -> DelegationResult:
+    def run_once(self, state: DesiredState | None = None) -> DelegationResult:
+        """One pass.  ``state`` (the agent's desired state) adds git's ActiveGroups document
+        of a zone to what the zone's TXT says, as on the git path; without it the zone's TXT
+        alone decides (kept in step with git by the agents that serve the zone)."""
         started = time.monotonic()
         try:
             discovery = self.secrets.discover()
@@ -169,7 +180,11 @@ class KubeDelegation:
             if key[0] not in namespaces:
                 hosts.append(self._namespace_missing(key, sources, outcomes))
                 continue
-            merged[key] = merge_group(self.auth, key[0], key[1], sources, listing.auth.get(key), view)
+            found = self._groups(key, sources, listing, state)
+            if isinstance(found, GroupResult):
+                merged[key] = (found, GroupMerge(self.auth, found, view))
+                continue
+            merged[key] = merge_group(self.auth, key[0], key[1], sources, listing.auth.get(key), view, found)
         wanted = {k: frozenset(r.name for r in res.data) for k, (res, _) in merged.items()}
         for key, (res, merge) in merged.items():
             others = frozenset().union(*(v for k, v in wanted.items() if k != key))
@@ -203,7 +218,15 @@ class KubeDelegation:
                 listing.reports.append(ClusterReport(name, False, error=str(exc)))
                 log.warning("remote cluster unreachable: cluster=%s error=%s", name, exc)
                 continue
-            found = [s for s in (parse_source(o, name, self.cluster_id) for o in objs) if s is not None]
+            found: list[SourceRecord] = []
+            for obj in objs:
+                src = parse_source(obj, name, self.cluster_id)
+                if src is None:
+                    continue
+                found.append(src)
+                group = (obj.get("status") or {}).get("group")
+                if isinstance(group, str) and group.strip():
+                    listing.groups[src.ref] = group.strip()
             listing.sources.extend(found)
             listing.clients[name] = api_client
             listing.reports.append(ClusterReport(name, True, len(found)))
@@ -214,6 +237,22 @@ class KubeDelegation:
                 listing.auth[key] = obj
         listing.reports.sort(key=lambda c: (c.name != LOCAL_CLUSTER, c.name))
         return listing
+
+    def _groups(self, key: tuple[str, str], sources: Sequence[SourceRecord], listing: _Listing,
+                state: DesiredState | None) -> Groups | GroupResult | None:
+        """The failover groups of one merge; None when no source is grouped (nothing read); a
+        failed `GroupResult` (nothing merged, the record left as it is) when the zone's active
+        groups cannot be read."""
+        of = {s.ref: listing.groups[s.ref] for s in sources if s.ref in listing.groups}
+        if not of:
+            return None
+        try:
+            active, zone = self.publisher.active_groups(key[0], key[1], state)
+        except GitdnsError as exc:
+            why = f"{key[0]}/{key[1]}: the zone's active groups cannot be read, nothing merged: {exc}"
+            log.warning("active groups not read: namespace=%s root=%s error=%s", key[0], key[1], exc)
+            return GroupResult(key[0], key[1], errors=[why])
+        return Groups(zone, active, of)
 
     def _namespaces(self) -> frozenset[str]:
         return namespace_names(self._core)
@@ -256,10 +295,15 @@ class KubeDelegation:
         owners = res.owners
         for src in sources:
             outcomes[src.ref] = self._outcome(src, res, published, owners)
-        refused = tuple((ref, f"{v.reason}: {v.message}") for ref, v in sorted(res.verdicts.items()) if not v.ready)
+        refused = tuple((ref, f"{v.reason}: {v.message}") for ref, v in sorted(res.verdicts.items())
+                        if not v.ready and v.reason != INACTIVE_GROUP)
+        inactive = tuple((ref, merge.groups.of.get(ref, "")) for ref, v in sorted(res.verdicts.items())
+                         if v.reason == INACTIVE_GROUP)
         merged = tuple(ref for ref, v in sorted(res.verdicts.items()) if v.ready)
+        active = tuple(sorted(merge.groups.active)) if merge.groups.of else None
         return HostReport(res.namespace, res.root, res.record, merged, refused, tuple(res.removed),
-                          tuple(res.kept), published.ok, published.zone, tuple(violations), tuple(errors), deleted)
+                          tuple(res.kept), published.ok, published.zone, tuple(violations), tuple(errors), deleted,
+                          inactive, active)
 
     def _outcome(self, src: SourceRecord, res: GroupResult, published: Published,
                  owners: tuple[str, ...]) -> Outcome:
@@ -277,7 +321,8 @@ class KubeDelegation:
             reason = published.reason if published.reason in PUBLISH_REASONS else MERGED_NOT_PUBLISHED
             message = (f"merged into {res.namespace}/{res.record} by primary {self.cluster_id}, not published: "
                        f"{published.message}")
-        merged = verdict is not None and (verdict.ready or reason not in (INVALID_ENDPOINTS, DUPLICATE_OWNER))
+        merged = verdict is not None and (verdict.ready or reason not in (INVALID_ENDPOINTS, DUPLICATE_OWNER,
+                                                                          INACTIVE_GROUP))
         endpoints = tuple(endpoints_from_records(src.endpoints.records)) if merged and res.record else ()
         return Outcome(ready, reason, message[:MAX_MESSAGE], endpoints, changed, published.zone, published.secret,
                        owners)

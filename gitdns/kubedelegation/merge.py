@@ -10,7 +10,12 @@ gitdns planner, so multi-owner merge, conflicts and ownership TXT work as in any
   this pass or its cluster secret is gone (`gitdns.core.kubesources.removable`), kept when
   its cluster could not be reached;
 * the owner → cluster map rides in the ``gitdns.io/delegation-owners`` annotation, written
-  before an owner's first endpoints land and trimmed after an owner left.
+  before an owner's first endpoints land and trimmed after an owner left;
+* failover groups (`Groups`): a source whose group (``status.group``, as dns-operator's
+  primary reads a remote record's group) is not active in the zone contributes nothing: its
+  endpoints and ownership leave the record in the same pass the active sources' land (active
+  first, so the record is never empty in between; a source refused for a conflict with an
+  inactive one is merged again once that one left).  Its verdict is ``MemberOfInactiveGroup``.
 
 Stale writes (a 409 on the resource, or content changed since it was read) are re-read and
 re-planned at once, with a short full-jitter backoff, up to `MAX_ATTEMPTS` times.
@@ -27,6 +32,7 @@ from typing import Any
 
 from gitdns.adapters.dnsrecords import AuthRecords
 from gitdns.core.endpoints import AUTHORITATIVE_HASH_LABEL, AUTHORITATIVE_LABEL, kuadrant_hash, records_from_endpoints
+from gitdns.core.groups import is_active
 from gitdns.core.kubesources import (
     CONFLICT,
     DUPLICATE_OWNER,
@@ -51,6 +57,22 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 8
 BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
+INACTIVE_GROUP = "MemberOfInactiveGroup"  # dns-operator's reason for a record of an inactive group
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """The failover groups of one merge: the zone's active groups (empty: every group) and
+    each source's group by ref (absent: ungrouped, always active)."""
+
+    zone: str = ""
+    active: frozenset[str] = frozenset()
+    of: Mapping[str, str] = field(default_factory=dict)
+
+    def inactive(self, src: SourceRecord) -> str | None:
+        """The source's group when it is not active, else None."""
+        group = self.of.get(src.ref)
+        return None if is_active(group, self.active) else group
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +137,9 @@ def _sleep(attempt: int) -> None:
 class GroupMerge:
     """One group's merge; ``run`` fills a `GroupResult`."""
 
-    def __init__(self, auth: AuthRecords, result: GroupResult, view: ClusterView) -> None:
+    def __init__(self, auth: AuthRecords, result: GroupResult, view: ClusterView, groups: Groups | None = None) -> None:
         self.auth = auth
+        self.groups = groups or Groups()
         self.result = result
         self.view = view
         self.root = result.root
@@ -129,11 +152,15 @@ class GroupMerge:
         for src in duplicates:
             first = next(s for s in kept if s.owner == src.owner)
             self._refuse(src, DUPLICATE_OWNER, f"owner id {src.owner} is also the owner of {first.ref}")
-        good = [s for s in kept if s.endpoints.ok]
+        valid = [s for s in kept if s.endpoints.ok]
         for src in kept:
             if not src.endpoints.ok:
                 self._refuse(src, INVALID_ENDPOINTS, "; ".join(src.endpoints.problems))
+        inactive = [s for s in valid if self.groups.inactive(s) is not None]
+        good = [s for s in valid if s not in inactive]
         if existing is None and not good:
+            for src in inactive:
+                self._inactive(src, False)
             return
         self.obj = self.auth.ensure(self.namespace, self.root, existing)
         self.result.record = self.obj["metadata"]["name"]
@@ -142,9 +169,10 @@ class GroupMerge:
         except ValueError as exc:
             self.result.errors.append(f"{self.namespace}/{self.result.record}: {exc}; not merged")
             return
-        self._merge(kept, good)
+        self._merge(kept, good, inactive)
 
-    def _merge(self, listed: Sequence[SourceRecord], good: Sequence[SourceRecord]) -> None:
+    def _merge(self, listed: Sequence[SourceRecord], good: Sequence[SourceRecord],
+               inactive: Sequence[SourceRecord] = ()) -> None:
         owners = decode_owners(self.obj["metadata"].get("annotations"))
         present = set(self.result.owners)
         names = {s.owner for s in listed}
@@ -158,6 +186,16 @@ class GroupMerge:
         known = tuple(sorted(present | names))
         for src in good:
             self._sync(src, Intent(src.owner, src.endpoints.records), known)
+        for src in inactive:  # after the active ones landed: the record is never empty between
+            had = src.owner in self.result.owners
+            if self._sync(None, Intent(src.owner, ()), known):
+                self._inactive(src, had and src.owner not in self.result.owners)
+        if inactive:  # a conflict with an owner of an inactive group is gone now
+            for src in good:
+                verdict = self.result.verdicts.get(src.ref)
+                if verdict is not None and verdict.reason == CONFLICT:
+                    del self.result.verdicts[src.ref]
+                    self._sync(src, Intent(src.owner, src.endpoints.records), known)
         for owner in remove:
             if self._sync(None, Intent(owner, ()), known):
                 self.result.removed.append(owner)
@@ -167,6 +205,14 @@ class GroupMerge:
         trimmed = {o: c for o, c in wanted.items() if o in left or o in names}
         if trimmed != wanted:
             self._annotate(trimmed)
+
+    def _inactive(self, src: SourceRecord, withdrawn: bool) -> None:
+        active = ", ".join(sorted(self.groups.active)) or "every group"
+        message = (f"group {self.groups.inactive(src)} is not active in zone {self.groups.zone} (active: {active}): "
+                   "its endpoints are not merged")
+        self.result.verdicts[src.ref] = SourceVerdict(False, INACTIVE_GROUP, message, merged_changed=withdrawn)
+        log.info("source of an inactive group: source=%s group=%s withdrawn=%s", src.ref,
+                 self.groups.inactive(src), withdrawn)
 
     def _annotate(self, owners: Mapping[str, str]) -> None:
         for attempt in range(MAX_ATTEMPTS):
@@ -241,9 +287,10 @@ class GroupMerge:
 
 
 def merge_group(auth: AuthRecords, namespace: str, root: str, sources: Sequence[SourceRecord],
-                existing: dict[str, Any] | None, view: ClusterView) -> tuple[GroupResult, GroupMerge]:
+                existing: dict[str, Any] | None, view: ClusterView,
+                groups: Groups | None = None) -> tuple[GroupResult, GroupMerge]:
     result = GroupResult(namespace, root)
-    merge = GroupMerge(auth, result, view)
+    merge = GroupMerge(auth, result, view, groups)
     try:
         merge.run(sources, existing)
     except (GitdnsError, LookupError) as exc:

@@ -16,6 +16,11 @@ revision is when it last saw the record's content change, so the one with the ne
 
 Nothing is read from the provider while the record's content is what was last published
 (a digest), except every ``republish_interval`` seconds, to repair drift.
+
+**Active groups** (`active_groups`): the zone's two active-group TXT records, read once per
+zone per pass by name, and git's ActiveGroups document for that zone when the agent's desired
+state is given, decided exactly as on the git path (`gitdns.core.groups.decide`: git's list
+unless the zone holds a higher serial; empty or absent: every group).
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitdns.core import groups
 from gitdns.core.endpoints import data_names
-from gitdns.core.model import Revision
+from gitdns.core.model import DesiredState, Revision
 from gitdns.core.names import lb_host
 from gitdns.core.plan import Intent, PlanPolicy
 from gitdns.core.planner import decode_zone, plan
@@ -84,9 +90,27 @@ class Publisher:
         self._last: dict[tuple[str, str], tuple[str, float]] = {}  # (ns, root) -> (digest, when published)
         self._seen: dict[tuple[str, str], tuple[str, int]] = {}  # (ns, root) -> (digest, revision time)
         self._defaults: dict[str, DefaultProvider | GitdnsError] = {}
+        self._groups: dict[str, frozenset[str]] = {}  # zone -> active groups, this pass
 
     def begin_pass(self) -> None:
         self._defaults.clear()
+        self._groups.clear()
+
+    def active_groups(self, namespace: str, root: str, state: DesiredState | None) -> tuple[frozenset[str], str]:
+        """The groups active in the zone ``root`` is published to (empty: every group), and
+        that zone.  Raises `GitdnsError` when the zone or its records cannot be read."""
+        found = self.default_provider(namespace)
+        provider = self._provider(found, root)
+        zone = self._zone(provider, found, root)
+        active = self._groups.get(zone)
+        if active is None:
+            names = [groups.kuadrant_name(zone), groups.gitdns_name(zone)]
+            zone_state = groups.read_zone_groups(provider.read(zone, names=names), zone)
+            git_zone = next((z for z in state.zones if z.domain == zone), None) if state is not None else None
+            git = state.groups_for_zone(git_zone.name) if state is not None and git_zone is not None else None
+            active = groups.decide(git, zone_state, zone).active
+            self._groups[zone] = active
+        return active, zone
 
     def default_provider(self, namespace: str) -> DefaultProvider:
         """The namespace's default provider secret (one list call per namespace per pass)."""

@@ -29,12 +29,16 @@ def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, 
          fences: Fences = STRICT) -> Result:
     """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
     from gitdns.commands.leftzones import left_zones, with_notes
+    from gitdns.commands.observed import observed_gateways
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
+    desired, observed = observed_gateways(desired)  # discovered gateways: the status branches' observations
+    for note in observed:
+        (result.err if fmt == "json" else result.out).append(f"note: {note}")
     factory = default_factory(repo, fences=fences)
     if all_clusters:
         return plan_all(desired, factory, result, fmt=fmt, zones=zones, exit_code=exit_code, force=force)

@@ -198,11 +198,9 @@ def build_hosts(state: DesiredState, cluster: Cluster, zone: Zone) -> list[Built
 def _host_notes(host: str, cluster: Cluster, gateway: Gateway, policy: DNSPolicy, addrs: Addresses) -> tuple[str, ...]:
     notes: list[str] = []
     if addrs.empty:
-        where = f"gateway {gateway.namespace}/{gateway.name}"
-        if gateway.addresses:
-            why = f"every address of {where} is excluded by DNSPolicy {policy.name} (spec.excludeAddresses)"
-        else:
-            why = f"{where} has no address{' observed yet' if gateway.discovered else ''}"
+        why = (f"every address of gateway {gateway.namespace}/{gateway.name} is excluded by DNSPolicy "
+               f"{policy.name} (spec.excludeAddresses)" if gateway.addresses
+               else f"gateway {gateway.namespace}/{gateway.name} has no address")
         notes.append(f"{host}: nothing published for this cluster: {why} (NoAddresses)")
     elif policy.strategy is Strategy.LOADBALANCED and policy.flattened:
         mine = f"geo {cluster.geo or '-'}, weight {weight_for(policy, cluster)}"

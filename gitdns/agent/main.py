@@ -325,7 +325,7 @@ def kube_delegation_hook(config: AgentConfig, metrics: Metrics) -> Callable[[Age
 
             built.clear()
             built[cluster.id] = build_kube_delegation(config, cluster.id, metrics)
-        built[cluster.id].run_once()
+        built[cluster.id].run_once(view.current.state if view.current is not None else None)  # git's ActiveGroups too
 
     return run
 

@@ -9,17 +9,20 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 
 
 def validate(path: Path, fmt: str = "text") -> Result:
+    from gitdns.core.validate import warnings
     from gitdns.reconcile.engine import load
 
     desired = load(path)
     problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
+    notes = warnings(desired.state, desired.rejected)  # say, never hold: e.g. no ActiveGroups document
     result = Result(EXIT_ERROR if problems else EXIT_OK)
     if fmt == "json":
         doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],
-               "blockedZones": sorted(desired.blocked)}
+               "warnings": [w.as_dict() for w in notes], "blockedZones": sorted(desired.blocked)}
         result.line(json.dumps(doc, indent=2, sort_keys=True))
         return result
     result.lines([problem.format() for problem in problems])
+    result.lines([f"warning: {w.format()}" for w in notes])
     state = desired.state
     summary = (f"{len(state.zones)} zone(s), {len(state.clusters)} cluster(s), "
                f"{len(state.policies)} policy(ies), {len(state.record_sets)} record set(s), "

@@ -59,7 +59,7 @@ def load(root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Desired:
     result: LoadResult = load_repo(root, limits)
     head = head_info(root)
     state = replace(result.state, revision=head.revision if head else None)
-    return Desired(str(root), state, tuple(result.problems), head)
+    return Desired(str(root), state, tuple(result.problems), head, rejected=result.rejected)
 
 
 def default_factory(base_dir: Path, *, namespace: str | None = None, fences: Fences = STRICT) -> ProviderFactory:

@@ -73,7 +73,6 @@ def test_validate_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == EXIT_OK and doc["valid"] is True and doc["blockedZones"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="gitdns/commands/validate.py does not print core.validate.warnings yet")
 def test_validate_prints_the_warning(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["validate", str(repo)])
     out = capsys.readouterr().out

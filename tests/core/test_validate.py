@@ -307,13 +307,6 @@ FAILING = [
         ("example-com",),
     ),
     (
-        "grouped-cluster-without-active-groups",
-        {"c.yaml": cluster("g", "g-uid", "{hostname: g.example.com}", extra="\n  group: site-a  # <-")},
-        "spec.group",
-        "which has no ActiveGroups document",
-        ("example-com",),
-    ),
-    (
         "loadbalanced-on-rfc2136",
         {"p.yaml": policy("x", "  targetRef: {hosts: [x.plain.net]}\n  strategy: loadbalanced  # <-\n")},
         "spec.strategy",

@@ -180,8 +180,8 @@ class Workspace:
             "metadata": {"name": f"{zone}-groups"}, "spec": {"zone": zone, "serial": serial, "groups": groups}}]))
 
     def drop_groups(self) -> None:
-        """No failover groups: every ActiveGroups document out, and every Cluster's group (a
-        grouped cluster needs its zone's ActiveGroups document to validate)."""
+        """No failover groups: every ActiveGroups document out, and every Cluster's group (without
+        a document every group would be active, with a validate warning)."""
         for path in self.yaml_files():
             docs = _load_all(path.read_text())
             kept = [d for d in docs if d.get("kind") != "ActiveGroups"]

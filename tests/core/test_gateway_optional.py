@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from gitdns.adapters.repo import load_schemas
 from gitdns.core import builder
 from gitdns.core.validate import check
@@ -79,8 +77,6 @@ def test_an_empty_address_list_is_still_refused() -> None:
     assert any(p.file == "clusters/eu-west-1.yaml" and "addresses" in p.yaml_path for p in result.problems)
 
 
-@pytest.mark.xfail(strict=True, reason="core/checks/references.policy_targets counts a gateway only by its "
-                   "listeners written in git: it needs to know discovered gateways (see docs/agent.md)")
 def test_a_policy_targeting_only_discovered_gateways_validates() -> None:
     result = check(_discovering(clusters=("eu-west-1", "eu-central-1", "us-east-1")), load_schemas())
     assert [p.format() for p in result.problems] == []

@@ -89,11 +89,19 @@ def policy_targets(ix: Index) -> Iterable[Problem]:
             which = "both gateway and hosts" if target.gateway else "neither gateway nor hosts"
             hint = "set exactly one: targetRef.gateway (a gateway name) or targetRef.hosts (a list of hosts)"
             yield on(ix, policy, path, f"targetRef names {which}", hint, "InvalidTarget")
-        elif target.gateway and not ix.policy_hosts[index] and "Cluster" not in ix.rejected_kinds:
+        elif (target.gateway and not ix.policy_hosts[index] and "Cluster" not in ix.rejected_kinds
+              and not _discovers(ix, target.gateway, target.namespace)):
             ns = f" in namespace {target.namespace!r}" if target.namespace else ""
             message = f"no cluster has a gateway {target.gateway!r}{ns}"
             hint = f"known gateways: {some(gateways)}"
             yield on(ix, policy, (*path, "gateway"), message, hint, "UnknownReference")
+
+
+def _discovers(ix: Index, name: str, namespace: str | None) -> bool:
+    """Some cluster reads this gateway's listeners from its own cluster (left out in git): its
+    hosts are known only there, so naming it is not an unknown reference."""
+    return any(gw.discovered_listeners and gw.name == name and (not namespace or gw.namespace == namespace)
+               for cluster in ix.state.clusters for gw in cluster.gateways)
 
 
 def zone_references(ix: Index) -> Iterable[Problem]:

@@ -107,15 +107,17 @@ def health_targets(hosts: Iterable[BuiltHost], *, own: bool = True) -> list[Heal
     return [out[k] for k in sorted(out)]
 
 
-def fleet_targets(own: Iterable[BuiltHost], others: Iterable[BuiltHost]) -> dict[str, HostTargets]:
+def fleet_targets(own: Iterable[BuiltHost], others: Iterable[BuiltHost],
+                  unknown: Iterable[str] = ()) -> dict[str, HostTargets]:
     """For each host of ``own`` (this cluster's hosts) with a health check, every target of
     the host: this cluster's and those of ``others`` (the other clusters' hosts that publish
     in the zone; hosts this cluster does not publish are left out).  A target id both
-    publish is this cluster's."""
+    publish is this cluster's.  Hosts in ``unknown`` have a target whose address this
+    cluster cannot know (another cluster's discovered gateway): they count as unchecked."""
     own = list(own)
     checked = {b.host for b in own if b.health is not None}
     targets: dict[str, dict[str, HealthTarget]] = {h: {} for h in checked}
-    unchecked: set[str] = set()
+    unchecked: set[str] = set(unknown) & checked
     for built, mine in [*((b, False) for b in others), *((b, True) for b in own)]:
         if built.host not in checked:
             continue
@@ -138,9 +140,26 @@ def host_targets(state: DesiredState, cluster: Cluster) -> dict[str, HostTargets
         own = builder.build_hosts(state, cluster, zone)
         if not any(b.health is not None for b in own):
             continue
-        peers = [b for c in others if _publishes(state, zone, c) for b in builder.build_hosts(state, c, zone)]
-        out.update(fleet_targets(own, peers))
+        active = [c for c in others if _publishes(state, zone, c)]
+        peers = [b for c in active for b in builder.build_hosts(state, c, zone)]
+        unknown = {b.host for b in own for c in active if _discovered_serves(state, zone, c, b.host)}
+        out.update(fleet_targets(own, peers, unknown))
     return out
+
+
+def _discovered_serves(state: DesiredState, zone: Zone, cluster: Cluster, host: str) -> bool:
+    """Whether a gateway of ``cluster`` whose addresses only its own agent reads from its
+    cluster (docs/agent.md, "Gateways discovered from the cluster") may serve ``host``: its
+    listeners name it, or are discovered too and a policy would cover the host there."""
+    for gateway in cluster.gateways:
+        if not gateway.discovered:
+            continue
+        if gateway.discovered_listeners and not gateway.listeners:
+            if builder.policy_for(state, zone, gateway, host) is not None:
+                return True
+        elif any(listener.hostname == host for listener in gateway.listeners):
+            return True
+    return False
 
 
 def _publishes(state: DesiredState, zone: Zone, cluster: Cluster) -> bool:

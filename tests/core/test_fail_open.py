@@ -17,6 +17,7 @@ from gitdns.core.healthfilter import (
     fail_open_hosts,
     fail_open_id,
     fleet_targets,
+    host_targets,
 )
 from gitdns.core.model import Cluster, DesiredState, Gateway, HealthCheck, Listener, Strategy
 from gitdns.core.records import RecordKey
@@ -173,3 +174,26 @@ def test_one_cluster_all_down_while_another_serves_is_withdrawn_as_before() -> N
     hosts = builder.build_hosts(state, A, we.ZONE)
     result = apply_health([r for h in hosts for r in h.records], hosts, _view(state, A, {"127.0.0.11"}))
     assert result.fail_open == [] and RecordKey(HOST, "A") in result.withdrawn
+
+
+def test_a_gateway_another_cluster_discovers_keeps_the_host_from_failing_open_here() -> None:
+    """Its addresses are read in its own cluster only: this agent cannot know them, so it
+    cannot know that every target is down."""
+    hidden = Cluster(name="b", id="b-uid", gateways=(
+        Gateway("api-gw", "ingress", (), (Listener(HOST),), discovered=True),))
+    state = _state(A, hidden)
+    fleet = host_targets(state, A)
+    assert fleet[HOST].unchecked and [t.address for t in fleet[HOST].targets] == ["127.0.0.11"]
+    assert every_target_down(fleet, frozenset({f"{HOST}|127.0.0.11"})) == frozenset()
+    unknown_hosts = Cluster(name="b", id="b-uid", gateways=(
+        Gateway("api-gw", "ingress", (), (), discovered=True, discovered_listeners=True),))
+    assert host_targets(_state(A, unknown_hosts), A)[HOST].unchecked  # the policy covers api-gw there
+    elsewhere = Cluster(name="b", id="b-uid", gateways=(
+        Gateway("other-gw", "ingress", (), (), discovered=True, discovered_listeners=True),))
+    assert not host_targets(_state(A, elsewhere), A)[HOST].unchecked  # no policy covers other-gw
+
+
+def test_host_targets_follow_git_declared_addresses_of_every_cluster() -> None:
+    fleet = host_targets(_state(A, B, C), B)
+    assert [(t.address, t.own) for t in fleet[HOST].targets] == [
+        ("127.0.0.11", False), ("127.0.0.12", True), ("127.0.0.13", False), ("127.0.0.14", False)]

@@ -7,12 +7,27 @@ endpoint and metrics")."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gitdns.adapters.httpserver import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
 from gitdns.errors import ConfigError
 
 S = TypeVar("S")
+
+
+class Server(Protocol):
+    host: str
+    name: str
+
+    @property
+    def port(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+T = TypeVar("T", bound=Server)
 
 
 def listen_address(value: str, flag: str) -> tuple[str, int]:
@@ -40,3 +55,19 @@ def endpoints(listen: str, admin_listen: str, make: Callable[[str, int, frozense
     if admin is not None:
         servers.append(make(*admin, ADMIN_ROUTES, "admin"))
     return servers
+
+
+def start_all(servers: list[T]) -> list[T]:
+    """Start every server (``start()``), in order; when one cannot listen, stop those started
+    and raise a ConfigError naming its address: a daemon refuses to start, as for a bad flag."""
+    started: list[T] = []
+    for server in servers:
+        try:
+            server.start()
+        except OSError as exc:  # the address is taken or not ours
+            for done in started:
+                done.stop()
+            raise ConfigError(f"cannot listen on {server.host}:{server.port} ({server.name}): "
+                              f"{exc.strerror or exc}") from None
+        started.append(server)
+    return started

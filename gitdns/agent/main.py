@@ -445,20 +445,15 @@ def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
                           live=lambda: runner.alive, webhook=webhook if "webhook" in routes else None,
                           on_push=lambda event: runner.poke(f"push {event.ref}"), routes=routes, name=name)
 
-    servers: list[HttpServer] = []
-    for server in http_endpoints(config, make):
-        try:
-            server.start()
-        except OSError as exc:  # the address is taken or not ours: refuse to start, as a bad flag does
-            from gitdns.errors import GitdnsError
+    from gitdns.adapters.listen import start_all
+    from gitdns.errors import GitdnsError
 
-            for started in servers:
-                started.stop()
-            with contextlib.suppress(GitdnsError):
-                agent.lease.release()
-            raise ConfigError(f"cannot listen on {server.host}:{server.port} ({server.name}): "
-                              f"{exc.strerror or exc}") from None
-        servers.append(server)
+    try:
+        servers: list[HttpServer] = start_all(http_endpoints(config, make))
+    except ConfigError:  # an address that cannot be bound: refuse to start, the lease released
+        with contextlib.suppress(GitdnsError):
+            agent.lease.release()
+        raise
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -120,16 +120,9 @@ def serve(orchestrator: Orchestrator, endpoints: Endpoints) -> int:
     """Run until SIGTERM/SIGINT with the HTTP servers of ``endpoints`` (none: no HTTP)."""
     import signal
 
-    started: list[HttpServer] = []
-    for server in servers(orchestrator, endpoints):
-        try:
-            server.start()
-        except OSError as exc:  # the address is taken or not ours: refuse to start, as a bad flag does
-            for done in started:
-                done.stop()
-            raise ConfigError(f"cannot listen on {server.host}:{server.port} ({server.name}): "
-                              f"{exc.strerror or exc}") from None
-        started.append(server)
+    from gitdns.adapters.listen import start_all
+
+    started: list[HttpServer] = start_all(servers(orchestrator, endpoints))  # ConfigError when one cannot listen
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("stopping: signal=%d", signum)

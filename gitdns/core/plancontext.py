@@ -47,12 +47,22 @@ class PlanContext:
     conflicts: list[Conflict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     frozen_hosts: set[str] = field(default_factory=set)
+    # a strategy switch this owner carries out (`planresolve.find_strategy_conflicts`): the
+    # root hosts switching, and the (key, owner) claims on the old top record that the newer
+    # revision overrides (read as no claim; the TXT stays for its owner to withdraw)
+    switching: set[str] = field(default_factory=set)
+    stale: set[tuple[RecordKey, str]] = field(default_factory=set)
     read_names: frozenset[str] | None = None  # a per-name read: only these names are known
     final: dict[RecordKey, RecordSet | None] = field(default_factory=dict)
     final_owners: dict[RecordKey, tuple[str, ...]] = field(default_factory=dict)  # tuples: one per key planned
 
     def conflict(self, key: RecordKey, reason: str, message: str, owners: Iterable[str] = ()) -> None:
         self.conflicts.append(Conflict(key, reason, message, tuple(sorted(owners))))
+
+
+def stale_claim(ctx: PlanContext, entry: OwnershipEntry) -> bool:
+    """An old-strategy claim a strategy switch on a newer revision overrides."""
+    return (entry.key, entry.owner) in ctx.stale
 
 
 def removed_by_authority(ctx: PlanContext, entry: OwnershipEntry) -> bool:

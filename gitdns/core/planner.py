@@ -16,9 +16,11 @@ Who wins is decided in `gitdns.core.planresolve`, this owner's ownership TXT are
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from gitdns.core import names
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
-from gitdns.core.plancontext import Observed, PlanContext, claimed, removed_by_authority
+from gitdns.core.plancontext import Observed, PlanContext, claimed, removed_by_authority, stale_claim
 from gitdns.core.planresolve import find_strategy_conflicts, resolve_single, resolve_union, type_conflict
 from gitdns.core.plantxt import announce, emit, leave_guards, my_txt
 from gitdns.core.records import MULTI_VALUE_TYPES, Action, Change, RecordKey, RecordSet, ZoneSnapshot, in_zone
@@ -49,8 +51,10 @@ def _plan_key(ctx: PlanContext, key: RecordKey) -> None:
     me = ctx.intent.owner
     entries = ctx.obs.owners.get(key, {})
     mine = entries.get(me)
-    others = {o: e for o, e in entries.items() if o != me and not removed_by_authority(ctx, e)}
+    others = {o: e for o, e in entries.items()
+              if o != me and not removed_by_authority(ctx, e) and not stale_claim(ctx, e)}
     removed = [e for o, e in entries.items() if o != me and removed_by_authority(ctx, e)]
+    switched = any(stale_claim(ctx, e) for e in entries.values())  # the old top of a switch
     want = ctx.desired.get(key)
     current = ctx.obs.data.get(key)
     ctx.final[key] = current
@@ -68,7 +72,7 @@ def _plan_key(ctx: PlanContext, key: RecordKey) -> None:
         if mine is None:
             return
         want = None  # A/AAAA win: withdraw our CNAME
-    if want is None and mine is None and not removed:
+    if want is None and mine is None and not removed and not switched:
         return
     if not _mode_allows(ctx.policy.mode, want, current):
         return
@@ -175,20 +179,30 @@ def _prune_dead_ends(ctx: PlanContext) -> None:
             ctx.conflict(key, "DeadEndCNAME", f"{key} points at {target}, which nobody publishes", owners)
 
 
-def _order(changes: list[Change]) -> tuple[Change, ...]:
-    """Groups that only delete go first (a CNAME must leave before an A can arrive)."""
+def _order(changes: list[Change], switching: AbstractSet[str] = frozenset()) -> tuple[Change, ...]:
+    """Groups that only delete go first (a CNAME must leave before an A can arrive).  In a host
+    switching strategy, make-before-break: the new layout's records first, then the host's
+    top record (the old one deleted, the new one written), then the old layout withdrawn."""
     groups: dict[RecordKey, list[Change]] = {}
     for change in changes:
         groups.setdefault(change.group, []).append(change)
-    deleting = [g for g in groups.values() if all(c.action is Action.DELETE for c in g)]
-    writing = [g for g in groups.values() if not all(c.action is Action.DELETE for c in g)]
-    return tuple(c for g in (*deleting, *writing) for c in g)
+
+    def rank(key: RecordKey, group: list[Change]) -> int:
+        deleting = all(c.action is Action.DELETE for c in group)
+        if names.root_host_of(key.name) not in switching:
+            return 0 if deleting else 1
+        if names.root_host_of(key.name) != names.lb_host(key.name):
+            return 4 if deleting else 1  # the layout below the host (klb names)
+        return 2 if deleting else 3  # the host's top record
+    ordered = sorted(groups.items(), key=lambda item: rank(*item))  # stable: plan order kept
+    return tuple(c for _, g in ordered for c in g)
 
 
 def _keys_to_plan(ctx: PlanContext) -> list[RecordKey]:
     keys = set(ctx.desired)
     for key, entries in ctx.obs.owners.items():
-        if ctx.intent.owner in entries or any(removed_by_authority(ctx, e) for e in entries.values()):
+        if ctx.intent.owner in entries or any(removed_by_authority(ctx, e) or stale_claim(ctx, e)
+                                              for e in entries.values()):
             keys.add(key)
     return sorted(keys)
 
@@ -210,7 +224,7 @@ def plan(intent: Intent, observed: ZoneSnapshot, policy: PlanPolicy) -> Plan:
             ctx.notes.append(f"the read was partial: {len(dropped)} delete(s) withheld")
             ctx.changes = [c for c in ctx.changes if c.action is not Action.DELETE]
     managed = sum(1 for k, e in obs.owners.items() if intent.owner in e and k in obs.data)
-    changes = _order(ctx.changes)
+    changes = _order(ctx.changes, ctx.switching)
     stalled, note = judge_mass_change(changes, managed, policy)
     if note:
         ctx.notes.append(note)

@@ -150,14 +150,19 @@ def healthy_condition(agent: Reporter) -> Condition | None:
     if not down:
         return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
     frozen = sorted({h for r in agent.state.health_results.values() for h in r.frozen})
+    all_down = sorted({h for r in agent.state.health_results.values() for h in r.fail_open})
     failopen = [n for r in agent.state.health_results.values() for n in r.notes if "fail open" in n]
+    if all_down:
+        return Condition("Healthy", False, "AllTargetsUnhealthy",
+                         f"every target of {', '.join(all_down)} is unhealthy, in every cluster: all are published "
+                         f"(fail open); unhealthy: {', '.join(down)}")
     if frozen:
         return Condition("Healthy", False, "WithdrawalsFrozen",
                          f"unhealthy: {', '.join(down)}; withdrawals frozen for {', '.join(frozen)} "
                          "(a large share of the fleet's targets failing at once)")
     if failopen:
         return Condition("Healthy", False, "AllTargetsUnhealthy", f"unhealthy: {', '.join(down)}; "
-                         "the last published set stays (fail open)")
+                         "kept until every agent's probes agree (fail open)")
     return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
 
 

@@ -162,6 +162,10 @@ class Runner:
         pushed = self.agent.state.status_push
         if cycle.desired is not None and pushed is not None and not pushed.status:
             self.metrics.record_git_error(pushed.reason)
+        current = self.agent.state.current
+        domains = {z.name: z.domain for z in current.state.zones} if current is not None else {}
+        self.metrics.set_all_targets_unhealthy({domains.get(name, name): result.fail_open
+                                                for name, result in self.agent.state.health_results.items()})
         for outcome in cycle.outcomes:
             zone = outcome.zone.domain
             for error in outcome.errors:

@@ -36,7 +36,7 @@
   (`gitdns.core.corefilecheck`): a zone block that fails is left out (its tenants refused,
   named in /status, the log and a metric) and the rest delivered; a snippet failing as a
   whole is not delivered, the last delivery stays.
-* Fail open: when no node of the pool is published by its health (all unhealthy) the last
-  published set stays (before any, every node), ``health_orchestrator_fail_open`` is 1 and
-  /status says so.  An empty hosts file is never written.
+* Fail open: when no node of the pool is healthy every node of the pool is published (as
+  Route53 and dns-operator answer), ``health_orchestrator_fail_open`` is 1 and /status says
+  so.  An empty hosts file is never written.
 """

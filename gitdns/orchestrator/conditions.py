@@ -132,8 +132,8 @@ def nodes(o: Orchestrator) -> Condition:
     if len(o.view.probe_errors) == total:
         return Condition("NodesHealthy", False, "NotProbed", "no node is probed: see ProbesConfigured")
     if o.published.fail_open:
-        return Condition("NodesHealthy", False, "AllNodesDown", "no node is healthy: the last published set is kept "
-                                                                "(fail open)")
+        return Condition("NodesHealthy", False, "AllNodesDown", "no node is healthy: every node of the pool is "
+                                                                "published (fail open)")
     if all(h.checks == 0 for h in health):
         return Condition("NodesHealthy", False, "NotProbedYet", "no probe has finished yet")
     return Condition("NodesHealthy", False, "AllNodesDown", f"none of {total} node(s) is healthy")

@@ -109,6 +109,15 @@ def published(desired: Desired) -> Published:
         sha = _applied(files.get("summary.yaml", ""))
         if sha:
             applied[cluster.id] = sha
+    # a host whose every target some cluster reported unhealthy fails open, as the agents do:
+    # nothing of it is withdrawn in the preview either
+    from gitdns.core.healthfilter import every_target_down, fail_open_id, host_targets
+
+    everyone: frozenset[str] = frozenset().union(*unhealthy.values())
+    for cluster in desired.state.clusters:
+        if cluster.id in unhealthy:
+            down = every_target_down(host_targets(desired.state, cluster), everyone)
+            unhealthy[cluster.id] |= {fail_open_id(host) for host in down}
     return Published(unhealthy, applied)
 
 

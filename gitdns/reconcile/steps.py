@@ -193,8 +193,8 @@ def _fail_open(p: ZonePass) -> bool:
     for key in restore:
         records[key] = p.withdrawn.pop(key)
         if p.health is not None:
-            p.health.notes.append(f"{key.name}: every target is unhealthy; the last published set stays "
-                                  "(fail open)")
+            p.health.notes.append(f"{key.name}: every target is unhealthy; kept until every agent's probes "
+                                  "agree (fail open)")
     p.intent = replace(p.intent, records=tuple(records[k] for k in sorted(records)))
     return True
 

@@ -177,10 +177,17 @@ def test_every_target_down_publishes_both_in_any_order_and_recovery_withdraws_ag
     rig.expect({C2}, "c1 withdrawn", c1="TargetsWithdrawn", c2="TargetsHealthy")
     rig.stop("c2")
     rig.expect(BOTH, "both published: every target down", **ALL_DOWN)
+    for name, agent in rig.agents.items():  # the metric the agent alert reads
+        series = f'gitdns_health_all_targets_unhealthy{{host="{APP}",zone="'
+        rig.wait_for(lambda a=agent, s=series: any(line.startswith(s) and line.endswith(" 1.0")
+                                                   for line in a.get("/metrics")[1].decode().splitlines()),
+                     f"{name}: gitdns_health_all_targets_unhealthy for {APP}")
 
     # recovery one at a time: the one still down is withdrawn again
     rig.start("c1")
     rig.expect({C1}, "c1 back, c2 withdrawn", c1="TargetsHealthy", c2="TargetsWithdrawn")
+    assert not any(line.startswith("gitdns_health_all_targets_unhealthy{")  # the series goes with the state
+                   for line in rig.agents["c1"].get("/metrics")[1].decode().splitlines())
     rig.start("c2")
     rig.expect(BOTH, "both back", c1="TargetsHealthy", c2="TargetsHealthy")
 

@@ -116,7 +116,8 @@ def test_publishes_on_change_only(orch: tuple[Orchestrator, FakeMonitor, Countin
     assert o.metrics.value("health_orchestrator_dns_updates_total") == 2
 
 
-def test_fail_open_keeps_the_last_set(orch: tuple[Orchestrator, FakeMonitor, CountingDelivery], tmp_path: Path) -> None:
+def test_fail_open_publishes_every_node(orch: tuple[Orchestrator, FakeMonitor, CountingDelivery],
+                                        tmp_path: Path) -> None:
     o, monitor, _ = orch
     o.poll()
     monitor.set(n1=State.UNHEALTHY, n2=State.HEALTHY, n3=State.UNHEALTHY)
@@ -124,11 +125,12 @@ def test_fail_open_keeps_the_last_set(orch: tuple[Orchestrator, FakeMonitor, Cou
     monitor.set(n2=State.UNHEALTHY)
     o.publish()
     o.refresh_metrics()
-    assert ips(tmp_path / "out" / "tenant-a.hosts") == ["10.0.0.2"]
+    # the last survivor going down publishes every node, not the survivor alone
+    assert ips(tmp_path / "out" / "tenant-a.hosts") == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     assert o.published.fail_open and o.status()["fail_open"] is True
     assert o.metrics.value("health_orchestrator_fail_open") == 1
     assert o.metrics.value("health_orchestrator_healthy_nodes") == 0
-    assert o.metrics.value("health_orchestrator_published_nodes") == 1
+    assert o.metrics.value("health_orchestrator_published_nodes") == 3
 
 
 def test_all_down_from_the_start_publishes_every_node(orch: tuple[Orchestrator, FakeMonitor, CountingDelivery],

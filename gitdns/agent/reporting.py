@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +149,7 @@ def healthy_condition(agent: Reporter) -> Condition | None:
     down = sorted({f"{host} {addr}" for r in agent.state.health_results.values()
                    for host, addrs in r.unhealthy.items() for addr in addrs})
     if not down:
-        return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
+        return _no_down(agent.ports.probes.states())
     frozen = sorted({h for r in agent.state.health_results.values() for h in r.frozen})
     all_down = sorted({h for r in agent.state.health_results.values() for h in r.fail_open})
     failopen = [n for r in agent.state.health_results.values() for n in r.notes if "fail open" in n]
@@ -164,6 +165,21 @@ def healthy_condition(agent: Reporter) -> Condition | None:
         return Condition("Healthy", False, "AllTargetsUnhealthy", f"unhealthy: {', '.join(down)}; "
                          "kept until every agent's probes agree (fail open)")
     return Condition("Healthy", False, "TargetsWithdrawn", f"unhealthy, withdrawn: {', '.join(down)}")
+
+
+def _no_down(states: Mapping[str, Mapping[str, Any]]) -> Condition:
+    """Healthy with nothing unhealthy: TargetsHealthy only when a probe of this cluster's targets
+    has answered; otherwise NoTargetsProbed (status True: nothing is withdrawn, nothing measured)."""
+    measured = [s for s in states.values() if str(s.get("state")) in ("healthy", "unhealthy")]
+    if measured:
+        return Condition("Healthy", True, "TargetsHealthy", "every probed target is healthy")
+    if not states:
+        return Condition("Healthy", True, "NoTargetsProbed",
+                         "no target of this cluster is probed (no DNSPolicy healthCheck covers its addresses): "
+                         "health is not measured, nothing is withdrawn")
+    return Condition("Healthy", True, "NoTargetsProbed",
+                     f"{len(states)} target(s) of this cluster not probed yet: health is not measured, "
+                     "nothing is withdrawn")
 
 
 def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:

@@ -3,6 +3,10 @@
 Types follow Flux: ``Ready`` (the summary), ``Reconciling``, ``Stalled`` (needs a human),
 plus ``UnresolvedConflictDiscovered`` (Kuadrant's "Distributed DNS Load Balancing" RFC) and the
 source/lease/health conditions.
+
+A condition's status is two-valued here (True/False; Kubernetes' ``Unknown`` is not used): what
+was not measured says so in its reason, e.g. ``Healthy`` True with ``NoTargetsProbed`` (nothing
+is withdrawn, and no probe answered), never ``TargetsHealthy``.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ REASONS = frozenset({
     "GroupsLevelWithGit",
     # DNSPolicy health
     "TargetsHealthy",
+    "NoTargetsProbed",
     "TargetsWithdrawn",
     "AllTargetsUnhealthy",
     "WithdrawalsFrozen",

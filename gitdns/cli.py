@@ -95,6 +95,18 @@ def _fences(args: argparse.Namespace) -> Fences:
     return fences_from({name: getattr(args, name, None) for name in SETTINGS})
 
 
+FROM_WORKTREE_HELP = ("act on the work tree as it is: uncommitted files, or a commit not on the desired branch "
+                      "(default: refuse them; gitdns/commands/committed.py, docs/cli.md)")
+
+
+def _committed_only() -> argparse.ArgumentParser:
+    """--from-worktree, shared by the verbs that write to a zone (apply, prune-owner, adopt,
+    groups --direct): by default they act on committed, merged state only."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--from-worktree", action="store_true", help=FROM_WORKTREE_HELP)
+    return parent
+
+
 def _git_transport() -> argparse.ArgumentParser:
     """The transport flags (docs/cli.md, "Git remotes")."""
     from gitdns.commands.gitremote import TRANSPORT
@@ -156,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
     _add_mode(p)
 
-    p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences],
+    p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences, _committed_only()],
                        epilog="example: gitdns apply --repo example-repo --cluster eu-west-1")
     _add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
@@ -346,7 +358,7 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     _add_format(p, ["text", "json"])
 
     p = sub.add_parser("prune-owner", help="remove a dead cluster's records and ownership TXT from a zone",
-                       parents=[fences],
+                       parents=[fences, _committed_only()],
                        epilog="shows the plan and asks for confirmation (or --yes). Only this owner's values\n"
                               "go; shared records keep every other owner's values.\n"
                               "example: gitdns prune-owner 5e1f...-uid --zone example.com --repo example-repo",
@@ -358,7 +370,8 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--force", action="store_true", help="prune even though a Cluster in git names this owner")
 
     p = sub.add_parser("adopt", help="take over foreign records (records without an ownership TXT)",
-                       parents=[fences], epilog="the cluster's next apply then manages them like its own.\n"
+                       parents=[fences, _committed_only()],
+                       epilog="the cluster's next apply then manages them like its own.\n"
                               "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
                               "--repo example-repo",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -386,16 +399,19 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
-    p = sub.add_parser("history", help="trace a name's desired records through git: commits, authors, diffs",
+    p = sub.add_parser("history", help="who changed a name (or every name holding a value), when, and where it applied",
                        parents=[transport],
-                       epilog="desired state from git, not what providers published (see gitdns status).\n"
+                       epilog="walks the desired branch and every gitdns-status/* branch (docs/cli.md).\n"
                               "example: gitdns history api.example.com --repo https://git.example.com/dns.git",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", help="a DNS name or listener host; its klb names are included")
+    p.add_argument("name", metavar="NAME|VALUE",
+                   help="a DNS name or listener host (its klb names included), or an address or target")
     p.add_argument("--repo", default=".", metavar="URL|PATH", help="the desired repository (default: .)")
     p.add_argument("--branch", default="main", help="desired branch (default: main)")
     p.add_argument("--path", default="", metavar="SUBDIR", help="subdirectory holding the desired YAML")
-    p.add_argument("--max-commits", type=int, default=200, metavar="N", help="newest N commits (default: 200)")
+    p.add_argument("--since", metavar="DATE", help="only commits after DATE (git's date formats)")
+    p.add_argument("--until", metavar="DATE", help="only commits before DATE")
+    p.add_argument("--max-commits", type=int, default=0, metavar="N", help="newest N YAML commits (default: all)")
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
@@ -414,8 +430,9 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                        ("add", "make groups active (the others stay as they are)"),
                        ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
                        ("reconcile", "after --direct: write git level with the zone (a new branch)")):
-        # every verb but get talks to origin: the status branches (health) and --push
-        g = gsub.add_parser(name, help=text, parents=[fences] if name == "get" else [transport, fences])
+        # every verb talks to origin: get and the changes fetch first; the status branches (health), --push
+        g = gsub.add_parser(name, help=text, parents=[transport, fences] + (
+            [_committed_only()] if name in ("add", "remove", "set") else []))
         g.add_argument("zone", help="zone domain or Zone metadata.name")
         if name in ("add", "remove", "set"):
             g.add_argument("groups", nargs="*" if name == "set" else "+", metavar="GROUP",
@@ -518,7 +535,7 @@ def cmd_apply(args: argparse.Namespace) -> Result:
 
     return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
                  zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
-                 fences=_fences(args))
+                 fences=_fences(args), from_worktree=args.from_worktree)
 
 
 def cmd_render(args: argparse.Namespace) -> Result:
@@ -585,14 +602,14 @@ def cmd_prune_owner(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import prune_owner
 
     return prune_owner(args.repo, args.owner, args.zone, force=args.force, ask=None if args.yes else _ask,
-                       fences=_fences(args))
+                       fences=_fences(args), from_worktree=args.from_worktree)
 
 
 def cmd_adopt(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import adopt
 
     return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force,
-                 fences=_fences(args))
+                 fences=_fences(args), from_worktree=args.from_worktree)
 
 
 def cmd_status(args: argparse.Namespace) -> Result:
@@ -607,7 +624,7 @@ def cmd_history(args: argparse.Namespace) -> Result:
 
     return history_command(args.name, args.repo, branch=args.branch, path=args.path,
                            max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,
-                           auth=_transport(args))
+                           auth=_transport(args), since=args.since, until=args.until)
 
 
 def cmd_groups(args: argparse.Namespace) -> Result:

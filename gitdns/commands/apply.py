@@ -20,15 +20,23 @@ from gitdns.reconcile.zonepass import ZoneOutcome
 
 def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
-          mode: str = "sync", fences: Fences = STRICT) -> Result:
-    """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`)."""
+          mode: str = "sync", fences: Fences = STRICT, from_worktree: bool = False) -> Result:
+    """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`).
+    Committed, merged state only unless ``from_worktree`` or ``dry_run`` (`committed`)."""
+    from gitdns.commands.committed import acting_on
     from gitdns.commands.leftzones import left_zones, with_notes
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
+    acting = acting_on(repo, from_worktree=from_worktree or dry_run,
+                       flag="--from-worktree" if from_worktree else "--dry-run")
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
+    if fmt == "json":
+        result.err.insert(0, acting)
+    else:
+        result.line(acting)
     factory = default_factory(repo, fences=fences)
     # every cluster as its agent would: remotes first (the primaries merge what they publish)
     clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if all_clusters

@@ -39,6 +39,7 @@ class Request:
     credentials_file: str | None = None
     auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (gitremote.py)
     fences: Fences = STRICT  # what the Zone may name (the operator's flags; gitdns/providers/fences.py)
+    from_worktree: bool = False  # --direct: act on the work tree as it is (gitdns/commands/committed.py)
 
 
 def show(items: Iterable[str]) -> str:

@@ -55,6 +55,9 @@ def direct(req: Request) -> Result:
     if req.action in ("add", "remove") and not req.groups:
         raise ConfigError(f"groups {req.action}: name at least one group")
     result = Result()
+    from gitdns.commands.committed import acting_on
+
+    result.line(acting_on(req.repo, from_worktree=req.from_worktree))
     try:
         desired: Desired | None = load(req.repo)
     except GitdnsError as exc:

@@ -56,17 +56,20 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = S
 
 
 def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False, ask: Ask | None = None,
-                fences: Fences = STRICT) -> Result:
+                fences: Fences = STRICT, from_worktree: bool = False) -> Result:
     """Remove ``owner``'s values and ownership TXT from the zone, then its heartbeat.  ``ask``
-    shows the plan and asks before writing (None: no question, as ``--yes``)."""
+    shows the plan and asks before writing (None: no question, as ``--yes``).  Committed,
+    merged state only unless ``from_worktree`` (`gitdns.commands.committed`)."""
     from dataclasses import replace
 
+    from gitdns.commands.committed import acting_on
     from gitdns.core import planfmt
     from gitdns.core.plan import Intent
     from gitdns.core.planleave import heartbeat_removal
     from gitdns.core.planner import plan as make_plan
     from gitdns.reconcile.engine import load, policy_for_zone
 
+    acting = acting_on(repo, from_worktree=from_worktree)
     desired = load(repo)
     zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     named = desired.state.cluster(owner)
@@ -77,7 +80,7 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
     snapshot = provider.read(zone.domain)
     plan = make_plan(Intent(owner, (), None), snapshot, policy)
     plan = replace(plan, changes=(*plan.changes, *heartbeat_removal(snapshot, owner, zone.domain, "prune-owner")))
-    shown = planfmt.to_text([plan])
+    shown = f"{acting}\n" + planfmt.to_text([plan])
     if not plan.changes:
         return Result(EXIT_OK, [shown, f"owner {owner} owns nothing in {zone.domain}\n"])
     result = Result()
@@ -93,12 +96,16 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
 
 
 def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
-          force: bool = False, fences: Fences = STRICT) -> Result:
-    """Take over foreign records (without an ownership TXT) as ``cluster``'s."""
+          force: bool = False, fences: Fences = STRICT, from_worktree: bool = False) -> Result:
+    """Take over foreign records (without an ownership TXT) as ``cluster``'s: those the
+    cluster's committed, merged desired state holds (`gitdns.commands.committed`; the work tree
+    as it is with ``from_worktree``)."""
+    from gitdns.commands.committed import acting_on
     from gitdns.core import planfmt
     from gitdns.core.owners import adopt_changes, foreign_records
     from gitdns.reconcile.engine import find_cluster, intent_for, load
 
+    acting = acting_on(repo, from_worktree=from_worktree)
     desired = load(repo)
     zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     who = find_cluster(desired, cluster)
@@ -115,5 +122,6 @@ def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rt
     changes = adopt_changes(found, who.id, zone.domain, rev=rev, group=who.group)
     applied = provider.apply(zone.domain, changes)
     result = Result(EXIT_OK if applied.ok else EXIT_ERROR)
+    result.line(acting)
     result.lines([f"adopted {change.group} ({planfmt.change_line(change)})" for change in applied.applied])
     return result

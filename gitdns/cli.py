@@ -388,14 +388,19 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                         transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser("status", help="aggregate every cluster's status branch (exit 0 when the fleet is ready)",
                        parents=[transport],
-                       epilog="reads every gitdns-status/* branch of the repository; also shows which clusters\n"
-                              "have not applied the desired branch's head (when the head can be listed).\n"
-                              "exit codes: 0 every cluster and policy is Ready, 1 otherwise (or on error).\n"
-                              "example: gitdns status --repo https://git.example.com/platform/dns.git",
+                       epilog="reads every gitdns-status/* branch and the desired branch of the repository: per\n"
+                              "cluster the applied revision and when, the lag behind the head, the last error;\n"
+                              "clusters git no longer names are Retired (with when they were removed).\n"
+                              "exit codes: 0 every cluster and policy is Ready (with --revision: every cluster\n"
+                              "applied it), 1 otherwise (or on error).\n"
+                              "example: gitdns status --repo https://git.example.com/platform/dns.git\n"
+                              "         gitdns status --revision 3f2a9c1 --repo ...",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repo", default=".", metavar="URL|PATH", help="repository holding the status branches")
     p.add_argument("--cluster", metavar="ID", help="only this cluster (id or metadata.name)")
     p.add_argument("--branch", default="main", help="desired branch, for the lag (default: main)")
+    p.add_argument("--revision", metavar="SHA",
+                   help="where this desired commit stands in each cluster: applied / pending / failed / retired")
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
@@ -616,7 +621,7 @@ def cmd_status(args: argparse.Namespace) -> Result:
     from gitdns.commands.status import status
 
     return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir,
-                  auth=_transport(args))
+                  auth=_transport(args), revision=args.revision)
 
 
 def cmd_history(args: argparse.Namespace) -> Result:

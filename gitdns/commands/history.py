@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import json
 import os
 import tempfile
@@ -47,10 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitsource import CommitInfo, GitSource
+from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands import Result
+from gitdns.commands.historywalk import Commit, StatusCommit, Walk, resolve
 from gitdns.core import builder
 from gitdns.core.desired import Desired
+from gitdns.core.groups import ZoneGroups, decide, is_active
+from gitdns.core.model import Cluster, DesiredState, Zone
 from gitdns.core.names import root_host_of
 from gitdns.core.planfmt import record_dict
 from gitdns.core.problems import blocked_zones
@@ -88,6 +92,7 @@ class Snapshot:
     zone_name: str  # its metadata.name
     records: tuple[Merged, ...] = ()
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the zone's active groups
 
     def by_key(self) -> dict[RecordKey, Merged]:
         return {m.key: m for m in self.records}
@@ -102,16 +107,46 @@ class RecordDiff:
 
 
 @dataclass(frozen=True, slots=True)
+class Applied:
+    """When one cluster applied a revision: ``revision`` is the entry's commit or a later one
+    that contains it (``exact`` False); ``at`` 0 and ``status_sha`` "": it never did."""
+
+    cluster: str
+    revision: str = ""
+    at: int = 0
+    status_sha: str = ""
+    exact: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
-    commit: CommitInfo
+    commit: CommitInfo | Commit
     zone: str
-    status: str  # "changed" | "invalid" (zone held, skipped) | "fixed" (valid again)
+    status: str  # "changed" | "invalid" (zone held, skipped) | "fixed" (valid again) | "health"
     changes: tuple[RecordDiff, ...] = ()
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. "active groups [a] -> [a, b]"
+    mark: str = ""  # git's %G? of the commit
+    merge: Commit | None = None  # the merge commit that brought it to the branch
+    applied: tuple[Applied, ...] = ()
+    cluster: str = ""  # status == "health": the cluster reporting
+
+    @property
+    def time(self) -> int:
+        c = self.commit
+        return c.time if isinstance(c, Commit) else c.revision.time
 
     @property
     def date(self) -> str:
-        return datetime.fromtimestamp(self.commit.revision.time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _date(self.time)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted({d.key.name for d in self.changes}))
+
+
+def _date(when: int) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +157,8 @@ class History:
     commits: int  # commits examined
     truncated: bool  # older commits exist beyond max_commits
     entries: tuple[Entry, ...]
+    by_value: bool = False
+    status_branches: int = 0
 
 
 # -- merging and diffing (pure) ------------------------------------------------------------------
@@ -168,57 +205,149 @@ def diff(old: Sequence[Merged], new: Sequence[Merged]) -> tuple[RecordDiff, ...]
     return tuple(out)
 
 
-def snapshot(desired: Desired, name: str, fallback_zone: str = "") -> Snapshot:
-    """NAME's merged records in ``desired``; ``fallback_zone`` (metadata.name of the zone that
-    held NAME last time) is judged held when this revision lost the zone to a broken file."""
+@dataclass(frozen=True, slots=True)
+class Query:
+    """NAME (its host family), or VALUE: an address or target; ``names`` the record names that
+    held VALUE somewhere in the walk (the second pass follows those names)."""
+
+    text: str
+    by_value: bool = False
+    names: frozenset[str] = frozenset()
+
+    def wants(self, rec: RecordSet) -> bool:
+        if self.by_value:
+            return rec.name in self.names
+        return root_host_of(rec.name) == root_host_of(self.text)
+
+    def holds(self, rec: RecordSet) -> bool:
+        return any(_value(v) == self.text for v in rec.values)
+
+
+def _value(text: str) -> str:
+    return text.strip().strip('"').lower().rstrip(".")
+
+
+def is_value(text: str) -> bool:
+    """An IP address is searched as a value; anything else as a name first."""
+    try:
+        ipaddress.ip_address(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _active(state: DesiredState, zone: Zone, cluster: Cluster) -> bool:
+    """Whether ``cluster`` publishes in ``zone`` under git's ActiveGroups, as the agents decide
+    (`gitdns.core.groups.decide` with no higher serial in the zone; `is_active`)."""
+    groups = state.groups_for_zone(zone.name)
+    active = decide(groups, ZoneGroups(None, None, None), zone.domain).active
+    return is_active(cluster.group, active)
+
+
+def _groups_note(state: DesiredState, zone: Zone) -> str:
+    groups = state.groups_for_zone(zone.name)
+    if groups is None:
+        return "every group"
+    return f"serial {groups.serial} [{', '.join(sorted(groups.groups))}]" if groups.groups else \
+        f"serial {groups.serial} [] (every group)"
+
+
+def zone_records(state: DesiredState, zone: Zone, keep: Callable[[RecordSet], bool]) -> tuple[Merged, ...]:
+    per_cluster = []
+    for cluster in state.clusters:
+        if zone not in builder.zones_for_cluster(state, cluster) or not _active(state, zone, cluster):
+            continue
+        records = builder.desired_for_zone(state, cluster, zone)
+        per_cluster.append((cluster.name, [r for r in records if keep(r)]))
+    return merge(per_cluster)
+
+
+def snapshot(desired: Desired, name: str | Query, fallback_zone: str = "") -> Snapshot:
+    """The query's merged records in ``desired`` (inactive groups publish nothing); with NAME,
+    ``fallback_zone`` (metadata.name of the zone that held NAME last time) is judged held when
+    this revision lost the zone to a broken file."""
+    query = name if isinstance(name, Query) else Query(normalize_name(name))
     state = desired.state
-    zone = state.zone_for_host(name)
-    zone_name = zone.name if zone is not None else fallback_zone
+    if query.by_value:
+        held = blocked_zones(desired.problems, [z.name for z in state.zones])
+        if any(p.blocks_all for p in desired.problems):
+            return Snapshot("", "", (), tuple(p.format() for p in desired.problems if p.blocks_all))
+        found: list[Merged] = []
+        notes: list[str] = []
+        for zone in state.zones:
+            if zone.name in held:
+                continue
+            got = zone_records(state, zone, query.wants)
+            if got:
+                notes.append(f"{zone.domain}: active groups {_groups_note(state, zone)}")
+            found.extend(got)
+        return Snapshot("", "", tuple(sorted(found, key=lambda m: m.key)), (), tuple(notes))
+    found_zone = state.zone_for_host(query.text)
+    zone_name = found_zone.name if found_zone is not None else fallback_zone
     if zone_name:
         known = [z.name for z in state.zones] + [zone_name]
         if zone_name in blocked_zones(desired.problems, known):
-            held = tuple(p.format() for p in desired.problems if p.blocks_all or zone_name in p.zones)
-            return Snapshot(zone.domain if zone is not None else "", zone_name, (), held)
-    if zone is None:
+            problems = tuple(p.format() for p in desired.problems if p.blocks_all or zone_name in p.zones)
+            return Snapshot(found_zone.domain if found_zone is not None else "", zone_name, (), problems)
+    if found_zone is None:
         return Snapshot("", "")
-    root = root_host_of(name)
-    per_cluster = []
-    for cluster in state.clusters:
-        if zone not in builder.zones_for_cluster(state, cluster):
-            continue
-        records = builder.desired_for_zone(state, cluster, zone)
-        per_cluster.append((cluster.name, [r for r in records if root_host_of(r.name) == root]))
-    return Snapshot(zone.domain, zone.name, merge(per_cluster))
+    return Snapshot(found_zone.domain, found_zone.name, zone_records(state, found_zone, query.wants), (),
+                    (f"active groups {_groups_note(state, found_zone)}",))
+
+
+def holders(desired: Desired, query: Query) -> set[str]:
+    """The record names holding VALUE in ``desired`` (every zone, every active cluster)."""
+    state = desired.state
+    out: set[str] = set()
+    for zone in state.zones:
+        for m in zone_records(state, zone, query.holds):
+            out.add(m.key.name)
+    return out
 
 
 class _Loader:
-    """Loads a commit's files once per distinct tree (keyed on the hashes of their contents)."""
+    """Loads a commit's files once per distinct tree: keyed on its files' blob ids when the
+    source gives them (``tree_key``), else on the hashes of their contents."""
 
-    def __init__(self, name: str, files_at: FilesAt) -> None:
-        self.name = name
+    def __init__(self, query: Query, files_at: FilesAt,
+                 tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> None:
+        self.query = query
         self.files_at = files_at
+        self.tree_key = tree_key
         self.loaded: dict[tuple[tuple[str, str], ...], Desired] = {}
-        self.snapshots: dict[tuple[tuple[tuple[str, str], ...], str], Snapshot] = {}
+        self.snapshots: dict[tuple[object, ...], Snapshot] = {}
+
+    def desired(self, sha: str) -> tuple[tuple[tuple[str, str], ...], Desired]:
+        if self.tree_key is not None:
+            tree = self.tree_key(sha)
+            found = self.loaded.get(tree)
+            if found is not None:
+                return tree, found
+            files = self.files_at(sha)
+        else:
+            files = self.files_at(sha)
+            tree = tuple((path, hashlib.sha256(text.encode("utf-8")).hexdigest())
+                         for path, text in sorted(files.items()))
+        desired = self.loaded.get(tree)
+        if desired is None:
+            desired = self.loaded[tree] = from_files(Path("."), files, None)
+        return tree, desired
 
     def at(self, sha: str, fallback_zone: str) -> Snapshot:
-        files = self.files_at(sha)
-        tree = tuple((path, hashlib.sha256(text.encode("utf-8")).hexdigest())
-                     for path, text in sorted(files.items()))
-        memo = (tree, fallback_zone)
+        tree, desired = self.desired(sha)
+        memo = (tree, fallback_zone, self.query)
         found = self.snapshots.get(memo)
         if found is None:
-            desired = self.loaded.get(tree)
-            if desired is None:
-                desired = self.loaded[tree] = from_files(Path("."), files, None)
-            found = self.snapshots[memo] = snapshot(desired, self.name, fallback_zone)
+            found = self.snapshots[memo] = snapshot(desired, self.query, fallback_zone)
         return found
 
 
-def trace(name: str, commits: Sequence[CommitInfo], files_at: FilesAt,
-          baseline: CommitInfo | None = None) -> list[Entry]:
+def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: FilesAt,
+          baseline: CommitInfo | Commit | None = None,
+          tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> list[Entry]:
     """The entries for ``commits`` (oldest first); ``baseline`` is the state compared with first."""
-    name = normalize_name(name)
-    loader = _Loader(name, files_at)
+    query = name if isinstance(name, Query) else Query(normalize_name(name))
+    loader = _Loader(query, files_at, tree_key)
     last = Snapshot("", "")
     if baseline is not None:
         base = loader.at(baseline.sha, "")
@@ -233,10 +362,29 @@ def trace(name: str, commits: Sequence[CommitInfo], files_at: FilesAt,
             continue
         changes = diff(last.records, snap.records)
         if changes or held:
-            entries.append(Entry(commit, snap.zone or last.zone, "fixed" if held else "changed", changes))
+            notes = tuple(n for n in snap.notes if n not in last.notes) if changes else ()
+            entries.append(Entry(commit, snap.zone or last.zone, "fixed" if held else "changed", changes,
+                                 notes=notes))
         held = False
         last = snap
     return entries
+
+
+def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: FilesAt,
+                baseline: CommitInfo | Commit | None = None,
+                tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> frozenset[str]:
+    """Every record name that held ``value`` at one of the commits (or the baseline)."""
+    query = Query(_value(value), by_value=True)
+    loader = _Loader(query, files_at, tree_key)
+    seen: dict[tuple[tuple[str, str], ...], None] = {}
+    names: set[str] = set()
+    for commit in ([baseline] if baseline is not None else []) + list(commits):
+        tree, desired = loader.desired(commit.sha)
+        if tree in seen:
+            continue
+        seen[tree] = None
+        names |= holders(desired, query)
+    return frozenset(names)
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -261,20 +409,92 @@ def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 200,
-            state_dir: str | Path | None = None, auth: GitAuth | None = None) -> History:
-    """Fetch the branch's history and trace NAME through its last ``max_commits`` YAML commits,
-    through the git transport ``auth`` (default: the ambient git configuration)."""
-    max_commits = max(1, max_commits)
-    with scratch_dir(state_dir, "history") as workdir:
-        source = GitSource(repo_url(repo), branch=branch, path=path, workdir=workdir, timeout=GIT_TIMEOUT,
-                           auth=auth or GitAuth())
-        newest_first = source.log(PATHS, max_count=max_commits + 1)
-        truncated = len(newest_first) > max_commits
-        baseline = newest_first[max_commits] if truncated else None
-        commits = list(reversed(newest_first[:max_commits]))
-        entries = trace(name, commits, source.files_at, baseline)
-    return History(normalize_name(name), branch, source.path, len(commits), truncated, tuple(entries))
+def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
+            state_dir: str | Path | None = None, auth: GitAuth | None = None, since: str | None = None,
+            until: str | None = None, status: bool = True) -> History:
+    """Fetch the branch (and every status branch) and trace NAME or VALUE through the YAML
+    commits in the window (the newest ``max_commits`` when > 0), through the git transport
+    ``auth`` (default: the ambient git configuration)."""
+    text = name.strip()
+    with scratch_dir(state_dir, "history") as workdir, \
+            Walk(repo_url(repo), branch=branch, path=_clean(path), workdir=workdir, timeout=GIT_TIMEOUT,
+                 auth=auth or GitAuth()) as walk:
+        walk.fetch(status=status)
+        commits, baseline, truncated = walk.commits(since=since, until=until, max_count=max_commits)
+        by_value = is_value(text)
+        entries: list[Entry] = []
+        query = Query(normalize_name(text))
+        if not by_value:
+            entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+        if by_value or not entries:
+            names = value_names(text, commits, walk.files_at, baseline, walk.tree_key)
+            if names or by_value:
+                by_value = True
+                query = Query(_value(text), True, names)
+                entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+        marks = walk.marks([e.commit.sha for e in entries])
+        rows = walk.status() if status else []
+        order = walk.order()
+        done: list[Entry] = []
+        for e in entries:
+            merge = walk.merged_by(e.commit.sha)
+            done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
+                                applied=applied_for(e.commit.sha, rows, order)))
+        names_of_interest = {d.key.name for e in entries for d in e.changes}
+        done.extend(health_entries(query, rows, names_of_interest))
+        done.sort(key=lambda e: (e.time, e.status == "health"))
+    clusters = len({r.cluster_id for r in rows})
+    return History(normalize_name(text) if not by_value else _value(text), branch, _clean(path), len(commits),
+                   truncated, tuple(done), by_value, clusters)
+
+
+def _clean(path: str) -> str:
+    return "/".join(p for p in path.strip().split("/") if p not in ("", "."))
+
+
+def applied_for(sha: str, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> tuple[Applied, ...]:
+    """Per cluster, the first status commit whose appliedRevision is ``sha`` or a later commit
+    of the branch (``exact`` False); a cluster that never got there: Applied(cluster) alone."""
+    at = order.get(sha)
+    shas = list(order)
+    out: dict[str, Applied] = {}
+    names: dict[str, str] = {}
+    for row in rows:
+        names[row.cluster_id] = row.cluster
+        if row.cluster_id in out or not row.applied or at is None:
+            continue
+        full = resolve(row.applied, shas) if len(row.applied) < 40 else row.applied
+        index = order.get(full)
+        if index is not None and index >= at:
+            out[row.cluster_id] = Applied(row.cluster, full, row.time, row.sha, full == sha)
+    return tuple(out.get(cid) or Applied(names[cid]) for cid in sorted(names, key=lambda c: names[c]))
+
+
+def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:
+    """A status commit that withdrew or restored a target of the names followed: one entry."""
+    def wanted(target: str) -> bool:
+        host, _, address = target.partition("|")
+        if query.by_value:
+            return host in names or _value(address) == query.text
+        return root_host_of(host) == root_host_of(query.text) or host in names
+
+    out: list[Entry] = []
+    last: dict[str, frozenset[str]] = {}
+    for row in rows:
+        if not row.health_known and row.cluster_id not in last:
+            continue
+        before = last.get(row.cluster_id, frozenset())
+        now = row.unhealthy
+        last[row.cluster_id] = now
+        down = sorted(t for t in now - before if wanted(t))
+        up = sorted(t for t in before - now if wanted(t))
+        if not down and not up:
+            continue
+        notes = tuple([f"withdrawn {t.replace('|', ' ')} (unhealthy)" for t in down]
+                      + [f"restored {t.replace('|', ' ')} (healthy again)" for t in up])
+        commit = Commit(row.sha, (), row.time, f"gitdns agent ({row.cluster})", row.time, "", "")
+        out.append(Entry(commit, "", "health", notes=notes, cluster=row.cluster))
+    return out
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -307,27 +527,69 @@ def change_line(change: RecordDiff) -> str:
     return f"{head} {_merged_text(rec)}"
 
 
+MARKS = {"G": "signed, verified", "B": "bad signature", "U": "signed, key not trusted",
+         "X": "signed, signature expired", "Y": "signed, key expired", "R": "signed, key revoked",
+         "E": "signed, cannot be checked (key unknown)", "N": "unsigned", "": "?"}
+
+
+def _who(c: CommitInfo | Commit) -> str:
+    if isinstance(c, Commit) and c.committer and c.committer != c.author:
+        return f"{c.author} (committed by {c.committer})"
+    return c.author
+
+
+def _applied_text(a: Applied) -> str:
+    if not a.at:
+        return f"{a.cluster}: never applied"
+    later = "" if a.exact else f" (as part of {a.revision[:7]})"
+    return f"{a.cluster}: applied {_date(a.at)}{later}"
+
+
 def to_text(result: History) -> str:
     where = f" path {result.path}" if result.path else ""
     more = ", older commits not examined (raise --max-commits)" if result.truncated else ""
-    lines = [f"history of {result.name}: {len(result.entries)} entr{'y' if len(result.entries) == 1 else 'ies'} "
-             f"in {result.commits} commit(s) of branch {result.branch}{where}{more}",
-             "desired state from git, not what providers published (see gitdns status)"]
+    what = "value" if result.by_value else "name"
+    commits = [e for e in result.entries if e.status != "health"]
+    lines = [f"history of {what} {result.name}: {len(commits)} change(s) in {result.commits} commit(s) of branch "
+             f"{result.branch}{where}, {result.status_branches} status branch(es){more}"]
     if not result.entries:
         lines.append(f"no commit changed the desired records of {result.name}")
-    for entry in result.entries:
-        c = entry.commit
-        lines.append("")
-        lines.append(f"{c.sha[:7]}  {entry.date}  {c.author}  {c.subject}")
-        if entry.status == "invalid":
-            lines.append(f"  invalid: {len(entry.problems)} problem(s) hold zone {entry.zone or '?'}; "
-                         "the last valid revision stays in force")
-            lines.extend(f"    {p}" for p in entry.problems)
-            continue
-        if entry.status == "fixed":
-            lines.append(f"  valid again{'' if entry.changes else '; no change since the last valid revision'}")
-        lines.extend(f"  {change_line(d)}" for d in entry.changes)
+    names = sorted({n for e in result.entries for n in e.names}) if result.by_value else [result.name]
+    for name in names:
+        if result.by_value:
+            lines += ["", f"== {name}"]
+        for entry in result.entries:
+            if result.by_value and entry.status != "health" and name not in entry.names:
+                continue
+            if result.by_value and entry.status == "health" and not any(name + " " in n for n in entry.notes):
+                continue
+            lines.extend(_entry_text(entry, name if result.by_value else None))
     return "\n".join(lines) + "\n"
+
+
+def _entry_text(entry: Entry, only: str | None) -> list[str]:
+    c = entry.commit
+    lines = [""]
+    if entry.status == "health":
+        lines.append(f"{c.sha[:7]}  {entry.date}  status of {entry.cluster}")
+        lines.extend(f"  {n}" for n in entry.notes)
+        return lines
+    lines.append(f"{c.sha[:7]}  {entry.date}  {_who(c)}  [{MARKS.get(entry.mark, entry.mark)}]  {c.subject}")
+    if entry.merge is not None:
+        m = entry.merge
+        pr = f"PR #{m.pr}, " if m.pr else ""
+        lines.append(f"  merged by {m.sha[:7]} ({pr}{_date(m.time)}, {_who(m)})")
+    if entry.status == "invalid":
+        lines.append(f"  invalid: {len(entry.problems)} problem(s) hold zone {entry.zone or '?'}; "
+                     "the last valid revision stays in force")
+        lines.extend(f"    {p}" for p in entry.problems)
+        return lines
+    if entry.status == "fixed":
+        lines.append(f"  valid again{'' if entry.changes else '; no change since the last valid revision'}")
+    lines.extend(f"  {n}" for n in entry.notes)
+    lines.extend(f"  {change_line(d)}" for d in entry.changes if only is None or d.key.name == only)
+    lines.extend(f"  {_applied_text(a)}" for a in entry.applied)
+    return lines
 
 
 def _merged_json(m: Merged | None) -> list[dict[str, object]] | None:
@@ -342,6 +604,13 @@ def _merged_json(m: Merged | None) -> list[dict[str, object]] | None:
     return out
 
 
+def _commit_dict(c: Commit | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {"sha": c.sha, "date": _date(c.time), "author": c.author, "committer": c.committer,
+            "subject": c.subject, "pr": c.pr}
+
+
 def entry_dict(entry: Entry) -> dict[str, Any]:
     c = entry.commit
     return {
@@ -349,25 +618,37 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
         "sha7": c.sha[:7],
         "date": entry.date,
         "author": c.author,
+        "committer": c.committer if isinstance(c, Commit) else None,
+        "authorDate": _date(c.author_time) if isinstance(c, Commit) else None,
+        "signature": entry.mark or None,
+        "merge": _commit_dict(entry.merge),
         "subject": c.subject,
         "zone": entry.zone or None,
         "status": entry.status,
+        "cluster": entry.cluster or None,
         "problems": list(entry.problems),
+        "notes": list(entry.notes),
         "changes": [{"op": d.op, "record": str(d.key), "name": d.key.name, "type": d.key.type,
                      "setIdentifier": d.key.set_id or None,
                      "conflict": bool((d.old and d.old.conflict) or (d.new and d.new.conflict)),
                      "old": _merged_json(d.old), "new": _merged_json(d.new)}
                     for d in entry.changes],
+        "applied": [{"cluster": a.cluster, "revision": a.revision or None, "at": _date(a.at) if a.at else None,
+                     "statusCommit": a.status_sha or None, "exact": a.exact} for a in entry.applied],
     }
 
 
 def to_json(result: History) -> str:
-    return json.dumps([entry_dict(e) for e in result.entries], indent=2, sort_keys=True) + "\n"
+    doc = {"query": result.name, "byValue": result.by_value, "branch": result.branch,
+           "commits": result.commits, "truncated": result.truncated, "statusBranches": result.status_branches,
+           "entries": [entry_dict(e) for e in result.entries]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 200,
-                    state_dir: str | Path | None = None, fmt: str = "text", auth: GitAuth | None = None) -> Result:
-    """``gitdns history NAME``: text or JSON."""
+def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
+                    state_dir: str | Path | None = None, fmt: str = "text", auth: GitAuth | None = None,
+                    since: str | None = None, until: str | None = None) -> Result:
+    """``gitdns history NAME|VALUE``: text or JSON."""
     result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir,
-                     auth=auth)
+                     auth=auth, since=since, until=until)
     return Result(out=[to_json(result) if fmt == "json" else to_text(result)])

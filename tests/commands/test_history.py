@@ -154,8 +154,10 @@ def test_history_traces_changes_authors_and_diffs(repo: Repo, tmp_path: Path) ->
 
 def test_history_text_and_json_through_the_cli(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["history", f"klb.{HOST}", "--repo", str(repo.bare), "--format", "json"]) == 0
-    entries = json.loads(capsys.readouterr().out)
-    assert len(entries) == 5
+    doc = json.loads(capsys.readouterr().out)
+    entries = doc["entries"]
+    assert doc["query"] == f"klb.{HOST}" and doc["byValue"] is False and len(entries) == 5
+    assert entries[0]["signature"] == "N" and entries[0]["committer"] == "CI <ci@example.com>"
     weight = entries[1]
     assert weight["author"] == "Bob <bob@example.com>" and len(weight["sha7"]) == 7
     row = next(c for c in weight["changes"] if c["setIdentifier"] == target("us-east-1"))
@@ -164,7 +166,8 @@ def test_history_text_and_json_through_the_cli(repo: Repo, capsys: pytest.Captur
 
     assert main(["history", HOST, "--repo", str(repo.bare)]) == 0
     out = capsys.readouterr().out
-    assert "desired state from git, not what providers published" in out
+    assert f"history of name {HOST}: 5 change(s) in 6 commit(s) of branch main, 0 status branch(es)" in out
+    assert "Bob <bob@example.com> (committed by CI <ci@example.com>)  [unsigned]" in out
     assert "invalid: 1 problem(s) hold zone example.com" in out
     assert "valid again; no change since the last valid revision" in out
     assert "decommission eu-central-1" in out and "status.example.com" not in out

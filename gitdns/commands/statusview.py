@@ -18,7 +18,7 @@ cluster publishes hosts for is not Ready.  A cluster whose status cannot be read
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from gitdns.core.statusdoc import StatusDocError, StatusTree, load
@@ -31,21 +31,32 @@ ABNORMAL_TRUE = frozenset(
 )
 
 
-def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None) -> dict[str, Any]:
-    """The fleet's status; ``cluster`` (an id or a name) keeps one cluster."""
+def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None,
+              known: Collection[str] | None = None) -> dict[str, Any]:
+    """The fleet's status; ``cluster`` (an id or a name) keeps one cluster.  ``known`` (every
+    Cluster id and name in the desired head; None when unknown): a status branch whose cluster
+    git no longer names is ``retired`` — left out of readiness, the counts and the policies."""
     clusters = {cid: _cluster(cid, tree) for cid, tree in sorted(trees.items())}
+    for cid, c in clusters.items():
+        c["retired"] = known is not None and cid not in known and c["cluster"] not in known
     if cluster is not None:
         clusters = {cid: c for cid, c in clusters.items() if cluster in (cid, c["cluster"])}
-    policies = _policies(clusters)
-    _carried_by(clusters)
+    active = {cid: c for cid, c in clusters.items() if not c["retired"]}
+    for c in clusters.values():
+        if c["retired"]:
+            c.pop("_policies")
+            c.pop("_delegation")
+    policies = _policies(active)
+    _carried_by(active)
     return {
         "clusters": clusters,
         "policies": policies,
-        "ready": bool(clusters) and all(c["ready"] for c in clusters.values())
+        "ready": bool(active) and all(c["ready"] for c in active.values())
         and all(p["ready"] for p in policies.values()),
         "counts": {
-            "clusters": len(clusters),
-            "clustersReady": sum(1 for c in clusters.values() if c["ready"]),
+            "clusters": len(active),
+            "clustersReady": sum(1 for c in active.values() if c["ready"]),
+            "clustersRetired": len(clusters) - len(active),
             "policies": len(policies),
             "policiesReady": sum(1 for p in policies.values() if p["ready"]),
         },
@@ -180,17 +191,19 @@ def to_json(agg: Mapping[str, Any]) -> str:
 
 
 def to_text(agg: Mapping[str, Any]) -> str:
-    """Two tables: clusters (ready, applied/desired revision, what is not OK) and policies."""
-    rows = [("CLUSTER", "ID", "READY", "APPLIED", "DESIRED", "ZONES", "NOT OK")]
+    """Tables: clusters (ready, applied revision and when, lag, what is not OK), policies,
+    delegation, retired clusters and last errors."""
+    rows = [("CLUSTER", "ID", "READY", "APPLIED", "APPLIED AT", "LAG", "ZONES", "NOT OK")]
     for cid, c in agg["clusters"].items():
-        applied, desired = _short(c["appliedRevision"]), _short(c["desiredRevision"])
+        applied = _short(c["appliedRevision"])
         if not c["upToDate"] and applied != "-":
             applied += "*"
         bad = [f"{x['type']}={x['status']}({x['reason']})" if x["reason"] else f"{x['type']}={x['status']}"
                for x in c["notOk"]]
         bad += [f"held:{z}" for z in c["heldZones"]] + c["errors"]
-        rows.append((c["cluster"], cid[:13], _yes(c["ready"]), applied, desired, str(len(c["zones"])),
-                     "; ".join(bad) or "-"))
+        ready = "Retired" if c.get("retired") else _yes(c["ready"])
+        rows.append((c["cluster"], cid[:13], ready, applied, c.get("appliedAt") or "-", lag_cell(c.get("lag")),
+                     str(len(c["zones"])), "; ".join(bad) or "-"))
     lines = _table(rows)
     if agg["policies"]:
         prow = [("POLICY", "READY", "CLUSTERS", "LAGGING")]
@@ -209,11 +222,50 @@ def to_text(agg: Mapping[str, Any]) -> str:
             missing = ", ".join(f"{names.get(p, p)} ({'/'.join(s)})" for p, s in c["notCarriedBy"].items())
             drow.append((c["cluster"], carried, missing or "-"))
         lines += ["", *_table(drow)]
+    retired = {cid: c for cid, c in agg["clusters"].items() if c.get("retired")}
+    if retired:
+        rrow = [("RETIRED", "ID", "REMOVED FROM GIT", "RECORDS REMOVED", "LAST STATUS")]
+        for cid, c in retired.items():
+            gone = c.get("removedFromGit") or {}
+            removed = f"{gone['at']} ({gone['revision'][:7]})" if gone else "not found in history"
+            records = c.get("recordsRemoved") or {}
+            done = (f"{records['at']} (applied {_short(records['appliedRevision'])})" if records
+                    else "not by its agent: gitdns prune-owner " + cid)
+            rrow.append((c["cluster"], cid[:13], removed, done, c.get("committedAt") or "-"))
+        lines += ["", *_table(rrow)]
+    errors = [(c["cluster"], c["lastError"]) for c in agg["clusters"].values() if c.get("lastError")]
+    if errors:
+        erow = [("LAST ERROR", "AT", "NOW", "REASON: MESSAGE")]
+        erow += [(name, e["at"], "yes" if e["current"] else "no", f"{e['reason']}: {e['message']}".strip(": "))
+                 for name, e in errors]
+        lines += ["", *_table(erow)]
     counts = agg["counts"]
     lines += ["", f"{counts['clustersReady']}/{counts['clusters']} clusters ready, "
                   f"{counts['policiesReady']}/{counts['policies']} policies ready"
+                  + (f", {counts['clustersRetired']} retired" if counts.get("clustersRetired") else "")
                   + ("" if agg["ready"] else " — NOT READY")]
     return "\n".join(lines) + "\n"
+
+
+def lag_cell(lag: Mapping[str, Any] | None) -> str:
+    """``2 commits, 3h05m`` (behind the head since its oldest unapplied commit), ``0``, or ``-``."""
+    if not lag:
+        return "-"
+    if not lag["commits"]:
+        return "0"
+    return f"{lag['commits']} commit{'s' if lag['commits'] != 1 else ''}, {duration(lag['seconds'])}"
+
+
+def duration(seconds: int) -> str:
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s"
 
 
 def _short(rev: object) -> str:

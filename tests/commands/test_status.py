@@ -19,6 +19,8 @@ from gitdns.core.status import ClusterReport, ZoneReport, documents
 from gitdns.core.statusdoc import dump
 
 A_ID, B_ID = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63", "c5d09a7f-2e64-4b18-8f3c-96a0e1d4b275"
+CLUSTERS = (f"kind: Cluster\nmetadata: {{name: eu-west-1}}\nspec: {{id: {A_ID}}}\n---\n"
+            f"kind: Cluster\nmetadata: {{name: us-east-1}}\nspec: {{id: {B_ID}}}\n")
 
 
 def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> str:
@@ -60,6 +62,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     git("init", "-q", "--bare", "-b", "main", str(bare), cwd=root)
     git("init", "-q", "-b", "main", str(work), cwd=root)
     (work / "zone.yaml").write_text("kind: Zone\n", encoding="utf-8")
+    (work / "clusters.yaml").write_text(CLUSTERS, encoding="utf-8")
     git("add", "-A", cwd=work)
     git("commit", "-q", "-m", "first", cwd=work)
     old = git("rev-parse", "HEAD", cwd=work)

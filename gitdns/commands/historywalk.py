@@ -23,8 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
+from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
@@ -36,6 +35,7 @@ STATUS_PREFIX = "gitdns-status/"
 STATUS_REFS = "refs/gitdns-status/"
 _SEP, _END = "\x1f", "\x1e"
 _SUFFIXES = (".yaml", ".yml")
+LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
 
@@ -81,7 +81,7 @@ class Walk:
         self._git = GitCache(url, branch, workdir, auth, timeout)
         self.ref = self._git.ref
         self.url = url
-        self._repo: git.Repo | None = None
+        self._repo: Any = None
         self._trees: dict[str, tuple[tuple[str, str, int, int], ...]] = {}  # tree id -> yaml entries below
         self._blobs: dict[str, str] = {}
         self._parents: dict[str, tuple[str, ...]] = {}
@@ -105,16 +105,16 @@ class Walk:
             raise CacheCorrupt(last_line(err))
         return out
 
-    def repo(self) -> git.Repo:
+    def repo(self) -> Any:  # a gitpython Repo (commands do not import git)
         if self._repo is None:
-            self._repo = self._git.with_repo(lambda r: git.Repo(r.git_dir))
+            self._repo = self._git.with_repo(lambda r: type(r)(r.git_dir))
         return self._repo
 
     def fetch(self, status: bool = True) -> None:
         """The branch, full history, and (``status``) every status branch, in one fetch."""
         specs = [self._git.refspec] + ([f"+refs/heads/{STATUS_PREFIX}*:{STATUS_REFS}*"] if status else [])
 
-        def run(repo: git.Repo) -> None:
+        def run(repo: Any) -> None:
             mode = ["--unshallow"] if self._git.shallow() else []
             self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", self.url, *specs])
 
@@ -161,7 +161,7 @@ class Walk:
         budget = ReadBudget(DEFAULT_LIMITS)
         files: dict[str, str] = {}
         for rel, blob, mode, size in entries:
-            if mode == git.Blob.link_mode:
+            if mode == LINK_MODE:
                 files[rel] = symlink()
                 continue
             refused = budget.refuse(size)
@@ -178,17 +178,17 @@ class Walk:
         return tuple((rel, blob) for rel, blob, _, _ in self._entries(sha))
 
     def _entries(self, sha: str) -> tuple[tuple[str, str, int, int], ...]:
-        root: git.Tree = read_object(lambda: self.repo().commit(sha).tree)
+        root: Any = read_object(lambda: self.repo().commit(sha).tree)
         if self.path:
             try:
                 root = read_object(lambda: root / self.path)
             except KeyError:
                 return ()  # the directory does not exist yet at this commit: no files
-            if not isinstance(root, git.Tree):
+            if root.type != "tree":
                 raise ConfigError(f"path {self.path} in commit {sha} is not a directory")
         return self._below(root, "")
 
-    def _below(self, tree: git.Tree, prefix: str) -> tuple[tuple[str, str, int, int], ...]:
+    def _below(self, tree: Any, prefix: str) -> tuple[tuple[str, str, int, int], ...]:
         """(rel path, blob id, mode, size) of the YAML files below ``tree``, sorted; per tree id."""
         memo = self._trees.get(tree.hexsha)
         if memo is not None:
@@ -198,9 +198,9 @@ class Walk:
             name = str(item.name)
             if name.startswith("."):
                 continue
-            if isinstance(item, git.Tree):
+            if item.type == "tree":
                 out.extend(self._below(item, name + "/"))
-            elif isinstance(item, git.Blob) and name.endswith(_SUFFIXES):
+            elif item.type == "blob" and name.endswith(_SUFFIXES):
                 out.append((name, item.hexsha, item.mode, item.size))
         out.sort()
         self._trees[tree.hexsha] = tuple(out)

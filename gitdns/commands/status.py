@@ -203,7 +203,8 @@ def lag_text(agg: Mapping[str, Any]) -> str:
     head = agg.get("desiredHead")
     if not head:
         return ""
-    behind = [(c["cluster"], c.get("appliedRevision")) for c in agg["clusters"].values() if c.get("behindHead")]
+    behind = [(c["cluster"], c.get("appliedRevision")) for c in agg["clusters"].values()
+              if c.get("behindHead") and not c.get("retired")]
     lines = ["", f"desired head ({agg.get('desiredBranch', 'main')}): {head[:7]}"]
     if behind:
         lines.append(f"behind {head[:7]}: " + ", ".join(

@@ -115,6 +115,8 @@ def test_text_shows_lag_and_errors(fleet: tuple[Path, list[str]], capsys: pytest
     assert "APPLIED AT" in out and "LAG" in out and "3 commits, " in out
     assert "LAST ERROR" in out and "ProviderError: example.com: the provider refused the change" in out
     assert "not by its agent: gitdns prune-owner " + IDS["d"] in out
+    behind = next(line for line in out.splitlines() if line.startswith("behind "))
+    assert "b (applied" in behind and "e (applied" in behind and "c (applied" not in behind  # retired: not lagging
 
 
 def test_revision_across_the_fleet(fleet: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:

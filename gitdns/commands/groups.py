@@ -50,6 +50,7 @@ from gitdns.reconcile.engine import default_factory, from_files, load
 
 if TYPE_CHECKING:
     from gitdns.adapters.worktree import WorkTree
+    from gitdns.commands.groupfetch import Fetched
 
 __all__ = ["GroupsRefused", "Request", "change", "direct", "get", "reconcile", "run"]
 
@@ -85,9 +86,30 @@ def run(req: Request) -> Result:
     return change(req)
 
 
+def _get_desired(req: Request, result: Result) -> tuple[Desired, bool]:
+    """git's side for ``get``: origin's desired branch, fetched now; the checkout when there is
+    no work tree or no origin.  Returns (desired, fresh): fresh is False when origin could not
+    be fetched (then a line says the answer comes from the local checkout)."""
+    from gitdns.adapters import worktree
+    from gitdns.commands.groupfetch import fetch_desired, head_at
+
+    try:
+        wt = worktree.open_worktree(req.repo)
+    except worktree.WorkTreeError:
+        return load(req.repo), True
+    fetched = fetch_desired(wt, req.auth)
+    desired = from_files(Path(req.repo), fetched.files, head_at(wt, fetched.sha))
+    if fetched.error is not None:
+        result.line(f"git: origin NOT fetched ({fetched.error} ({fetched.error.reason})): judging from the "
+                    f"local checkout at {fetched.sha[:7]}, which may be behind origin")
+        return desired, False
+    result.line(f"git: {fetched.ref} at {fetched.sha[:7]}" + (" (fetched now)" if fetched.ref != "HEAD" else ""))
+    return desired, True
+
+
 def get(req: Request) -> Result:
     result = Result()
-    desired = load(req.repo)
+    desired, fresh = _get_desired(req, result)
     zone = need_zone(desired, req.zone, desired.root)
     git_doc = desired.state.groups_for_zone(zone.name)
     result.line(f"zone {zone.domain} ({zone.name})")
@@ -106,12 +128,12 @@ def get(req: Request) -> Result:
     if state is None:
         result.line(f"zone: not readable: {why}")
         return result
-    _state_lines(result, desired, zone, provider, state)
+    _state_lines(result, desired, zone, provider, state, fresh)
     return result
 
 
 def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provider | None,
-                 state: groups.ZoneGroups) -> None:
+                 state: groups.ZoneGroups, fresh: bool = True) -> None:
     git_doc = desired.state.groups_for_zone(zone.name)
     gitdns_part = ("absent" if state.groups is None
                    else f"serial {state.serial if state.serial is not None else '?'}, groups {show(state.groups)}")
@@ -119,13 +141,25 @@ def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provide
     result.line(f"zone: {groups.gitdns_name(zone.domain)}: {gitdns_part}; "
                 f"{groups.kuadrant_name(zone.domain)}: {kuadrant_part}")
     decision = groups.decide(git_doc, state, zone.domain)
-    if decision.diverged:
-        result.line(f"DIVERGED: the zone is ahead of git (serial {decision.serial} > "
-                    f"{git_doc.serial if git_doc else 0}); agents follow the zone and report "
-                    f"GroupsDivergedFromGit until `gitdns groups reconcile {zone.name}` is merged")
-    elif decision.write:
+    git_serial = git_doc.serial if git_doc else 0
+    if decision.diverged and not fresh:
+        result.line(f"UNKNOWN: the zone's serial {decision.serial} is above the local checkout's {git_serial}, "
+                    "but origin was not fetched: fetch it (or fix the transport) before acting on this")
+    elif decision.diverged:
+        result.line(f"DIVERGED: the zone is ahead of git (serial {decision.serial} > {git_serial}); agents "
+                    f"follow the zone and report GroupsDivergedFromGit: after a --direct switch, "
+                    f"`gitdns groups reconcile {zone.name}` records it in git; if git's document was "
+                    f"re-created or edited with a lower serial, `gitdns groups set` numbers above the zone")
+    if git_doc is not None and state.serial is not None and git_doc.serial <= state.serial \
+            and tuple(sorted(git_doc.groups)) != (state.groups or ()):
+        effect = ("agents keep the zone's groups (ZoneSerialAhead)" if git_doc.serial < state.serial else
+                  "agents mirror git's, but one serial now names two different switches")
+        result.line(f"warning: git's serial {git_doc.serial} is at or below the one the zone applied "
+                    f"({state.serial}) while their groups differ: {effect}; `gitdns groups set` numbers a "
+                    "change above every serial it reads")
+    if not decision.diverged and decision.write:
         result.line(f"pending: agents will mirror git's serial {decision.serial} into the zone")
-    else:
+    elif not decision.diverged:
         result.line("level: the zone mirrors git")
     if state.kuadrant is not None and state.groups is not None and state.kuadrant != state.groups:
         result.line("note: Kuadrant's TXT lists other groups than gitdns's (written by a Kuadrant CLI?)")
@@ -152,13 +186,14 @@ def _pr_text(title: str, zone: Zone, before: Sequence[str], after: Sequence[str]
     return lines
 
 
-def _commit_groups(req: Request, wt: WorkTree, desired: Desired, zone: Zone, target: tuple[str, ...],
-                   serial: int) -> tuple[str, str, str]:
-    """Edit (or create) the zone's ActiveGroups file, validate, commit on a new branch.
-    Returns (branch, repo-relative path, new text)."""
+def _commit_groups(req: Request, wt: WorkTree, base: Fetched, desired: Desired, zone: Zone,
+                   target: tuple[str, ...], serial: int) -> tuple[str, str, str]:
+    """Edit (or create) the zone's ActiveGroups file, validate, commit on a new branch from
+    ``base`` (origin's desired branch, fetched).  Returns (branch, repo-relative path, new text)."""
     from gitdns.adapters import worktree
+    from gitdns.commands.groupfetch import commit_on, free_branch
 
-    files = worktree.head_files(wt)
+    files = base.files
     doc = desired.state.groups_for_zone(zone.name)
     rel = doc.origin.file if doc is not None else f"{GROUPS_DIR}/{zone.name}.yaml"
     if doc is None and rel in files:
@@ -173,13 +208,13 @@ def _commit_groups(req: Request, wt: WorkTree, desired: Desired, zone: Zone, tar
     if problems:
         raise GroupsRefused(f"the change does not validate; {rel} left as it is:\n  "
                             + "\n  ".join(f"{p.format()} [{p.code}]" for p in problems))
-    branch = req.branch or f"gitdns/groups-{zone.name}-{serial}"
+    branch = req.branch or _git(free_branch, wt, f"gitdns/groups-{zone.name}-{serial}")
     message = req.message or (f"groups({zone.name}): active groups {show(target)} (serial {serial})"
                               if req.action != "reconcile" else
                               f"groups({zone.name}): reconcile git with the zone: {show(target)} (serial {serial})")
     if _git(worktree.branch_exists, wt, branch):
         raise GroupsRefused(f"branch {branch} already exists: name another with --branch")
-    _git(worktree.commit_on_branch, wt, path, text, branch, message)
+    _git(commit_on, wt, base.sha, path, text, branch, message)
     if req.push:
         if wt.origin_url() is None:
             raise GroupsRefused("--push: the work tree has no remote named origin")
@@ -197,9 +232,11 @@ def _git(fn: Callable[..., T], *args: Any) -> T:
         raise GroupsRefused(str(exc)) from None
 
 
-def _head_desired(req: Request) -> tuple[WorkTree, Desired]:
+def _head_desired(req: Request) -> tuple[WorkTree, Desired, Fetched]:
+    """The work tree, and the desired state of origin's desired branch fetched now (the
+    checkout's HEAD without origin); a failed fetch refuses the change."""
     from gitdns.adapters import worktree
-    from gitdns.adapters.gitrev import head_info
+    from gitdns.commands.groupfetch import fetch_desired, head_at
 
     try:
         wt = worktree.open_worktree(req.repo)
@@ -208,7 +245,12 @@ def _head_desired(req: Request) -> tuple[WorkTree, Desired]:
                             "(use --direct when git is unreachable)") from None
     except worktree.WorkTreeError as exc:
         raise GroupsRefused(str(exc)) from None
-    return wt, from_files(Path(req.repo), worktree.head_files(wt), head_info(Path(req.repo)))
+    fetched = _git(fetch_desired, wt, req.auth)
+    if fetched.error is not None:
+        raise GroupsRefused(f"origin could not be fetched, and a change is numbered and based on origin's "
+                            f"desired branch: {fetched.error} (reason: {fetched.error.reason}); "
+                            "use --direct when git is unreachable")
+    return wt, from_files(Path(req.repo), fetched.files, head_at(wt, fetched.sha)), fetched
 
 
 def change(req: Request) -> Result:
@@ -216,34 +258,65 @@ def change(req: Request) -> Result:
     if req.action in ("add", "remove") and not req.groups:
         raise ConfigError(f"groups {req.action}: name at least one group")
     result = Result()
-    wt, desired = _head_desired(req)
+    wt, desired, base = _head_desired(req)
     zone = need_zone(desired, req.zone, desired.root)
     doc = desired.state.groups_for_zone(zone.name)
-    before = tuple(sorted(doc.groups)) if doc else ()
-    old_serial = doc.serial if doc else 0
-    target = target_groups(req.action, before, req.groups)
-    if doc is not None and target == before:
-        result.line(f"zone {zone.domain}: active groups already {show(before)} (serial {old_serial}); "
-                    "nothing to change")
-        return result
-    serial = old_serial + 1
+    git_serial = doc.serial if doc else 0
     provider, _ = _provider(req, zone)
     now, note = failover.current_zone(desired, zone, provider)
     zone_state = groups.read_zone_groups(now, zone.domain) if not note else None
-    if zone_state is not None and zone_state.serial is not None and zone_state.serial >= serial:
-        held = show(zone_state.groups or ())
-        result.err.append(f"warning: the zone holds serial {zone_state.serial} (groups {held}), not below "
-                          f"{serial}: agents keep the zone's groups until git's serial is higher; "
-                          f"run `gitdns groups reconcile {zone.name}` first")
-    activated = _activated(desired, zone, doc is not None, before, target)
+    zone_serials = _zone_serials(req, desired, zone, zone_state, result)
+    old_serial = max([git_serial, *zone_serials])
+    # what is active now: git's list, or the zone's when the zone is ahead of git (a --direct
+    # switch, or a deleted and re-created document): re-creating the document is a normal switch
+    ahead = zone_state is not None and zone_state.serial is not None and zone_state.serial > git_serial
+    listed = doc is not None or (ahead and zone_state is not None and zone_state.groups is not None)
+    if ahead and zone_state is not None and zone_state.groups is not None:
+        before = tuple(sorted(zone_state.groups))
+    else:
+        before = tuple(sorted(doc.groups)) if doc else ()
+    target = target_groups(req.action, before, req.groups)
+    if doc is not None and not ahead and target == before:
+        result.line(f"zone {zone.domain}: active groups already {show(before)} (serial {git_serial}); "
+                    "nothing to change")
+        return result
+    serial = old_serial + 1
+    activated = _activated(desired, zone, listed, before, target)
     trees = status_trees(wt.origin_url(), req.auth, result) if activated else None
     refuse_unhealthy(activation_problems(desired, zone, activated, trees), req.force, result)
     sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [])
-    branch, _, _ = _commit_groups(req, wt, desired, zone, target, serial)
+    branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, serial)
     title = f"DNS failover: {zone.domain} active groups {show(before)} -> {show(target)}"
     result.lines(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
                           {c.id: c.name for c in desired.state.clusters}))
     return result
+
+
+def _zone_serials(req: Request, desired: Desired, zone: Zone, state: groups.ZoneGroups | None,
+                  result: Result) -> list[int]:
+    """The active-groups serials the zone's TXT holds: the zone's own provider (``state``, read
+    already) and every other Zone document of the same domain.  A zone not read is said (the
+    serial then rests on what was read)."""
+    serials = [state.serial] if state is not None and state.serial is not None else []
+    if state is None:
+        result.err.append(f"warning: zone {zone.domain}: its active-groups TXT was not read, so the new serial "
+                          "rests on git alone; if the zone holds a higher one, agents keep the zone's groups "
+                          "(check with `gitdns groups get`)")
+    for other in desired.state.zones:
+        if other.name == zone.name or other.domain != zone.domain:
+            continue
+        provider, why = _provider(req, other)
+        try:
+            if provider is None:
+                raise UnreachableError(why)
+            found = read_groups(provider, other).serial
+        except GitdnsError as exc:
+            result.err.append(f"warning: Zone {other.name} ({zone.domain}): its active-groups TXT was not read "
+                              f"({exc}): its serial is not counted")
+            continue
+        if found is not None:
+            serials.append(found)
+    return serials
 
 
 def _activated(desired: Desired, zone: Zone, listed: bool, before: Sequence[str],
@@ -261,7 +334,7 @@ def _activated(desired: Desired, zone: Zone, listed: bool, before: Sequence[str]
 def reconcile(req: Request) -> Result:
     """Bring git level with a zone that is ahead (after a break-glass switch)."""
     result = Result()
-    wt, desired = _head_desired(req)
+    wt, desired, base = _head_desired(req)
     zone = need_zone(desired, req.zone, desired.root)
     doc = desired.state.groups_for_zone(zone.name)
     git_serial = doc.serial if doc else 0
@@ -278,7 +351,7 @@ def reconcile(req: Request) -> Result:
     before = tuple(sorted(doc.groups)) if doc else ()
     now, note = failover.current_zone(desired, zone, provider)
     sim = failover.simulate_switch(desired, zone, now, target, serial=state.serial, notes=[note] if note else [])
-    branch, _, _ = _commit_groups(req, wt, desired, zone, target, state.serial)
+    branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, state.serial)
     title = f"DNS failover: record the break-glass switch of {zone.domain} in git ({show(target)})"
     result.lines(_pr_text(title, zone, before, target, (git_serial, state.serial), branch, req.push, sim,
                           {c.id: c.name for c in desired.state.clusters}))

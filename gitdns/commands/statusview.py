@@ -56,9 +56,10 @@ def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None,
         "counts": {
             "clusters": len(active),
             "clustersReady": sum(1 for c in active.values() if c["ready"]),
-            "clustersRetired": len(clusters) - len(active),
             "policies": len(policies),
             "policiesReady": sum(1 for p in policies.values() if p["ready"]),
+            # only when the desired head was read: without it, nothing can be said retired
+            **({"clustersRetired": len(clusters) - len(active)} if known is not None else {}),
         },
     }
 

@@ -299,7 +299,7 @@ def assert_history(run: Run, repo: DesiredRepo) -> None:
     assert run.done.returncode == 0, run.output[-3000:]
     out = run.done.stdout
     first, second = git("rev-list", "--reverse", "main", cwd=repo.work).split()
-    assert out.startswith("history of api.example.com: 2 entries in 2 commit(s) of branch main"), out
+    assert out.startswith("history of name api.example.com: 2 change(s) in 2 commit(s) of branch main"), out
     assert f"{first[:7]}  " in out and "initial desired state" in out
     assert f"{second[:7]}  " in out and "eu-west-1: api gateway renumbered" in out
     assert "192.0.2.12" in out.split(second[:7], 1)[1]

@@ -23,14 +23,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitdns.errors import PermanentError
+
+if TYPE_CHECKING:
+    from gitdns.adapters.worktree import WorkTree
 
 YAML_SUFFIXES = (".yaml", ".yml")
 REMOTE = "origin"
 DEFAULT_BRANCH = "main"
-# index states of a path with a merge conflict (git status --porcelain)
-CONFLICTS = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 
 
 class NotCommitted(PermanentError):
@@ -41,28 +43,22 @@ def acting_on(repo: Path, *, from_worktree: bool = False, env: Mapping[str, str]
               flag: str = "--from-worktree") -> str:
     """What a writing verb acts on, as the line it prints first; raises `NotCommitted` for a
     dirty or unmerged work tree unless ``from_worktree`` (``flag``: the option that said so)."""
-    import git
+    from gitdns.adapters import worktree
 
     env = os.environ if env is None else env
     try:
-        handle = git.Repo(repo, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        wt = worktree.open_worktree(repo)
+    except worktree.NotAWorkTree:
         return f"acting on the files in {repo} (not in a git work tree: no commit to check)"
-    if handle.working_tree_dir is None:
-        raise NotCommitted(f"{repo}: a bare repository; give the path of a work tree")
-    try:
-        head = handle.head.commit
-    except ValueError:
+    except worktree.WorkTreeError as exc:  # a bare repository, or one without a commit
         if from_worktree:
-            return f"acting on the files in {repo} ({flag}; the repository has no commit yet)"
-        raise NotCommitted(f"{repo}: the repository has no commit yet: commit the desired state first "
-                           "(or pass --from-worktree)") from None
+            return f"acting on the files in {repo} ({flag}; {exc})"
+        raise NotCommitted(f"{exc}: commit the desired state first (or pass --from-worktree)") from None
+    head = wt.handle.head.commit
     message = head.message if isinstance(head.message, str) else head.message.decode("utf-8", "replace")
     subject = (message.strip().splitlines() or [""])[0]
     where = f"{head.hexsha[:7]} ({subject})"
-    root = Path(handle.working_tree_dir).resolve()
-    prefix = Path(repo).resolve().relative_to(root).as_posix()
-    dirty = _dirty(handle, "." if prefix in ("", ".") else prefix)
+    dirty = _dirty(wt)
     if from_worktree:
         extra = f" plus {len(dirty)} uncommitted file(s): {', '.join(dirty[:5])}" if dirty else ""
         return f"acting on the work tree ({flag}): {where}{extra}"
@@ -70,68 +66,71 @@ def acting_on(repo: Path, *, from_worktree: bool = False, env: Mapping[str, str]
         shown = ", ".join(dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
         raise NotCommitted(f"{repo}: uncommitted desired state ({shown}): a writing command acts on "
                            f"committed state only; commit and merge it, or pass --from-worktree")
-    problem = _unmerged(handle, head.hexsha, env)
+    problem = _unmerged(wt, head.hexsha, env)
     if problem:
         raise NotCommitted(f"{repo}: HEAD {where} {problem}; a writing command acts on merged state only "
                            "(or pass --from-worktree)")
     return f"acting on {where}"
 
 
-def _dirty(handle: object, pathspec: str) -> list[str]:
+def _dirty(wt: WorkTree) -> list[str]:
     """Desired-state files that differ from HEAD, and every path with a merge conflict."""
-    import git
+    from gitdns.adapters.worktree import run_git
 
-    assert isinstance(handle, git.Repo)
-    out = handle.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", pathspec)
+    out = run_git(wt, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--", wt.prefix or ".")
     entries = out.split("\0")
     found: list[str] = []
     i = 0
     while i < len(entries):
         entry = entries[i]
         i += 1
-        if len(entry) < 4:
-            continue
-        state, path = entry[:2], entry[3:]
-        if state[0] in "RC":  # a rename or copy: the source path follows
+        kind = entry[:2]
+        if kind == "1 ":
+            path = entry.split(" ", 8)[-1]
+        elif kind == "2 ":  # a rename or copy: the source path follows
+            path = entry.split(" ", 9)[-1]
             i += 1
-        if state in CONFLICTS or path.endswith(YAML_SUFFIXES):
-            found.append(path + (" (merge conflict)" if state in CONFLICTS else ""))
+        elif kind == "u ":
+            found.append(entry.split(" ", 10)[-1] + " (merge conflict)")
+            continue
+        elif kind == "? ":
+            path = entry[2:]
+        else:
+            continue
+        if path.endswith(YAML_SUFFIXES):
+            found.append(path)
     return sorted(found)
 
 
-def desired_branch(handle: object, env: Mapping[str, str]) -> str:
+def desired_branch(wt: WorkTree, env: Mapping[str, str]) -> str:
     """GITDNS_BRANCH, else the remote's default branch, else main."""
-    import git
+    from gitdns.adapters.worktree import WorkTreeError, run_git
 
-    assert isinstance(handle, git.Repo)
     if env.get("GITDNS_BRANCH"):
         return env["GITDNS_BRANCH"]
     try:
-        target = handle.git.symbolic_ref("--quiet", f"refs/remotes/{REMOTE}/HEAD")
-    except git.GitCommandError:
+        target = run_git(wt, "symbolic-ref", "--quiet", f"refs/remotes/{REMOTE}/HEAD")
+    except WorkTreeError:
         return DEFAULT_BRANCH
-    return str(target).removeprefix(f"refs/remotes/{REMOTE}/") or DEFAULT_BRANCH
+    return target.removeprefix(f"refs/remotes/{REMOTE}/") or DEFAULT_BRANCH
 
 
-def _unmerged(handle: object, sha: str, env: Mapping[str, str]) -> str:
+def _unmerged(wt: WorkTree, sha: str, env: Mapping[str, str]) -> str:
     """Why HEAD is not on the desired branch as origin knows it ("" when it is, or no origin)."""
-    import git
+    from gitdns.adapters.worktree import WorkTreeError, run_git
 
-    assert isinstance(handle, git.Repo)
-    if REMOTE not in [r.name for r in handle.remotes]:
+    if wt.origin_url() is None:
         return ""
-    branch = desired_branch(handle, env)
+    branch = desired_branch(wt, env)
     ref = f"refs/remotes/{REMOTE}/{branch}"
     try:
-        handle.git.rev_parse("--verify", "--quiet", ref)
-    except git.GitCommandError:
+        run_git(wt, "rev-parse", "--verify", "--quiet", ref)
+    except WorkTreeError:
         return (f"cannot be checked: {REMOTE}/{branch} is not known here (git fetch {REMOTE}; "
                 "GITDNS_BRANCH names another desired branch)")
     try:
-        handle.git.merge_base("--is-ancestor", sha, ref)
-    except git.GitCommandError as exc:
-        if exc.status == 1:
-            return (f"is not on {REMOTE}/{branch} (an unmerged branch, or {REMOTE} not fetched since the "
-                    f"merge: git fetch {REMOTE})")
-        raise NotCommitted(f"git merge-base failed: {str(exc.stderr).strip() or exc}") from None
+        run_git(wt, "merge-base", "--is-ancestor", sha, ref)
+    except WorkTreeError:
+        return (f"is not on {REMOTE}/{branch} (an unmerged branch, or {REMOTE} not fetched since the "
+                f"merge: git fetch {REMOTE})")
     return ""

@@ -147,3 +147,29 @@ def to_json(plans: Iterable[Plan], extra: dict[str, object] | None = None,
     if extra:
         doc.update(extra)
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def bookkeeping(rec: RecordSet, names: Mapping[str, str] | None = None) -> str | None:
+    """What gitdns's own bookkeeping record ``rec`` is, for a person ("gitdns heartbeat of
+    eu-west-1", "gitdns active groups"), or None for any other record.  These TXT carry no
+    ownership record of their own: shown as FOREIGN they would look like someone else's."""
+    from gitdns.core.groups import GITDNS_PREFIX, KUADRANT_PREFIX
+    from gitdns.core.owners import HEARTBEAT_PREFIX, parse_heartbeat
+
+    if rec.type != "TXT":
+        return None
+    if rec.name.startswith(HEARTBEAT_PREFIX):
+        beat = parse_heartbeat(rec)
+        if beat is None:
+            return "gitdns heartbeat (unreadable value)"
+        who = (names or {}).get(beat[0])
+        return f"gitdns heartbeat of {who} ({beat[0]})" if who else f"gitdns heartbeat of owner {beat[0]}"
+    if rec.name.startswith("gitdns-lock-"):
+        fields = dict(part.partition("=")[::2] for part in (rec.values[0] if rec.values else "").strip('"').split(","))
+        holder = fields.get("holder", "")
+        return f"gitdns lease (held by {holder})" if holder else "gitdns lease"
+    if rec.name.startswith(GITDNS_PREFIX):
+        return "gitdns active groups"
+    if rec.name.startswith(KUADRANT_PREFIX):
+        return "active groups (Kuadrant's record, mirrored by gitdns)"
+    return None

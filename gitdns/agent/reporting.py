@@ -73,6 +73,7 @@ def report(agent: Reporter) -> ClusterReport:
             applied_revision=track.desired.state.revision.label if track.desired.state.revision else None,
             error="; ".join(outcome.errors) if outcome else "",
             missing=outcome.pending_after_apply if outcome else 0,
+            notes=builder.notes_for_zone(track.desired.state, cluster, zone) if cluster is not None else (),
             **agent.role.zone_extras(zone),
         ))
     for name in sorted(agent.state.held_without_state - set(agent.state.tracks)):

@@ -35,6 +35,9 @@ class ZoneReport:
     endpoints: tuple[RecordSet, ...] | None = None
     # primary mode: what was published for each remote (cluster id -> Verdict.as_dict())
     delegation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # what the layouts of this cluster's hosts in the zone leave out (flattened, no addresses):
+    # the same notes as the plan's, changing only with the revision
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,8 @@ def zone_document(report: ZoneReport) -> dict[str, Any]:
         "recordsMissing": report.missing,
         "lastChangeIds": list(report.change_ids),
     }
+    if report.notes:
+        doc["notes"] = list(report.notes)
     if report.endpoints is not None:
         doc["endpoints"] = _sorted_records(report.endpoints)
     if report.delegation:

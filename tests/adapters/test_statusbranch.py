@@ -402,7 +402,7 @@ def test_json_and_text_output() -> None:
     assert to_json(agg) == json.dumps(agg, indent=2, sort_keys=True) + "\n"
     text = to_text(agg)
     lines = text.splitlines()
-    assert lines[0].split() == ["CLUSTER", "ID", "READY", "APPLIED", "DESIRED", "ZONES", "NOT", "OK"]
+    assert lines[0].split() == ["CLUSTER", "ID", "READY", "APPLIED", "APPLIED", "AT", "LAG", "ZONES", "NOT", "OK"]
     us = next(line for line in lines if line.startswith("us "))
     assert "NotReady" in us and "1699999999.0000000*" in us
     assert "Ready=False(ProviderError)" in us and "Stalled=True(MassChangeRefused)" in us and "held:example.com" in us

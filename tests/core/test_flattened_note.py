@@ -142,6 +142,13 @@ def test_the_agents_plan_on_an_rfc2136_zone_carries_the_note(tmp_path: Path) -> 
         assert outcome.errors == [] and outcome.plan is not None
         geo = "GEO-EU" if name == "eu" else "US"
         assert NOTE.format(geo=geo, weight=120) in outcome.plan.notes
+        # and the status branch's zone document says it (what `gitdns status` and auditors read)
+        from gitdns.core.status import zone_document
+
+        report = agent.last_report
+        assert report is not None
+        [zone_report] = report.zones
+        assert NOTE.format(geo=geo, weight=120) in zone_document(zone_report)["notes"]
     published = {str(n).rstrip("."): sorted(r.to_text() for r in rdatas)
                  for (n, t), (_, rdatas) in server.rrsets.items() if str(n).startswith("www.")}
     assert published == {HOST: ["192.0.2.1", "192.0.2.2"]}  # one multi-value A: no geo, no weights

@@ -98,18 +98,20 @@ def test_a_failed_node_leaves_the_answer_and_comes_back(rig: Rig) -> None:
     assert rig.orchestrator.metrics.value("health_orchestrator_dns_updates_total") >= 3  # type: ignore[operator]
 
 
-def test_all_nodes_down_keeps_the_last_set(rig: Rig) -> None:
+def test_all_nodes_down_publishes_every_node(rig: Rig) -> None:
     wait_for(lambda: rig.answer_is(API, rig.ips()), what="all three nodes answered")
+    rig.nodes[1].stop()  # one down first: withdrawn
+    wait_for(lambda: rig.answer_is(API, rig.ips("node-1", "node-3")), what="node-2 withdrawn")
     for node in rig.nodes:
         node.stop()
     metrics = rig.orchestrator.metrics
     wait_for(lambda: metrics.value("health_orchestrator_fail_open") == 1, what="fail open")
     wait_for(lambda: metrics.value("health_orchestrator_healthy_nodes") == 0, what="no healthy node")
-    kept = set(rig.orchestrator.published.ips)
-    assert kept, "fail open must keep a non-empty set"
-    assert rig.dnsmasq.answers(API) == kept
+    # every node of the pool is published (as Route53 and dns-operator answer), not the last set
+    wait_for(lambda: rig.answer_is(API, rig.ips()), what="every node published")
+    assert set(rig.orchestrator.published.ips) == rig.ips()
     lines = [line for line in (rig.out / "tenant-a.hosts").read_text().splitlines() if not line.startswith("#")]
-    assert lines and {line.split()[0] for line in lines} == kept
+    assert {line.split()[0] for line in lines} == rig.ips()
     assert rig.orchestrator.status()["fail_open"] is True
     rig.nodes[0].start()
     wait_for(lambda: metrics.value("health_orchestrator_fail_open") == 0, what="fail open ends")

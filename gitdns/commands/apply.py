@@ -30,6 +30,8 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
 
     acting = acting_on(repo, from_worktree=from_worktree or dry_run,
                        flag="--from-worktree" if from_worktree else "--dry-run")
+    from gitdns.commands.observed import observed_gateways, unobserved
+
     loaded = load(repo)
     desired = replace(loaded, previous=lambda: previous_state(loaded))
     result = Result(err=problem_lines(desired))
@@ -41,6 +43,21 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     # every cluster as its agent would: remotes first (the primaries merge what they publish)
     clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if all_clusters
                 else [find_cluster(desired, cluster or "")])
+    # discovered gateways (no addresses in git): the addresses their agents last published; a
+    # gateway never observed would be withdrawn by this run, so the run is refused
+    never = {c.name: unobserved(desired, c.id) for c in clusters}
+    if any(never.values()):
+        for name, gateways in sorted(never.items()):
+            if gateways:
+                result.err.append(f"gitdns apply: cluster {name}: gateway(s) {', '.join(gateways)} are discovered from "
+                                  "the cluster (no addresses in git) and its agent has published no observation "
+                                  "(gateways.yaml on its status branch): applying now would withdraw their records; "
+                                  "run the agent in that cluster, or write the addresses in git")
+        result.code = EXIT_ERROR
+        return result
+    desired, observed = observed_gateways(desired)
+    result.err.extend(f"note: {note}" for note in observed)
+    clusters = [desired.state.cluster(c.id) or c for c in clusters]  # with the observed gateways
     names = {c.id: c.name for c in desired.state.clusters}
     results: list[tuple[str, ZoneOutcome]] = []
     health, state_at = published(desired), revisions(desired)

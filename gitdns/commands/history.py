@@ -415,7 +415,10 @@ def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_c
     """Fetch the branch (and every status branch) and trace NAME or VALUE through the YAML
     commits in the window (the newest ``max_commits`` when > 0), through the git transport
     ``auth`` (default: the ambient git configuration)."""
+    from gitdns.adapters.gitauth import check_url
+
     text = name.strip()
+    check_url(repo_url(repo))  # a token or password in the URL is refused before anything runs
     with scratch_dir(state_dir, "history") as workdir, \
             Walk(repo_url(repo), branch=branch, path=_clean(path), workdir=workdir, timeout=GIT_TIMEOUT,
                  auth=auth or GitAuth()) as walk:

@@ -23,6 +23,28 @@ from gitdns.core.status import published_gateways
 from gitdns.core.statusdoc import load as load_doc
 
 
+def unobserved(desired: Desired, cluster_id: str) -> list[str]:
+    """The discovered gateways of ``cluster_id`` that its agent never published an observation
+    of ("namespace/name"): a one-shot verb acting as that cluster would withdraw their records."""
+    cluster = next((c for c in desired.state.clusters if c.id == cluster_id), None)
+    if cluster is None or not any(g.discovered for g in cluster.gateways):
+        return []
+    from gitdns.adapters.gitrev import status_files
+
+    files = status_files(Path(desired.root), [cluster.id], ("gateways.yaml",)).get(cluster.id, {})
+    text = files.get("gateways.yaml", "")
+    try:
+        published = published_gateways(load_doc(text)) if text else {}
+    except ValueError:
+        published = {}
+    out = []
+    for gateway in (g for g in cluster.gateways if g.discovered):
+        seen = published.get((gateway.namespace, gateway.name))
+        if seen is None or seen.state == "unobserved":
+            out.append(f"{gateway.namespace}/{gateway.name}")
+    return out
+
+
 def observed_gateways(desired: Desired) -> tuple[Desired, list[str]]:
     """``desired`` with every cluster's discovered gateways as their status branches last
     published them, and one note per discovered gateway saying where its addresses come from."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitdns.commands import EXIT_OK, Result
 from gitdns.core.desired import Desired
@@ -12,9 +11,6 @@ from gitdns.core.records import normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
-
-if TYPE_CHECKING:
-    from gitdns.core.inventory import Row
 
 
 def find_zone(desired: Desired, ident: str) -> Zone | None:
@@ -57,20 +53,8 @@ def zone_show(repo: Path, ident: str, fmt: str = "text", *, fences: Fences = STR
     desired = load(repo)
     zone, provider = zone_and_provider(desired, ident, repo, fences)
     names = {c.id: c.name for c in desired.state.clusters}
-    rows = own_rows(inventory.inventory(provider.read(zone.domain), names), names)
+    rows = inventory.inventory(provider.read(zone.domain), names)  # bookkeeping records named as gitdns's
     render = inventory.to_json if fmt == "json" else inventory.to_text
     return Result(EXIT_OK, [render(zone.domain, rows)])
 
 
-def own_rows(rows: list[Row], names: dict[str, str]) -> list[Row]:
-    """Rows with gitdns's own bookkeeping records (heartbeats, leases, active groups) shown as
-    gitdns's (`planfmt.bookkeeping`), not as foreign records without an ownership record."""
-    from dataclasses import replace
-
-    from gitdns.core.planfmt import bookkeeping
-
-    out: list[Row] = []
-    for row in rows:
-        label = bookkeeping(row.record, names) if row.foreign else None
-        out.append(replace(row, owners=(label,)) if label else row)
-    return out

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gitdns.core.plancontext import claimed
-from gitdns.core.planfmt import record_dict
+from gitdns.core.planfmt import bookkeeping, record_dict
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordSet, ZoneSnapshot
 
@@ -37,9 +37,10 @@ def inventory(snapshot: ZoneSnapshot, names: Mapping[str, str] | None = None) ->
             for value in claimed(entry, rec):
                 if value in per_value:
                     per_value[value].append(label.get(owner, owner))
+        own = bookkeeping(rec, label) if not entries else None  # gitdns's heartbeat, lease, active groups
         rows.append(Row(
             rec,
-            tuple(label.get(o, o) for o in sorted(entries)),
+            (own,) if own else tuple(label.get(o, o) for o in sorted(entries)),
             tuple((v, tuple(o)) for v, o in per_value.items()),
             tuple((label.get(o, o), e.labels.rev or "") for o, e in sorted(entries.items())),
         ))

@@ -15,7 +15,7 @@ from gitdns.commands.gitremote import TRANSPORT, git_auth
 FLAGS = ("--ssh-key", "--known-hosts", "--token-file", "--token-env", "--ca-file", "--git-username")
 REMOTE_VERBS = (["status"], ["history", "api.example.com"], ["groups", "add", "example.com", "a"],
                 ["groups", "remove", "example.com", "a"], ["groups", "set", "example.com"],
-                ["groups", "reconcile", "example.com"], ["agent"])
+                ["groups", "reconcile", "example.com"], ["groups", "get", "example.com"], ["agent"])
 
 
 def test_the_transport_is_the_agent_s_settings() -> None:
@@ -64,12 +64,6 @@ def test_the_flags_default_to_none(argv: list[str]) -> None:
     """None, not "": an absent flag leaves the GITDNS_* variable (and the agent's config file) in force."""
     args = build_parser().parse_args(argv)
     assert all(getattr(args, name) is None for name in TRANSPORT)
-
-
-def test_groups_get_reads_no_remote_and_takes_no_transport_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["groups", "get", "example.com", "--ssh-key", "/key"])
-    assert "unrecognized arguments: --ssh-key" in capsys.readouterr().err
 
 
 def test_the_flags_are_defined_once() -> None:

@@ -135,6 +135,12 @@ class GroupsRepo:
         return git("rev-parse", f"refs/heads/{branch}", cwd=self.work)
 
 
+def has_branch(work: Path, branch: str) -> bool:
+    done = subprocess.run(["git", "rev-parse", "--verify", "-q", f"refs/heads/{branch}"], cwd=work,
+                          capture_output=True, text=True, timeout=30, check=False)
+    return done.returncode == 0
+
+
 def groups_repo(bare: Path, url: str, work: Path) -> GroupsRepo:
     """The site A / site B story (tests/commands/test_failover.py) on main, pushed to ``bare``;
     origin is ``url``, the server's address of ``bare``."""
@@ -220,22 +226,22 @@ def test_groups_push_with_a_wrong_known_hosts_names_the_mismatch(sshd: SshServer
     assert run.done.returncode == 1
     assert "(reason: HostKeyMismatch)" in run.done.stderr, run.output[-3000:]
     assert host_key_fingerprint(sshd) in run.done.stderr
-    assert f"the branch {BRANCH} is committed locally" in run.done.stderr
-    assert repo.pushed() is None and repo.local()
+    # origin is fetched first (a change is numbered and based on it): nothing is committed or pushed
+    assert "use --direct when git is unreachable (reason: GroupsChangeRefused)" in run.done.stderr
+    assert repo.pushed() is None and not has_branch(repo.work, BRANCH)
 
 
-def test_groups_health_check_that_cannot_read_origin_says_why(sshd: SshServer, gitdns: Gitdns,
-                                                              tmp_path: Path) -> None:
-    """Without --push the branch is only committed; the status branches' read failed, and the
-    warning names the reason."""
+def test_groups_set_that_cannot_fetch_origin_is_refused_and_says_why(sshd: SshServer, gitdns: Gitdns,
+                                                                    tmp_path: Path) -> None:
+    """Without --push too: origin is fetched before anything is numbered or committed; the
+    refusal names the transport's reason and the way out (--direct)."""
     repo = ssh_groups(sshd, tmp_path, "cli-groups-ssh-wrong-host-nopush")
     run = gitdns("groups", "set", "example.com", "site-b", "--repo", str(repo.work),
                  *ssh_flags(sshd, known_hosts=sshd.wrong_known_hosts))
-    assert run.done.returncode == 0, run.output[-3000:]
-    warning = run.done.stderr.split("the status branches on origin were not read", 1)
-    assert len(warning) == 2, run.done.stderr
-    assert "(reason: HostKeyMismatch)" in warning[1] and host_key_fingerprint(sshd) in warning[1]
-    assert repo.local() and repo.pushed() is None
+    assert run.done.returncode == 1, run.output[-3000:]
+    assert "(reason: HostKeyMismatch)" in run.done.stderr and host_key_fingerprint(sshd) in run.done.stderr
+    assert "(reason: GroupsChangeRefused)" in run.done.stderr
+    assert not has_branch(repo.work, BRANCH) and repo.pushed() is None
 
 
 def test_groups_push_over_https_lands_the_branch(https: HttpsServer, gitdns: Gitdns, tmp_path: Path) -> None:
@@ -275,8 +281,8 @@ def test_groups_push_with_a_wrong_token_is_refused(https: HttpsServer, gitdns: G
     run = set_site_b(gitdns, repo, *https_flags(https, token_file(tmp_path, "not-the-token-7f3a")))
     assert run.done.returncode == 1
     assert "(reason: AuthenticationFailed)" in run.done.stderr, run.output[-3000:]
-    assert f"the branch {BRANCH} is committed locally" in run.done.stderr
-    assert repo.pushed() is None
+    assert "(reason: GroupsChangeRefused)" in run.done.stderr
+    assert repo.pushed() is None and not has_branch(repo.work, BRANCH)
     assert_no_secret("not-the-token-7f3a", run, repo.work / ".git")
 
 

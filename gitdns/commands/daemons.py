@@ -56,6 +56,8 @@ def once_report(cycle: Cycle, report: ClusterReport | None) -> Result:
         result.line(line)
         for conflict in plan.real_conflicts if plan else ():
             result.line(f"zone {outcome.zone.domain}: {conflict.reason}: {conflict.message}")
+        for note in dict.fromkeys(plan.notes if plan else ()):  # what the layouts leave out, once each
+            result.line(f"zone {outcome.zone.domain}: note: {note}")
         for error in outcome.errors:
             result.line(f"zone {outcome.zone.domain}: error: {error}")
     if report is None:

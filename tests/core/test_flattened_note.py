@@ -149,6 +149,12 @@ def test_the_agents_plan_on_an_rfc2136_zone_carries_the_note(tmp_path: Path) -> 
         assert report is not None
         [zone_report] = report.zones
         assert NOTE.format(geo=geo, weight=120) in zone_document(zone_report)["notes"]
+        # and `gitdns agent --once` prints it, once
+        from gitdns.commands.daemons import once_report
+
+        printed = "".join(once_report(cycle, report).out).splitlines()
+        notes = [line for line in printed if line.endswith(NOTE.format(geo=geo, weight=120))]
+        assert notes == [f"zone {zone_report.zone}: note: {NOTE.format(geo=geo, weight=120)}"], printed
     published = {str(n).rstrip("."): sorted(r.to_text() for r in rdatas)
                  for (n, t), (_, rdatas) in server.rrsets.items() if str(n).startswith("www.")}
     assert published == {HOST: ["192.0.2.1", "192.0.2.2"]}  # one multi-value A: no geo, no weights

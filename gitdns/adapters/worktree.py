@@ -4,7 +4,7 @@ branch without touching the checkout, push that branch (``gitdns groups``'s pull
     open_worktree(repo) -> WorkTree       the work tree ``repo`` lies in (NotAWorkTree outside one)
     head_files(wt) -> {path: text}        the desired repository's YAML files as HEAD has them
     is_dirty(wt, path) / branch_exists(wt, branch)
-    commit_on_branch(wt, path, content, branch, message) -> sha
+    commit_on_branch(wt, path, content, branch, message, parent=HEAD) -> sha
     push_branch(wt, branch, auth=GitAuth(), timeout=) to ``origin``, with the git transport
                                           ``auth`` (`gitdns.adapters.gitauth`)
 
@@ -105,10 +105,12 @@ def branch_exists(wt: WorkTree, branch: str) -> bool:
     return bool(run_git(wt, "branch", "--list", branch))
 
 
-def commit_on_branch(wt: WorkTree, path: str, content: str, branch: str, message: str) -> str:
-    """Commit HEAD's tree with ``path`` set to ``content`` on the new ``branch``, with a
-    temporary index: the checkout, the index and the current branch are not touched."""
-    head = wt.handle.head.commit.hexsha
+def commit_on_branch(wt: WorkTree, path: str, content: str, branch: str, message: str,
+                     parent: str | None = None) -> str:
+    """Commit ``parent``'s tree (default HEAD's) with ``path`` set to ``content`` on the new
+    ``branch``, with a temporary index: the checkout, the index and the current branch are not
+    touched."""
+    head = parent or wt.handle.head.commit.hexsha
     with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
         data = Path(tmp) / "blob"
         data.write_bytes(content.encode("utf-8"))

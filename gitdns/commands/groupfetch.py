@@ -6,7 +6,6 @@ checkout's HEAD when it contains ``origin/<branch>``: local commits on top are k
     fetch_desired(wt, auth) -> Fetched    base commit, its files, and a note when not fetched
     free_branch(wt, name) -> str          ``name``, or ``name-2``, ``name-3``... : a branch
                                           name neither the work tree nor origin has used
-    commit_on(wt, parent, path, content, branch, message) -> sha
     head_at(wt, sha) -> HeadInfo
 
 The desired branch is the one `committed.desired_branch` names (GITDNS_BRANCH, else origin's
@@ -99,22 +98,6 @@ def free_branch(wt: WorkTree, name: str) -> str:
         n += 1
         candidate = f"{name}-{n}"
     return candidate
-
-
-def commit_on(wt: WorkTree, parent: str, path: str, content: str, branch: str, message: str) -> str:
-    """Commit ``parent``'s tree with ``path`` set to ``content`` on the new ``branch``, with a
-    temporary index: the checkout, the index and the current branch are not touched."""
-    with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
-        data = Path(tmp) / "blob"
-        data.write_bytes(content.encode("utf-8"))
-        blob = run_git(wt, "hash-object", "-w", "--no-filters", str(data))
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(wt, "read-tree", parent, env=env)
-        run_git(wt, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
-        tree = run_git(wt, "write-tree", env=env)
-    commit = run_git(wt, "commit-tree", tree, "-p", parent, "-m", message)
-    run_git(wt, "update-ref", "-m", "gitdns groups", f"refs/heads/{branch}", commit, "0" * 40)
-    return commit
 
 
 def head_at(wt: WorkTree, sha: str) -> HeadInfo:

@@ -191,7 +191,7 @@ def _commit_groups(req: Request, wt: WorkTree, base: Fetched, desired: Desired, 
     """Edit (or create) the zone's ActiveGroups file, validate, commit on a new branch from
     ``base`` (origin's desired branch, fetched).  Returns (branch, repo-relative path, new text)."""
     from gitdns.adapters import worktree
-    from gitdns.commands.groupfetch import commit_on, free_branch
+    from gitdns.commands.groupfetch import free_branch
 
     files = base.files
     doc = desired.state.groups_for_zone(zone.name)
@@ -214,7 +214,7 @@ def _commit_groups(req: Request, wt: WorkTree, base: Fetched, desired: Desired, 
                               f"groups({zone.name}): reconcile git with the zone: {show(target)} (serial {serial})")
     if _git(worktree.branch_exists, wt, branch):
         raise GroupsRefused(f"branch {branch} already exists: name another with --branch")
-    _git(commit_on, wt, base.sha, path, text, branch, message)
+    _git(worktree.commit_on_branch, wt, path, text, branch, message, base.sha)
     if req.push:
         if wt.origin_url() is None:
             raise GroupsRefused("--push: the work tree has no remote named origin")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 
 from gitdns.core import builder
 from gitdns.core.desired import Desired
@@ -25,11 +24,10 @@ from gitdns.core.planleave import farewell, holds
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.reconcile.engine import ProviderFactory, skip_reason
-from gitdns.reconcile.pipeline import run
-from gitdns.reconcile.preview import Overlay, Published, Recorder, StateAt, effective_plan, last_applied, preview_pass
+from gitdns.reconcile.preview import Overlay, Published, Recorder, StateAt, effective_plan, preview_pass
 from gitdns.reconcile.preview import primary_inputs as preview_primary_inputs
-from gitdns.reconcile.run import role_of
-from gitdns.reconcile.zonepass import ZoneOutcome, ZonePass
+from gitdns.reconcile.run import zone_pass
+from gitdns.reconcile.zonepass import ZoneOutcome
 
 
 def with_notes(desired: Desired, cluster: Cluster, outcomes: Sequence[ZoneOutcome]) -> None:
@@ -88,16 +86,11 @@ def _preview(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
 def _leave(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, *, force: bool, mode: PlanMode,
            always_verify: bool, health: Published, state_at: StateAt | None, now: float) -> ZoneOutcome:
     """The pass `reconcile` runs in a zone, plus the heartbeat once nothing else is left."""
-    outcome = ZoneOutcome(zone)
-    unhealthy, _ = health.of(cluster.id)
     inputs = preview_primary_inputs(desired, cluster, zone, health, now)
     recorder = Recorder(provider, zone.domain)
-    own = replace(desired, previous=last_applied(desired, cluster, partial(recorder.read, zone.domain), health,
-                                                 state_at))
-    p = ZonePass(zone, own, cluster, recorder, True, outcome, mode=mode, force=force,
-                 owners=tuple(c.id for c in desired.state.clusters), always_verify=always_verify,
-                 unhealthy=unhealthy, frozen=health.frozen, primary=inputs)
-    run(p, role_of(cluster, inputs is not None))
+    p = zone_pass(desired, cluster, zone, recorder, inputs, force=force, mode=mode, always_verify=always_verify,
+                  health=health, state_at=state_at)
+    outcome = p.outcome
     if outcome.ok and not outcome.pending_after_apply:
         last = farewell(recorder.read(zone.domain), cluster.id, zone.domain)
         if last:

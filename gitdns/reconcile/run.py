@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, DesiredState, Mode, Zone
@@ -50,19 +51,27 @@ def reconcile(desired: Desired, cluster: Cluster, factory: ProviderFactory, *,
             outcome.plan = plan
             outcomes.append(outcome)
             continue
-        outcome = ZoneOutcome(zone)
-        unhealthy, _ = health.of(cluster.id)
         provider = Recorder(NO_PROVIDER if cluster.mode is Mode.REMOTE else factory(zone), zone.domain)
-        own = replace(desired, previous=last_applied(desired, cluster, partial(provider.read, zone.domain), health,
-                                                     state_at))
-        p = ZonePass(zone, own, cluster, provider, True, outcome, mode=mode, force=force,
-                     owners=tuple(c.id for c in desired.state.clusters), always_verify=always_verify,
-                     unhealthy=unhealthy, frozen=health.frozen, primary=inputs)
-        run(p, role_of(cluster, inputs is not None))
-        if outcome.plan is not None or provider.changes:  # what was written, whichever step wrote it
-            outcome.plan = effective_plan(outcome, cluster, provider, 0, p.notes)
-        outcomes.append(outcome)
+        p = zone_pass(desired, cluster, zone, provider, inputs, force=force, mode=mode, always_verify=always_verify,
+                      health=health, state_at=state_at)
+        if p.outcome.plan is not None or provider.changes:  # what was written, whichever step wrote it
+            p.outcome.plan = effective_plan(p.outcome, cluster, provider, 0, p.notes)
+        outcomes.append(p.outcome)
     return outcomes
+
+
+def zone_pass(desired: Desired, cluster: Cluster, zone: Zone, provider: Recorder, inputs: Any, *, force: bool,
+              mode: PlanMode, always_verify: bool, health: Published, state_at: StateAt | None) -> ZonePass:
+    """One zone's pass as the cluster's agent runs it (the steps of its role), written through
+    ``provider``; a reviewed removal judged against the revision the cluster last applied."""
+    unhealthy, _ = health.of(cluster.id)
+    own = replace(desired, previous=last_applied(desired, cluster, partial(provider.read, zone.domain), health,
+                                                 state_at))
+    p = ZonePass(zone, own, cluster, provider, True, ZoneOutcome(zone), mode=mode, force=force,
+                 owners=tuple(c.id for c in desired.state.clusters), always_verify=always_verify,
+                 unhealthy=unhealthy, frozen=health.frozen, primary=inputs)
+    run(p, role_of(cluster, inputs is not None))
+    return p
 
 
 def reconciled_zones(desired: Desired, cluster: Cluster, health: Published, state_at: StateAt | None) -> list[Zone]:

@@ -171,8 +171,10 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
     while not plan.stalled and plan.changes:
         result: ApplyResult = provider.apply(zone.domain, plan.applicable, plan.guards)
         outcome.applied += len(result.applied)
-        for group, why in result.failed:
-            outcome.errors.append(f"{group}: {why}")
+        for group, why in result.failed:  # once each, across re-plans; named once (providers may name it)
+            text = why if why.startswith(f"{group}:") else f"{group}: {why}"
+            if text not in outcome.errors:
+                outcome.errors.append(text)
         if not result.refused:
             return
         attempt += 1

@@ -9,42 +9,10 @@ import os
 import re
 from pathlib import Path
 
+from tests.test_image import stages  # the Dockerfile's stages, parsed once for both test modules
+
 ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
-
-
-def dockerfile_instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
-    lines: list[str] = []
-    pending = ""
-    for raw in DOCKERFILE.read_text().splitlines():
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped.endswith("\\"):
-            pending += stripped[:-1] + " "
-            continue
-        lines.append(pending + stripped)
-        pending = ""
-    assert not pending, "Dockerfile ends in a continuation line"
-    out = []
-    for line in lines:
-        instruction, _, args = line.partition(" ")
-        out.append((instruction.upper(), args.strip()))
-    return out
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    result: list[list[tuple[str, str]]] = []
-    for instruction, args in dockerfile_instructions():
-        if instruction == "FROM":
-            result.append([])
-        elif instruction not in ("ARG",):
-            assert result, f"{instruction} before the first FROM"
-        if result:
-            result[-1].append((instruction, args))
-    return result
 
 
 def _dockerignore_regex(pattern: str) -> re.Pattern[str]:

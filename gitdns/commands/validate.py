@@ -15,6 +15,9 @@ def validate(path: Path, fmt: str = "text") -> Result:
     desired = load(path)
     problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
     notes = warnings(desired.state, desired.rejected)  # say, never hold: e.g. no ActiveGroups document
+    from gitdns.commands.serialcheck import serial_warnings
+
+    notes += serial_warnings(desired)  # a committed serial at or below one the status branches report applied
     result = Result(EXIT_ERROR if problems else EXIT_OK)
     if fmt == "json":
         doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],

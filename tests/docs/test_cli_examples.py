@@ -1,0 +1,171 @@
+"""docs/cli.md shows the real output of each command: every example block of the page (a fenced
+block below an ``<!-- example: SCENARIO [STEP] -->`` marker) is run for real and compared with
+the page by the rules of `tests.docs.examples` (read them there: commands rewritten for the
+scenario, ``…`` elisions, ``(stderr)`` lines, table padding, and the values that vary between
+runs — commit shas of the scenario's repositories, wall-clock times, durations — which the page
+keeps as concrete values standing for the real ones, consistently).
+
+The scenarios (the SCENARIO of the markers):
+
+- ``checkout``: the project checkout as a user has it: ``example-repo/`` committed in a git
+  work tree (the ownership TXT then carry a ``rev`` label and ``apply`` names the commit it acts
+  on), commands run from the top of it.  Steps: ``fresh`` (nothing applied), ``typo``
+  (``policies/web.yaml`` says ``strategy: simpel``), ``applied`` (``gitdns apply
+  --all-clusters`` ran), ``shared`` (applied, and ``example.com`` also holds records of
+  a dns-operator cluster, two legacy owners and a departed gitdns cluster:
+  tests/core/test_registry_owners.py's seed).
+- ``fleet``: tests/commands/test_status_history.py's fleet — a desired branch of four commits,
+  status branches published by the agent's own publishing code (`StatusBranch.publish` of
+  `documents(report)`) for five clusters, one failing, one removed from git, one never in git;
+  ``https://git.example.com/platform/dns.git`` is its bare repository.
+- ``audited``: tests/commands/test_history_audit.py's repository — a failover merged as pull
+  request #7, restored later, one status branch applying the merge and withdrawing then
+  restoring a target; ``dns.git`` in the working directory is its bare repository.
+- ``walkthrough``: the page's "Walk-through on the example repository": a directory holding a
+  copy of ``example-repo/``, where ``/tmp/demo`` stands for ``demo/`` in it.  Steps:
+  ``first-apply`` (``gitdns apply --repo demo --cluster eu-west-1``, as the text says),
+  ``longer-ttl`` (the TTL change of step 5, committed), ``typo`` (the broken file of step 6,
+  committed).
+
+Examples that are not run, each with its reason, are `SKIPPED` (and a marker naming a reason that
+is no longer used fails the test, so the list stays short and true).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.commands.test_history_audit import audited  # noqa: F401  (a fixture, used by name)
+from tests.commands.test_status_history import fleet  # noqa: F401  (a fixture, used by name)
+from tests.core.test_registry_owners import _seed as seed_shared_owners
+from tests.docs.examples import DOCS, URL, Scenario, at, blocks, copy_example, git
+
+PAGE = DOCS / "cli.md"
+
+SKIPPED = {
+    "ssh-host-key": "needs an SSH git host whose host key changed and an HTTPS host behind a private CA; "
+                    "tests/e2e/test_cli_git_hosts.py runs these failures against real servers",
+    "daemon": "the orchestrator runs until it is stopped and needs nodes to probe (docs/health.md)",
+}
+
+CHECKOUT_TIME = 1_714_564_800  # 2024-05-01T12:00:00Z: the checkout's commit (the `rev` label's time)
+DEMO_TIME = 1_714_651_200  # 2024-05-02T12:00:00Z: the walk-through's commits
+
+
+class Checkout(Scenario):
+    name = "checkout"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.cwd = root / "project"
+        self.repos = [self.cwd]
+        self.steps = {"fresh": self.fresh, "typo": self.typo, "applied": self.applied, "shared": self.shared}
+        self.cwd.mkdir()
+        copy_example(self.cwd / "example-repo")
+        (self.cwd / ".gitignore").write_text(".gitdns/\n/out/\n", encoding="utf-8")
+        git("init", "-q", "-b", "main", cwd=self.cwd)
+        git("add", "-A", cwd=self.cwd)
+        git("commit", "-q", "-m", "example repository", cwd=self.cwd, env=at(CHECKOUT_TIME))
+
+    def fresh(self) -> None:
+        git("checkout", "-q", "HEAD", "--", "example-repo", cwd=self.cwd)
+        git("clean", "-q", "-fdx", "--", "example-repo", "out", cwd=self.cwd)
+
+    def typo(self) -> None:
+        self.fresh()
+        web = self.cwd / "example-repo" / "policies" / "web.yaml"
+        web.write_text(web.read_text(encoding="utf-8").replace("strategy: simple", "strategy: simpel"),
+                       encoding="utf-8")
+
+    def applied(self) -> None:
+        self.fresh()
+        self.gitdns("apply", "--repo", "example-repo", "--all-clusters")
+
+    def shared(self) -> None:
+        self.applied()
+        seed_shared_owners(self.cwd / "example-repo")
+
+
+class Fleet(Scenario):
+    name = "fleet"
+
+    def __init__(self, root: Path, bare: Path) -> None:
+        super().__init__(root)
+        self.repos = [bare]
+        self.subs = {URL: str(bare)}
+
+
+class Audited(Scenario):
+    name = "audited"
+
+    def __init__(self, root: Path, bare: Path) -> None:
+        super().__init__(root)
+        (root / "dns.git").symlink_to(bare, target_is_directory=True)
+        self.repos = [bare]
+
+
+class Walkthrough(Scenario):
+    name = "walkthrough"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        copy_example(root / "example-repo")
+        self.demo = root / "demo"
+        self.subs = {"/tmp/demo": str(self.demo)}
+        self.repos = [self.demo]
+        self.env.update({"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+                         "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com", **at(DEMO_TIME)})
+        self.steps = {"longer-ttl": self.longer_ttl, "typo": self.typo}
+
+    def longer_ttl(self) -> None:
+        zone = self.demo / "zones" / "example-com.yaml"
+        text = zone.read_text(encoding="utf-8")
+        zone.write_text(text.replace("loadbalanced: 300", "loadbalanced: 600")
+                        .replace("loadbalancedInner: 60", "loadbalancedInner: 30"), encoding="utf-8")
+        git("commit", "-q", "-am", "example.com: longer TTLs", cwd=self.demo, env=at(DEMO_TIME + 3600))
+
+    def typo(self) -> None:
+        web = self.demo / "policies" / "web.yaml"
+        web.write_text(web.read_text(encoding="utf-8").replace("strategy: simple", "strategy: simpel"),
+                       encoding="utf-8")
+        git("commit", "-q", "-am", "web: a typo", cwd=self.demo, env=at(DEMO_TIME + 7200))
+
+
+def _scenario(name: str, request: pytest.FixtureRequest, root: Path) -> Scenario:
+    if name == "checkout":
+        return Checkout(root)
+    if name == "fleet":
+        bare, _ = request.getfixturevalue("fleet")
+        return Fleet(root, bare)
+    if name == "audited":
+        repo, _ = request.getfixturevalue("audited")
+        return Audited(root, repo.bare)
+    assert name == "walkthrough"
+    return Walkthrough(root)
+
+
+SCENARIOS = ("checkout", "fleet", "audited", "walkthrough")
+
+
+def test_every_example_names_a_scenario_or_a_listed_reason() -> None:
+    named = {b.scenario for b in blocks(PAGE)}
+    assert named - set(SCENARIOS) - set(SKIPPED) == set(), "an example names an unknown scenario"
+    assert set(SKIPPED) - named == set(), "a skipped example is no longer on the page: drop its reason"
+    assert set(SCENARIOS) <= named
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_examples_show_the_real_output(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    scenario = _scenario(name, request, tmp_path)
+    problems: list[str] = []
+    ran = 0
+    for block in blocks(PAGE):
+        if block.scenario != name:
+            continue
+        ran += 1
+        problems.extend(scenario.check(block))
+    assert ran
+    assert not problems, f"{len(problems)} example(s) of docs/cli.md differ from a real run:\n\n" + \
+        "\n\n".join(problems)

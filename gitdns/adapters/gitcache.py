@@ -5,18 +5,21 @@ is configured, so no URL is ever written to git config.  Every git command runs 
 ``kill_after_timeout``; a timeout or a failed network command is a retryable error whose
 message names the remote without credentials.  The cache survives every network failure.
 On the first use, lock files older than the timeout (left by a killed git) are removed and
-``git fsck --connectivity-only`` checks the cache; a corrupt cache is wiped and the work
-retried once (also when a read finds objects missing).  Calls within a process are
-serialised by a lock.
+``git fsck --connectivity-only`` checks the cache (``check_on_start``; a reader that recovers
+on its own may skip it: `GitCache.recover`); a corrupt cache is wiped and the work retried once
+(also when a read finds objects missing).  Calls within a process are serialised by a lock.
+`GitCache.objects` and `GitCache.sizes` read many objects in one ``git cat-file`` run.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -57,7 +60,9 @@ class CacheCorrupt(Exception):
 class GitCache:
     """The bare cache of ``branch`` of ``url`` below ``workdir`` (see the module docstring)."""
 
-    def __init__(self, url: str, branch: str, workdir: Path, auth: GitAuth, timeout: float) -> None:
+    def __init__(self, url: str, branch: str, workdir: Path, auth: GitAuth, timeout: float,
+                 check_on_start: bool = True) -> None:
+        self.check_on_start = check_on_start
         self.url = url
         self.branch = branch
         self.workdir = workdir
@@ -101,8 +106,65 @@ class GitCache:
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             self._wipe("not a git repository")
             return
-        if self._confirm_corrupt():
+        if self.check_on_start and self._confirm_corrupt():
             self._wipe("fsck found missing or corrupt objects")
+
+    def recover(self) -> bool:
+        """After a read found objects missing: True when fsck confirms the cache is corrupt (it
+        is wiped then, and the caller may start over), False when it is not."""
+        with self._lock:
+            if not self._confirm_corrupt():
+                return False
+            self._wipe("fsck found missing or corrupt objects")
+            return True
+
+    def objects(self, ids: Iterable[str]) -> dict[str, tuple[str, bytes]]:
+        """{id: (type, content)} of every object of ``ids``, in one ``git cat-file --batch``;
+        a missing object raises CacheCorrupt."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[str, tuple[str, bytes]] = {}
+        if not wanted:
+            return out
+        data = self._cat(["--batch"], wanted)
+        at = 0
+        for oid in wanted:
+            end = data.index(b"\n", at)
+            header = data[at:end].split()
+            if len(header) != 3:
+                raise CacheCorrupt(f"object {oid} is missing")
+            size = int(header[2])
+            out[oid] = (header[1].decode(), data[end + 1:end + 1 + size])
+            at = end + 2 + size
+        return out
+
+    def sizes(self, ids: Iterable[str]) -> dict[str, int]:
+        """{id: size in bytes}, in one ``git cat-file --batch-check``; a missing object raises CacheCorrupt."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        out: dict[str, int] = {}
+        for oid, line in zip(wanted, self._cat(["--batch-check"], wanted).splitlines(), strict=False):
+            header = line.split()
+            if len(header) != 3:
+                raise CacheCorrupt(f"object {oid} is missing")
+            out[oid] = int(header[2])
+        if len(out) != len(wanted):
+            raise CacheCorrupt("git cat-file answered for fewer objects than asked")
+        return out
+
+    def _cat(self, mode: list[str], ids: list[str]) -> bytes:
+        if any(len(oid) not in (40, 64) or not all(c in "0123456789abcdef" for c in oid) for oid in ids):
+            raise ValueError("object ids must be full hexadecimal ids")
+        try:
+            done = subprocess.run(["git", f"--git-dir={self.path}", "cat-file", *mode],
+                                  input="".join(oid + "\n" for oid in ids).encode(), capture_output=True,
+                                  env={**os.environ, **BASE_ENV}, timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise RetryableError(f"git cat-file did not finish within {self.timeout:g}s",
+                                 reason="GitTimeout") from None
+        if done.returncode != 0:
+            raise CacheCorrupt(last_line(done.stderr.decode("utf-8", "replace")))
+        return done.stdout
 
     def _open(self) -> git.Repo:
         if not (self.path / "HEAD").is_file():

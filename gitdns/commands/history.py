@@ -35,6 +35,7 @@ the side-branch commit that wrote it rather than on the merge that brought it to
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import ipaddress
@@ -48,17 +49,20 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands import Result
 from gitdns.commands.historywalk import Commit, StatusCommit, Walk, resolve
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.groups import ZoneGroups, decide, is_active
+from gitdns.core.loader import ParseMemo
 from gitdns.core.model import Cluster, DesiredState, Zone
 from gitdns.core.names import root_host_of
 from gitdns.core.planfmt import record_dict
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet, normalize_name
+from gitdns.errors import RetryableError
 from gitdns.reconcile.engine import from_files
 
 PATHS = ("*.yaml", "*.yml")
@@ -315,6 +319,7 @@ class _Loader:
         self.files_at = files_at
         self.tree_key = tree_key
         self.loaded: dict[tuple[tuple[str, str], ...], Desired] = {}
+        self.parsed: ParseMemo = {}  # files shared by many trees are parsed once
         self.snapshots: dict[tuple[object, ...], Snapshot] = {}
 
     def desired(self, sha: str) -> tuple[tuple[tuple[str, str], ...], Desired]:
@@ -330,7 +335,7 @@ class _Loader:
                          for path, text in sorted(files.items()))
         desired = self.loaded.get(tree)
         if desired is None:
-            desired = self.loaded[tree] = from_files(Path("."), files, None)
+            desired = self.loaded[tree] = from_files(Path("."), files, None, memo=self.parsed)
         return tree, desired
 
     def at(self, sha: str, fallback_zone: str) -> Snapshot:
@@ -419,33 +424,45 @@ def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_c
 
     text = name.strip()
     check_url(repo_url(repo))  # a token or password in the URL is refused before anything runs
-    with scratch_dir(state_dir, "history") as workdir, \
-            Walk(repo_url(repo), branch=branch, path=_clean(path), workdir=workdir, timeout=GIT_TIMEOUT,
-                 auth=auth or GitAuth()) as walk:
-        walk.fetch(status=status)
-        commits, baseline, truncated = walk.commits(since=since, until=until, max_count=max_commits)
-        by_value = is_value(text)
-        entries: list[Entry] = []
-        query = Query(normalize_name(text))
-        if not by_value:
+    with scratch_dir(state_dir, "history") as workdir:
+        for attempt in (1, 2):
+            with Walk(repo_url(repo), branch=branch, path=_clean(path), workdir=workdir, timeout=GIT_TIMEOUT,
+                      auth=auth or GitAuth()) as walk:
+                try:
+                    return _walk(walk, text, branch, path, max_commits, since, until, status)
+                except CacheCorrupt as exc:
+                    if attempt == 2 or not walk.recover():  # wiped when fsck confirms: fetched again
+                        raise RetryableError(f"the history cache {workdir} cannot be read: {exc}",
+                                             reason="CacheUnreadable") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since: str | None,
+          until: str | None, status: bool) -> History:
+    walk.fetch(status=status)
+    commits, baseline, truncated = walk.commits(since=since, until=until, max_count=max_commits)
+    by_value = is_value(text)
+    entries: list[Entry] = []
+    query = Query(normalize_name(text))
+    if not by_value:
+        entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+    if by_value or not entries:
+        names = value_names(text, commits, walk.files_at, baseline, walk.tree_key)
+        if names or by_value:
+            by_value = True
+            query = Query(_value(text), True, names)
             entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
-        if by_value or not entries:
-            names = value_names(text, commits, walk.files_at, baseline, walk.tree_key)
-            if names or by_value:
-                by_value = True
-                query = Query(_value(text), True, names)
-                entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
-        marks = walk.marks([e.commit.sha for e in entries])
-        rows = walk.status() if status else []
-        order = walk.order()
-        done: list[Entry] = []
-        for e in entries:
-            merge = walk.merged_by(e.commit.sha)
-            done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
-                                applied=applied_for(e.commit.sha, rows, order)))
-        names_of_interest = {d.key.name for e in entries for d in e.changes}
-        done.extend(health_entries(query, rows, names_of_interest))
-        done.sort(key=lambda e: (e.time, e.status == "health"))
+    marks = walk.marks([e.commit.sha for e in entries])
+    rows = walk.status() if status else []
+    index = AppliedIndex(rows, walk.order())
+    done: list[Entry] = []
+    for e in entries:
+        merge = walk.merged_by(e.commit.sha)
+        done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
+                            applied=index.applied(e.commit.sha)))
+    names_of_interest = {d.key.name for e in entries for d in e.changes}
+    done.extend(health_entries(query, rows, names_of_interest))
+    done.sort(key=lambda e: (e.time, e.status == "health"))
     clusters = len({r.cluster_id for r in rows})
     return History(normalize_name(text) if not by_value else _value(text), branch, _clean(path), len(commits),
                    truncated, tuple(done), by_value, clusters)
@@ -455,22 +472,53 @@ def _clean(path: str) -> str:
     return "/".join(p for p in path.strip().split("/") if p not in ("", "."))
 
 
+class AppliedIndex:
+    """Per cluster, when it first applied each commit of the branch: built once from the status
+    rows (oldest first), asked once per entry.
+
+    A cluster applied ``sha`` at the first status commit whose appliedRevision is ``sha`` or a
+    later commit of the branch (``exact`` False then); a cluster that never got there is
+    Applied(cluster) alone."""
+
+    def __init__(self, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> None:
+        self.order = order
+        self.names: dict[str, str] = {}
+        # cluster id -> (running maximum of the applied position, the row that raised it, its full sha)
+        self.reached: dict[str, tuple[list[int], list[StatusCommit], list[str]]] = {}
+        shas = list(order)
+        full_of: dict[str, str] = {}
+        for row in rows:
+            self.names[row.cluster_id] = row.cluster
+            if not row.applied:
+                continue
+            full = full_of.get(row.applied)
+            if full is None:
+                full = full_of[row.applied] = resolve(row.applied, shas) if len(row.applied) < 40 else row.applied
+            index = order.get(full)
+            if index is None:
+                continue
+            highs, firsts, fulls = self.reached.setdefault(row.cluster_id, ([], [], []))
+            if not highs or index > highs[-1]:
+                highs.append(index)
+                firsts.append(row)
+                fulls.append(full)
+
+    def applied(self, sha: str) -> tuple[Applied, ...]:
+        at = self.order.get(sha)
+        out: dict[str, Applied] = {}
+        if at is not None:
+            for cid, (highs, firsts, fulls) in self.reached.items():
+                i = bisect.bisect_left(highs, at)
+                if i < len(highs):
+                    row, full = firsts[i], fulls[i]
+                    out[cid] = Applied(row.cluster, full, row.time, row.sha, full == sha)
+        names = self.names
+        return tuple(out.get(cid) or Applied(names[cid]) for cid in sorted(names, key=lambda c: names[c]))
+
+
 def applied_for(sha: str, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> tuple[Applied, ...]:
-    """Per cluster, the first status commit whose appliedRevision is ``sha`` or a later commit
-    of the branch (``exact`` False); a cluster that never got there: Applied(cluster) alone."""
-    at = order.get(sha)
-    shas = list(order)
-    out: dict[str, Applied] = {}
-    names: dict[str, str] = {}
-    for row in rows:
-        names[row.cluster_id] = row.cluster
-        if row.cluster_id in out or not row.applied or at is None:
-            continue
-        full = resolve(row.applied, shas) if len(row.applied) < 40 else row.applied
-        index = order.get(full)
-        if index is not None and index >= at:
-            out[row.cluster_id] = Applied(row.cluster, full, row.time, row.sha, full == sha)
-    return tuple(out.get(cid) or Applied(names[cid]) for cid in sorted(names, key=lambda c: names[c]))
+    """`AppliedIndex` for one commit (build the index once when asking for many)."""
+    return AppliedIndex(rows, order).applied(sha)
 
 
 def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:

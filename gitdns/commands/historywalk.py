@@ -13,8 +13,10 @@ bare cache (`gitdns.adapters.gitcache`), unshallowed when a shallow cache is fou
 commits that touched ``*.yaml``/``*.yml`` below ``path`` come from one path-limited
 ``git log``; the parent graph (for the merge that brought each commit to the branch) from one
 ``git rev-list --parents``; the status branches from one ``git log --raw`` over all of them
-(only the commits that changed ``summary.yaml`` or ``health.yaml``), their blobs read once
-each.  Nothing is checked out.
+(only the commits that changed ``summary.yaml`` or ``health.yaml``).  Objects are read in bulk,
+one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level,
+the YAML blobs' sizes at once, the blobs of one commit at once, every status blob at once; each
+object is read once and each status document parsed once per blob id.  Nothing is checked out.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
+from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.core.statusdoc import load as load_status
 from gitdns.errors import ConfigError
@@ -36,6 +38,9 @@ STATUS_REFS = "refs/gitdns-status/"
 _SEP, _END = "\x1f", "\x1e"
 _SUFFIXES = (".yaml", ".yml")
 LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
+TREE_MODE = 0o040000
+GITLINK_MODE = 0o160000  # a submodule: not followed
+_FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
 
@@ -78,14 +83,22 @@ class Walk:
     def __init__(self, url: str, *, branch: str, path: str, workdir: Path, auth: GitAuth,
                  timeout: float) -> None:
         self.path = path
-        self._git = GitCache(url, branch, workdir, auth, timeout)
+        # no fsck on start: a read that finds objects missing raises CacheCorrupt, and `recover` decides
+        self._git = GitCache(url, branch, workdir, auth, timeout, check_on_start=False)
         self.ref = self._git.ref
         self.url = url
         self._repo: Any = None
-        self._trees: dict[str, tuple[tuple[str, str, int, int], ...]] = {}  # tree id -> yaml entries below
+        self._roots: dict[str, str] = {}  # commit -> root tree id
+        self._raw: dict[str, tuple[tuple[int, str, str], ...]] = {}  # tree id -> (mode, name, id) entries
+        self._base: dict[str, str | None] = {}  # commit -> tree id at ``path`` (None: no such directory)
+        self._yaml: dict[str, tuple[tuple[str, str, int], ...]] = {}  # tree id -> YAML (rel, blob, mode) below
+        self._sizes: dict[str, int] = {}
         self._blobs: dict[str, str] = {}
+        self._docs: dict[str, dict[str, object]] = {}  # status blob id -> parsed document
         self._parents: dict[str, tuple[str, ...]] = {}
         self._brought: dict[str, str] | None = None
+        self._order: dict[str, int] | None = None
+        self._head: str | None = None
         self._known: dict[str, Commit] = {}
 
     # -- git plumbing ---------------------------------------------------------------------------
@@ -105,6 +118,13 @@ class Walk:
             raise CacheCorrupt(last_line(err))
         return out
 
+    def recover(self) -> bool:
+        """After CacheCorrupt: True when the cache was confirmed corrupt and wiped (start over)."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+        return self._git.recover()
+
     def repo(self) -> Any:  # a gitpython Repo (commands do not import git)
         if self._repo is None:
             self._repo = self._git.with_repo(lambda r: type(r)(r.git_dir))
@@ -116,6 +136,9 @@ class Walk:
 
         def run(repo: Any) -> None:
             mode = ["--unshallow"] if self._git.shallow() else []
+            with repo.config_writer() as config:  # a fetch that brings commits extends the commit-graph
+                if config.get_value("fetch", "writeCommitGraph", "") != "true":
+                    config.set_value("fetch", "writeCommitGraph", "true")
             self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", self.url, *specs])
 
         self._git.with_repo(run)
@@ -125,9 +148,14 @@ class Walk:
     def commits(self, *, since: str | None = None, until: str | None = None,
                 max_count: int = 0) -> tuple[list[Commit], Commit | None, bool]:
         """The YAML commits (oldest first) within the window, the commit before the first (the
-        baseline), and whether older YAML commits exist than the ``max_count`` newest."""
+        baseline), and whether older YAML commits exist than the ``max_count`` newest.  A
+        ``path`` that is a file at the branch's head is a ConfigError (as at any commit read)."""
         paths = [f"{self.path}/{p}" if self.path else p for p in ("*.yaml", "*.yml")]
-        fmt = _SEP.join(("%H", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
+        fmt = _FMT
+        if self.path:
+            self._graph()
+            if self._head is not None:
+                self._prepare([self._head])
         window = [f"--since={since}"] if since else []
         window += [f"--until={until}"] if until else []
         limit = [f"--max-count={max_count + 1}"] if max_count > 0 else []
@@ -144,22 +172,24 @@ class Walk:
             self._known[c.sha] = c
         return list(reversed(newest_first)), baseline, truncated
 
-    @staticmethod
-    def _parse(out: str) -> list[Commit]:
+    def _parse(self, out: str) -> list[Commit]:
         found: list[Commit] = []
         for entry in out.split(_END):
             if not entry.strip():
                 continue
-            sha, parents, ctime, author, atime, committer, message = entry.lstrip("\n").split(_SEP, 6)
+            sha, tree, parents, ctime, author, atime, committer, message = entry.lstrip("\n").split(_SEP, 7)
+            self._roots[sha] = tree
             found.append(Commit(sha, tuple(parents.split()), int(ctime), author, int(atime), committer,
                                 message.rstrip("\n")))
         return found
 
     def files_at(self, sha: str) -> dict[str, str]:
-        """The YAML files of ``sha`` below ``path``, read as `gitsource.yaml_blobs` reads them."""
+        """The YAML files of ``sha`` below ``path``, read as `gitsource.yaml_blobs` reads them
+        (the blobs not read yet in one ``git cat-file``)."""
         entries = self._entries(sha)
         budget = ReadBudget(DEFAULT_LIMITS)
         files: dict[str, str] = {}
+        read: dict[str, str] = {}  # rel path -> blob, for the files read
         for rel, blob, mode, size in entries:
             if mode == LINK_MODE:
                 files[rel] = symlink()
@@ -168,43 +198,81 @@ class Walk:
             if refused is not None:
                 files[rel] = refused
                 continue
-            text = self._blobs.get(blob)
-            if text is None:
-                text = self._blobs[blob] = self._blob(blob)
-            files[rel] = text
-        return files
+            read[rel] = blob
+        wanted = [blob for blob in read.values() if blob not in self._blobs]
+        for blob, (_, data) in self._git.objects(wanted).items():
+            self._blobs[blob] = data.decode("utf-8", errors="replace")
+        for rel, blob in read.items():
+            files[rel] = self._blobs[blob]
+        return dict(sorted(files.items()))
 
     def tree_key(self, sha: str) -> tuple[tuple[str, str], ...]:
         return tuple((rel, blob) for rel, blob, _, _ in self._entries(sha))
 
     def _entries(self, sha: str) -> tuple[tuple[str, str, int, int], ...]:
-        root: Any = read_object(lambda: self.repo().commit(sha).tree)
-        if self.path:
-            try:
-                root = read_object(lambda: root / self.path)
-            except KeyError:
-                return ()  # the directory does not exist yet at this commit: no files
-            if root.type != "tree":
-                raise ConfigError(f"path {self.path} in commit {sha} is not a directory")
-        return self._below(root, "")
+        """(rel path, blob id, mode, size) of the YAML files below ``path`` at ``sha``, sorted."""
+        if sha not in self._base:
+            self._prepare([sha, *self._known])
+        base = self._base[sha]
+        if base is None:
+            return ()  # the directory does not exist yet at this commit: no files
+        return tuple((rel, blob, mode, self._sizes[blob]) for rel, blob, mode in self._yaml[base])
 
-    def _below(self, tree: Any, prefix: str) -> tuple[tuple[str, str, int, int], ...]:
-        """(rel path, blob id, mode, size) of the YAML files below ``tree``, sorted; per tree id."""
-        memo = self._trees.get(tree.hexsha)
+    def _prepare(self, shas: Iterable[str]) -> None:
+        """Read the trees of every commit of ``shas`` not read yet, level by level (one
+        ``git cat-file`` per level), and the sizes of their YAML blobs (one more)."""
+        todo = [sha for sha in dict.fromkeys(shas) if sha not in self._base]
+        unknown = [sha for sha in todo if sha not in self._roots]
+        if unknown:
+            for line in self._run(["log", "--no-walk=unsorted", "--format=%H %T", *unknown]).splitlines():
+                sha, _, tree = line.partition(" ")
+                self._roots[sha] = tree.strip()
+        bases: dict[str, str | None] = {sha: self._roots.get(sha) for sha in todo}
+        if any(tree is None for tree in bases.values()):
+            raise CacheCorrupt(f"commit {next(s for s, t in bases.items() if t is None)} is missing")
+        for part in self.path.split("/") if self.path else ():
+            self._read_trees(tree for tree in bases.values() if tree is not None)
+            for sha, at in bases.items():
+                if at is None:
+                    continue
+                found = next(((mode, oid) for mode, name, oid in self._raw[at] if name == part), None)
+                if found is not None and found[0] != TREE_MODE:
+                    raise ConfigError(f"path {self.path} in commit {sha} is not a directory")
+                bases[sha] = found[1] if found is not None else None
+        frontier = {tree for tree in bases.values() if tree is not None}
+        while frontier:
+            self._read_trees(frontier)
+            frontier = {oid for tree in frontier for mode, name, oid in self._raw[tree]
+                        if mode == TREE_MODE and not name.startswith(".") and oid not in self._raw}
+        for tree in {t for t in bases.values() if t is not None}:
+            self._below(tree)
+        self._sizes.update(self._git.sizes(blob for tree in bases.values() if tree is not None
+                                           for _, blob, _ in self._yaml[tree] if blob not in self._sizes))
+        self._base.update(bases)
+
+    def _read_trees(self, trees: Iterable[str]) -> None:
+        wanted = [tree for tree in trees if tree not in self._raw]
+        for oid, (kind, data) in self._git.objects(wanted).items():
+            if kind != "tree":
+                raise CacheCorrupt(f"object {oid} is a {kind}, not a tree")
+            self._raw[oid] = _tree_entries(data, len(oid) // 2)
+
+    def _below(self, tree: str) -> tuple[tuple[str, str, int], ...]:
+        """(rel path, blob id, mode) of the YAML files below ``tree``, sorted; per tree id."""
+        memo = self._yaml.get(tree)
         if memo is not None:
-            return tuple((prefix + rel, b, m, s) for rel, b, m, s in memo)
-        out: list[tuple[str, str, int, int]] = []
-        for item in tree:
-            name = str(item.name)
+            return memo
+        out: list[tuple[str, str, int]] = []
+        for mode, name, oid in self._raw[tree]:
             if name.startswith("."):
                 continue
-            if item.type == "tree":
-                out.extend(self._below(item, name + "/"))
-            elif item.type == "blob" and name.endswith(_SUFFIXES):
-                out.append((name, item.hexsha, item.mode, item.size))
+            if mode == TREE_MODE:
+                out.extend((f"{name}/{rel}", blob, m) for rel, blob, m in self._below(oid))
+            elif mode != GITLINK_MODE and name.endswith(_SUFFIXES):
+                out.append((name, oid, mode))
         out.sort()
-        self._trees[tree.hexsha] = tuple(out)
-        return tuple((prefix + rel, b, m, s) for rel, b, m, s in out)
+        self._yaml[tree] = found = tuple(out)
+        return found
 
     def marks(self, shas: Iterable[str]) -> dict[str, str]:
         """git's ``%G?`` for each commit (G good, B bad, U untrusted, E cannot check, N none...)."""
@@ -223,18 +291,15 @@ class Walk:
         if merge is None:
             return None
         if merge not in self._known:
-            fmt = _SEP.join(("%H", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
-            for c in self._parse(self._run(["log", "--no-walk", f"--format={fmt}", merge])):
+            for c in self._parse(self._run(["log", "--no-walk", f"--format={_FMT}", merge])):
                 self._known[c.sha] = c
         return self._known.get(merge)
 
     def _bring(self) -> dict[str, str]:
         """{commit: merge} for every commit reached only through a merge's second+ parent."""
-        for line in self._run(["rev-list", "--parents", self.ref]).splitlines():
-            sha, *parents = line.split()
-            self._parents[sha] = tuple(parents)
+        self._graph()
         chain: list[str] = []
-        at: str | None = self._run(["rev-parse", self.ref]).strip()
+        at: str | None = self._head
         while at:
             chain.append(at)
             ps = self._parents.get(at, ())
@@ -252,10 +317,23 @@ class Walk:
                 stack.extend(self._parents.get(c, ()))
         return brought
 
+    def _graph(self) -> None:
+        """The branch's commits, oldest first (topological), with their parents: one ``git rev-list``."""
+        if self._order is not None:
+            return
+        order: dict[str, int] = {}
+        for line in self._run(["rev-list", "--topo-order", "--reverse", "--parents", self.ref]).splitlines():
+            sha, *parents = line.split()
+            self._parents[sha] = tuple(parents)
+            order[sha] = len(order)
+        self._order = order
+        self._head = next(reversed(order), None)
+
     def order(self) -> dict[str, int]:
         """Every commit of the branch: sha -> position, oldest first (topological)."""
-        out = self._run(["rev-list", "--topo-order", "--reverse", self.ref])
-        return {sha: i for i, sha in enumerate(out.split())}
+        self._graph()
+        assert self._order is not None
+        return self._order
 
     # -- status branches ------------------------------------------------------------------------
 
@@ -267,7 +345,7 @@ class Walk:
         out = self._run(["log", "--source", "--root", "--raw", "--no-abbrev", "--reverse", "--topo-order",
                          f"--format={_END}%H{_SEP}%S{_SEP}%ct", *refs, "--", "summary.yaml", "health.yaml"])
         last: dict[str, dict[str, str]] = {}  # cluster id -> {file: blob}
-        found: list[StatusCommit] = []
+        steps: list[tuple[str, str, str, dict[str, str]]] = []
         for entry in out.split(_END):
             if not entry.strip():
                 continue
@@ -283,6 +361,10 @@ class Walk:
                         blobs.pop(name, None)
                     else:
                         blobs[name] = fields[3]
+            steps.append((sha, cid, ctime, dict(blobs)))
+        self._read_docs(blob for _, _, _, blobs in steps for blob in blobs.values())
+        found: list[StatusCommit] = []
+        for sha, cid, ctime, blobs in steps:
             summary = self._doc(blobs.get("summary.yaml"))
             health = self._doc(blobs.get("health.yaml"))
             targets = health.get("targets")
@@ -296,21 +378,27 @@ class Walk:
                                       "health.yaml" in blobs))
         return found
 
-    def _blob(self, blob: str) -> str:
-        data: bytes = read_object(lambda: self.repo().odb.stream(bytes.fromhex(blob)).read())
-        return data.decode("utf-8", errors="replace")
+    def _read_docs(self, blobs: Iterable[str]) -> None:
+        """Parse every status blob of ``blobs`` not parsed yet (read in one go; a blob over the
+        per-file read cap, or not a mapping, reads as an empty document)."""
+        wanted = [b for b in dict.fromkeys(blobs) if b not in self._docs]
+        sizes = self._git.sizes(wanted)
+        small = [b for b in wanted if sizes[b] <= DEFAULT_LIMITS.file_bytes]
+        for blob in wanted:
+            self._docs[blob] = {}
+        for blob, (_, data) in self._git.objects(small).items():
+            try:
+                doc = load_status(data.decode("utf-8", errors="replace"))
+            except ValueError:
+                continue
+            self._docs[blob] = dict(doc) if isinstance(doc, dict) else {}
 
     def _doc(self, blob: str | None) -> dict[str, object]:
         if not blob:
             return {}
-        text = self._blobs.get(blob)
-        if text is None:
-            text = self._blobs[blob] = self._blob(blob)
-        try:
-            doc = load_status(text)
-        except ValueError:
-            return {}
-        return dict(doc) if isinstance(doc, dict) else {}
+        if blob not in self._docs:
+            self._read_docs([blob])
+        return self._docs[blob]
 
 
 def resolve(revision: str, shas: Sequence[str]) -> str:
@@ -322,3 +410,16 @@ def resolve(revision: str, shas: Sequence[str]) -> str:
     if len(text) < 7:
         return ""
     return next((s for s in shas if s.startswith(text)), "")
+
+
+def _tree_entries(data: bytes, width: int) -> tuple[tuple[int, str, str], ...]:
+    """A raw tree object's entries: (mode, name, object id); ``width`` is the id's length in bytes."""
+    out: list[tuple[int, str, str]] = []
+    at, end = 0, len(data)
+    while at < end:
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        out.append((int(data[at:space], 8), data[space + 1:nul].decode("utf-8", errors="replace"),
+                    data[nul + 1:nul + 1 + width].hex()))
+        at = nul + 1 + width
+    return tuple(out)

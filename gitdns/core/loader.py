@@ -41,16 +41,43 @@ class LoadResult:
     rejected: frozenset[tuple[str, str]] = frozenset()
 
 
-def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:
-    """Parse, envelope-check and schema-check every document; build the desired state."""
-    validators = {kind: schema_validator(schema) for kind, schema in schemas.items()}  # patterns matched whole
-    quick = {kind: quick_check(schema) for kind, schema in schemas.items()}
+ParseMemo = dict[tuple[str, str], tuple[list[Document], Problem | None]]
+"""(file, text) -> what `_parse` made of it: for a caller loading many trees that share files
+(`gitdns history`), whose loaded states are only read."""
+
+_COMPILED: dict[int, tuple[Mapping[str, Any], Any, Any]] = {}  # id(schema) -> (schema, validator, quick check)
+
+
+def _compiled(schema: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The validator and the quick check of ``schema``, compiled once per schema object."""
+    found = _COMPILED.get(id(schema))
+    if found is None or found[0] is not schema:
+        if len(_COMPILED) >= 64:
+            _COMPILED.clear()
+        found = _COMPILED[id(schema)] = (schema, schema_validator(schema), quick_check(schema))  # patterns whole
+    return found[1], found[2]
+
+
+def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
+         memo: ParseMemo | None = None) -> LoadResult:
+    """Parse, envelope-check and schema-check every document; build the desired state.  With
+    ``memo``, a file already parsed with the same text is not parsed again."""
+    compiled = {kind: _compiled(schema) for kind, schema in schemas.items()}
+    validators = {kind: pair[0] for kind, pair in compiled.items()}
+    quick = {kind: pair[1] for kind, pair in compiled.items()}
     problems: list[Problem] = []
     to_locate: list[tuple[int, Problem]] = []  # (document index, problem) whose line is its path's
     good: list[Doc] = []
     bad: list[tuple[Doc, list[Problem]]] = []
     for file in sorted(files):
-        parsed, parse_problem = _parse(file, files[file])
+        if memo is None or isinstance(files[file], Unread):
+            parsed, parse_problem = _parse(file, files[file])
+        else:
+            key = (file, files[file])
+            known = memo.get(key)
+            if known is None:
+                known = memo[key] = _parse(file, files[file])
+            parsed, parse_problem = known
         if parse_problem is not None:
             problems.append(parse_problem)
         for parsed_doc in parsed:

@@ -19,7 +19,7 @@ from typing import Any
 from gitdns.core.checks import addressing, groups, hosts, policies, providers, records, references, serving, tenants
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import Index
-from gitdns.core.loader import LoadResult, load
+from gitdns.core.loader import LoadResult, ParseMemo, load
 from gitdns.core.locate import refine_lines
 from gitdns.core.model import DesiredState
 from gitdns.core.problems import Problem
@@ -80,9 +80,11 @@ def warnings(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) ->
     return [problem for check_ in WARNINGS for problem in check_(index)]
 
 
-def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]]) -> LoadResult:
-    """Load, schema-check and validate a tree of files; every problem points at its line."""
-    loaded = load(files, schemas)
+def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
+          memo: ParseMemo | None = None) -> LoadResult:
+    """Load, schema-check and validate a tree of files; every problem points at its line
+    (``memo``: `gitdns.core.loader.ParseMemo`)."""
+    loaded = load(files, schemas, memo)
     semantic = refine_lines(validate(loaded.state, loaded.rejected), files)
     problems = sorted([*loaded.problems, *semantic], key=lambda p: (p.file, p.line, p.yaml_path))
     return replace(loaded, problems=problems)

@@ -80,16 +80,23 @@ class Document:
     refused: Refusal | None = None  # an alias or merge key: the data is a stand-in
 
 
+MAX_INT_DIGITS = 4000  # below Python's int/str conversion limit (4300 digits); no field needs a tenth of it
+_TABLES: dict[str, dict[Any, list[tuple[str, Any]]]] = {}  # YAML version -> ruamel's implicit resolver table
+
+
 class Loader(CParser, SafeConstructor, VersionedResolver):  # type: ignore[misc]
     """libyaml's C parser, the safe constructor (for scalars of other types than strings) and
-    YAML 1.2 resolution, with the resolver table looked up once per stream."""
+    YAML 1.2 resolution, with the resolver table built once per process (read only)."""
 
     def __init__(self, stream: str) -> None:
         CParser.__init__(self, stream)
         self._parser = self._composer = self
         SafeConstructor.__init__(self, loader=self)
         VersionedResolver.__init__(self, version=(1, 2), loader=self)
-        self.table: dict[Any, list[tuple[str, Any]]] = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
+        table = _TABLES.get("1.2")
+        if table is None:  # built from ruamel's constant list: the same for every stream, built once
+            table = _TABLES["1.2"] = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
+        self.table: dict[Any, list[tuple[str, Any]]] = table
         self.anywhere = self.table.get(None, [])
 
     @property
@@ -118,6 +125,8 @@ def scalar(loader: Loader, event: Event) -> Any:
                 break
     if tag == _STR:
         return value
+    if tag == _INT and len(value) > MAX_INT_DIGITS:  # Python refuses to convert it (and it would be slow)
+        raise error(f"an integer of {len(value)} characters (more than {MAX_INT_DIGITS}) is not accepted", event)
     if tag == _INT and value.isdigit() and (value[0] != "0" or value == "0"):
         return int(value)  # the common case, without a node
     if tag == _MERGE:

@@ -19,12 +19,12 @@ from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.limits import DEFAULT_LIMITS, ReadLimits
-from gitdns.core.loader import LoadResult
+from gitdns.core.loader import LoadResult, ParseMemo
 from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.planner import plan as make_plan
-from gitdns.core.records import ZoneSnapshot
+from gitdns.core.records import RecordKey, ZoneSnapshot
 from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
@@ -44,11 +44,12 @@ STALE_BACKOFF_CAP = 2.0
 
 
 def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None,
-               previous: Callable[[], DesiredState | None] | None = None) -> Desired:
-    """A Desired from files held in memory (the agent reads them from a git commit)."""
+               previous: Callable[[], DesiredState | None] | None = None, memo: ParseMemo | None = None) -> Desired:
+    """A Desired from files held in memory (the agent reads them from a git commit); ``memo``
+    keeps parsed files across calls (`gitdns.core.loader.ParseMemo`)."""
     from gitdns.core.validate import check
 
-    result = check(files, load_schemas())
+    result = check(files, load_schemas(), memo)
     state = replace(result.state, revision=head.revision if head else None)
     return Desired(str(root), state, tuple(result.problems), head, previous, result.rejected)
 
@@ -172,9 +173,7 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
         result: ApplyResult = provider.apply(zone.domain, plan.applicable, plan.guards)
         outcome.applied += len(result.applied)
         for group, why in result.failed:  # once each, across re-plans; named once (providers may name it)
-            text = why if why.startswith(f"{group}:") else f"{group}: {why}"
-            if text not in outcome.errors:
-                outcome.errors.append(text)
+            outcome.fail(group, why, plan.applicable)
         if not result.refused:
             return
         attempt += 1
@@ -193,14 +192,15 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
 
 def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
            mode: PlanMode, intent: Intent | None = None, names: Collection[str] | None = None,
-           reviewed: bool = False) -> int:
+           reviewed: bool = False, failed: Collection[RecordKey] = ()) -> int:
     """Re-read and re-plan: the number of changes still wanted (0 when our records are all
-    there).  Conflicts are not counted: they were left alone on purpose."""
+    there).  Conflicts are not counted: they were left alone on purpose; nor are the groups
+    of ``failed``: the provider refused them, and their error says so already."""
     plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names,
                         reviewed=reviewed)
     if plan.stalled:
         return 0
-    return len(plan.changes)
+    return sum(1 for c in plan.changes if c.group not in failed)
 
 
 def render_views(provider: Provider, zone: Zone, state: DesiredState | None = None) -> dict[str, str]:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,9 +204,9 @@ def test_unchanged_trees_are_loaded_once(monkeypatch: pytest.MonkeyPatch) -> Non
     trees = {1: files, 2: files, 3: other, 4: files}
     calls: list[int] = []
 
-    def counting(root: Path, files: Mapping[str, str], head: HeadInfo | None) -> Desired:
+    def counting(root: Path, files: Mapping[str, str], head: HeadInfo | None, **kw: Any) -> Desired:
         calls.append(1)
-        return from_files(root, files, head)
+        return from_files(root, files, head, **kw)
 
     monkeypatch.setattr(hist, "from_files", counting)
     entries = hist.trace(HOST, [_commit(n) for n in trees], lambda sha: trees[int(sha, 16)])

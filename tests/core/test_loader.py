@@ -238,3 +238,27 @@ def test_quick_check_never_passes_what_jsonschema_rejects(spec: dict[str, object
     assert quick(doc) is False
     good = {**doc, "spec": {"domain": "a.test", "provider": {"type": "local"}}}
     assert quick(good) is True
+
+
+def test_a_parse_memo_parses_a_shared_file_once_and_loads_the_same_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gitdns.core.loader as loader_module
+
+    parsed: list[str] = []
+    real = loader_module.parse
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(loader_module, "parse", counting)
+    memo: loader_module.ParseMemo = {}
+    first = load({"z.yaml": ZONE, "o.yaml": ZONE_ORG}, load_schemas(), memo)
+    second = load({"z.yaml": ZONE, "o.yaml": ZONE_ORG.replace("example.org", "example.net")}, load_schemas(), memo)
+    assert parsed.count(ZONE) == 1  # shared by both trees: parsed once
+    assert len(parsed) == 3
+    com = [z for z in first.state.zones if z.name == "example-com"]
+    assert com and com == [z for z in second.state.zones if z.name == "example-com"]
+    assert {z.domain for z in second.state.zones} == {"example.com", "example.net"}
+    bad = {"bad.yaml": "a: [1\n"}
+    assert load(bad, load_schemas(), memo).problems == load(bad, load_schemas(), memo).problems  # problems kept too
+    assert list(load({"z.yaml": ZONE}, load_schemas()).state.zones) == com  # the same as without a memo

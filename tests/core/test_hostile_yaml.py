@@ -297,3 +297,19 @@ def test_a_status_file_with_an_alias_is_refused_before_it_expands() -> None:
     with pytest.raises(StatusDocError, match="aliases"):
         load(bomb)
     assert load("ready: true\n") == {"ready": True}
+
+
+@pytest.mark.parametrize("digits", ["9" * 5000, "-" + "9" * 4500, "0x" + "f" * 5000, "0o" + "7" * 5000])
+def test_an_integer_too_long_to_convert_is_a_problem_at_its_line_not_a_crash(digits: str) -> None:
+    from gitdns.core.statusdoc import StatusDocError
+    from gitdns.core.statusdoc import load as load_status
+
+    text = zone("example-com", "example.com") + f"---\n{HEAD}kind: Zone\nmetadata: {{name: big}}\nspec:\n" \
+        f"  domain: big.test\n  ttl: {digits}\n"
+    [problem] = load({"z.yaml": text}, load_schemas()).problems
+    assert (problem.file, problem.code) == ("z.yaml", "ParseError")
+    assert problem.line == text.count("\n")  # the ttl line
+    assert "integer of" in problem.message and "not accepted" in problem.message
+    with pytest.raises(StatusDocError, match="integer of"):
+        load_status(f"serial: {digits}\n")
+    assert parse("a: " + "9" * 4000)[0].data["a"] == int("9" * 4000)  # long, within the cap: read

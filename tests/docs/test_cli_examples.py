@@ -12,8 +12,10 @@ The scenarios (the SCENARIO of the markers):
   on), commands run from the top of it.  Steps: ``fresh`` (nothing applied), ``typo``
   (``policies/web.yaml`` says ``strategy: simpel``), ``applied`` (``gitdns apply
   --all-clusters`` ran), ``shared`` (applied, and ``example.com`` also holds records of
-  a dns-operator cluster, two legacy owners and a departed gitdns cluster:
-  tests/core/test_registry_owners.py's seed).
+  a dns-operator cluster, two legacy owners and a gitdns cluster git no longer names, written
+  into the ``local`` store with the registry's own encoding: `seed_shared`), ``foreign``
+  (nothing applied; ``example.com`` holds two records nobody claims, as a zone gitdns takes
+  over does).
 - ``fleet``: tests/commands/test_status_history.py's fleet — a desired branch of four commits,
   status branches published by the agent's own publishing code (`StatusBranch.publish` of
   `documents(report)`) for five clusters, one failing, one removed from git, one never in git;
@@ -37,9 +39,12 @@ from pathlib import Path
 
 import pytest
 
+from gitdns.core import registry
+from gitdns.core.owners import heartbeat_record
+from gitdns.core.records import Action, Change, RecordSet
+from gitdns.providers.local import LocalProvider
 from tests.commands.test_history_audit import audited  # noqa: F401  (a fixture, used by name)
 from tests.commands.test_status_history import fleet  # noqa: F401  (a fixture, used by name)
-from tests.core.test_registry_owners import _seed as seed_shared_owners
 from tests.docs.examples import DOCS, URL, Scenario, at, blocks, copy_example, git
 
 PAGE = DOCS / "cli.md"
@@ -50,6 +55,8 @@ SKIPPED = {
     "daemon": "the orchestrator runs until it is stopped and needs nodes to probe (docs/health.md)",
 }
 
+DNS_OPERATOR = "7d0f4b1e-92c6-4a58-b3e7-1c5a9d2f8e40"  # a Kuadrant dns-operator cluster sharing the zone
+DEPARTED = "5b2e9c1a-7d3f-4e8b-a0c6-94f1d2e8b731"  # a gitdns cluster git no longer names
 CHECKOUT_TIME = 1_714_564_800  # 2024-05-01T12:00:00Z: the checkout's commit (the `rev` label's time)
 DEMO_TIME = 1_714_651_200  # 2024-05-02T12:00:00Z: the walk-through's commits
 
@@ -61,7 +68,8 @@ class Checkout(Scenario):
         super().__init__(root)
         self.cwd = root / "project"
         self.repos = [self.cwd]
-        self.steps = {"fresh": self.fresh, "typo": self.typo, "applied": self.applied, "shared": self.shared}
+        self.steps = {"fresh": self.fresh, "typo": self.typo, "applied": self.applied, "shared": self.shared,
+                      "foreign": self.foreign}
         self.cwd.mkdir()
         copy_example(self.cwd / "example-repo")
         (self.cwd / ".gitignore").write_text(".gitdns/\n/out/\n", encoding="utf-8")
@@ -85,7 +93,38 @@ class Checkout(Scenario):
 
     def shared(self) -> None:
         self.applied()
-        seed_shared_owners(self.cwd / "example-repo")
+        seed_shared(self.store)
+
+    def foreign(self) -> None:
+        self.fresh()
+        unclaimed = [RecordSet("mail.example.com", "A", 300, ("192.0.2.25",)),
+                     RecordSet("ftp.example.com", "A", 300, ("192.0.2.21",))]
+        assert self.store.apply("example.com", [Change(Action.CREATE, None, r, r.key) for r in unclaimed]).ok
+
+    @property
+    def store(self) -> LocalProvider:
+        return LocalProvider(self.cwd / "example-repo" / ".gitdns" / "zones")
+
+
+def seed_shared(store: LocalProvider) -> None:
+    """``shared.example.com A`` claimed by a dns-operator cluster (Kuadrant's current format, no
+    ``rev``), by two legacy owners in one TXT (``old-a&&old-b``, no version) and by a departed
+    gitdns cluster (its ``rev`` label, one address of its own), which also left a record of its
+    own and its heartbeat."""
+    shared = RecordSet("shared.example.com", "A", 60, ("192.0.2.1", "192.0.2.2", "192.0.2.3"))
+    mine = RecordSet("old-api.example.com", "A", 60, ("192.0.2.30",))
+    rev = "1700000000.5f3c2a1"
+    records = [
+        shared, mine,
+        registry.ownership_record(shared, registry.OwnerLabels(DNS_OPERATOR, targets=("192.0.2.1", "192.0.2.2")))[0],
+        RecordSet("kuadrant-a-shared.example.com", "TXT", 60,
+                  (f"{registry.HERITAGE},{registry.LABEL_PREFIX}owner=old-a&&old-b",)),
+        registry.ownership_record(shared, registry.OwnerLabels(DEPARTED, group="site-a", rev=rev,
+                                                               targets=("192.0.2.3",)))[0],
+        registry.ownership_record(mine, registry.OwnerLabels(DEPARTED, group="site-a", rev=rev))[0],
+        heartbeat_record(DEPARTED, "example.com", 1_700_000_500),
+    ]
+    assert store.apply("example.com", [Change(Action.CREATE, None, r, r.key) for r in records]).ok
 
 
 class Fleet(Scenario):

@@ -625,7 +625,7 @@ def cmd_status(args: argparse.Namespace) -> Result:
 
 
 def cmd_history(args: argparse.Namespace) -> Result:
-    from gitdns.commands.history import history_command
+    from gitdns.commands.historyfmt import history_command
 
     return history_command(args.name, args.repo, branch=args.branch, path=args.path,
                            max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,

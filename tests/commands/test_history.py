@@ -15,6 +15,7 @@ import pytest
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.cli import main
 from gitdns.commands import history as hist
+from gitdns.commands import historyfmt as histfmt
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Revision
 from gitdns.core.names import cluster_target_name
@@ -111,7 +112,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 
 def _lines(entry: hist.Entry) -> list[str]:
-    return [hist.change_line(c) for c in entry.changes]
+    return [histfmt.change_line(c) for c in entry.changes]
 
 
 def test_history_traces_changes_authors_and_diffs(repo: Repo, tmp_path: Path) -> None:
@@ -179,7 +180,7 @@ def test_history_of_an_unrelated_name_and_max_commits(repo: Repo) -> None:
     assert [(e.commit.subject, e.status) for e in status.entries] == [
         ("records: status.example.com", "changed"), ("api: broken edit", "invalid"),
         ("api: fix the broken edit", "fixed")]
-    assert [hist.change_line(c) for c in status.entries[0].changes] == [
+    assert [histfmt.change_line(c) for c in status.entries[0].changes] == [
         "+ status.example.com A ttl=300 [192.0.2.99]"]
 
     last_two = hist.history(HOST, str(repo.bare), max_commits=2)
@@ -225,6 +226,6 @@ def test_merge_unites_multi_values_and_marks_disagreement() -> None:
     a_rec, cname = merged
     assert not a_rec.conflict and a_rec.variants[0].values == ("1.1.1.1", "2.2.2.2")
     assert cname.conflict and cname.owners == (("a", "c"), ("b",))
-    line = hist.change_line(hist.RecordDiff("+", cname.key, None, cname))
+    line = histfmt.change_line(hist.RecordDiff("+", cname.key, None, cname))
     assert line == ("+ w.example.com CNAME CONFLICT: clusters disagree: ttl=60 [x.example.com] wanted by a, c"
                     " | ttl=60 [y.example.com] wanted by b")

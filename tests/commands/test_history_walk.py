@@ -11,6 +11,7 @@ import pytest
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache
 from gitdns.commands import history as hist
+from gitdns.commands import historyfmt as histfmt
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EXAMPLE, HOST, Repo, git
 
@@ -45,7 +46,7 @@ def test_a_subdirectory_path_reads_only_below_it(moved: Repo, tmp_path: Path) ->
     # the first commit has no dns/ directory (no files: nothing published), the move adds every
     # record, the weight change changes two
     assert _weights(result) == ["move the desired state below dns/", "api: 210"]
-    assert any("weight=210" in hist.change_line(c) for c in result.entries[-1].changes)
+    assert any("weight=210" in histfmt.change_line(c) for c in result.entries[-1].changes)
     at_root = hist.history(HOST, str(moved.bare), state_dir=tmp_path)
     assert "at the root" in _weights(at_root)
 
@@ -75,7 +76,7 @@ def test_symlinks_are_not_followed_and_submodules_are_skipped(tmp_path: Path) ->
     assert last.commit.subject == "api: 220, a symlink and a submodule"
     # the symlink is a problem of its own file (never read), the submodule is no file at all
     assert last.status == "changed", last.problems
-    assert any("weight=220" in hist.change_line(c) for c in last.changes)
+    assert any("weight=220" in histfmt.change_line(c) for c in last.changes)
 
 
 def test_bulk_reads_return_each_object_and_name_a_missing_one(tmp_path: Path) -> None:

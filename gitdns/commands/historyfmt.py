@@ -1,0 +1,169 @@
+"""Text and JSON of a `gitdns.commands.history.History`, and the ``gitdns history`` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.gitsource import CommitInfo
+from gitdns.commands import Result
+from gitdns.commands.history import Applied, Entry, History, Merged, RecordDiff, history, iso_date
+from gitdns.commands.historywalk import Commit
+from gitdns.core.planfmt import record_dict
+from gitdns.core.records import RecordSet
+
+
+def _content(rec: RecordSet) -> str:
+    routing = [f"ttl={rec.ttl}"]
+    if rec.weight is not None:
+        routing.append(f"weight={rec.weight}")
+    if rec.geo is not None:
+        routing.append(f"geo={rec.geo}")
+    return f"{' '.join(routing)} [{', '.join(rec.values)}]"
+
+
+def _merged_text(m: Merged) -> str:
+    if not m.conflict:
+        return _content(m.variants[0])
+    parts = [f"{_content(v)} wanted by {', '.join(o) or '?'}"
+             for v, o in zip(m.variants, m.owners or ((),) * len(m.variants), strict=True)]
+    return "CONFLICT: clusters disagree: " + " | ".join(parts)
+
+
+def change_line(change: RecordDiff) -> str:
+    head = f"{change.op} {change.key}"
+    if change.op == "~":
+        assert change.old is not None and change.new is not None
+        return f"{head} {_merged_text(change.old)} -> {_merged_text(change.new)}"
+    rec = change.new if change.new is not None else change.old
+    assert rec is not None
+    return f"{head} {_merged_text(rec)}"
+
+
+MARKS = {"G": "signed, verified", "B": "bad signature", "U": "signed, key not trusted",
+         "X": "signed, signature expired", "Y": "signed, key expired", "R": "signed, key revoked",
+         "E": "signed, cannot be checked (key unknown)", "N": "unsigned", "": "?"}
+
+
+def _who(c: CommitInfo | Commit) -> str:
+    if isinstance(c, Commit) and c.committer and c.committer != c.author:
+        return f"{c.author} (committed by {c.committer})"
+    return c.author
+
+
+def _applied_text(a: Applied) -> str:
+    if not a.at:
+        return f"{a.cluster}: never applied"
+    later = "" if a.exact else f" (as part of {a.revision[:7]})"
+    return f"{a.cluster}: applied {iso_date(a.at)}{later}"
+
+
+def to_text(result: History) -> str:
+    where = f" path {result.path}" if result.path else ""
+    more = ", older commits not examined (raise --max-commits)" if result.truncated else ""
+    what = "value" if result.by_value else "name"
+    commits = [e for e in result.entries if e.status != "health"]
+    lines = [f"history of {what} {result.name}: {len(commits)} change(s) in {result.commits} commit(s) of branch "
+             f"{result.branch}{where}, {result.status_branches} status branch(es){more}"]
+    if not result.entries:
+        lines.append(f"no commit changed the desired records of {result.name}")
+    names = sorted({n for e in result.entries for n in e.names}) if result.by_value else [result.name]
+    for name in names:
+        if result.by_value:
+            lines += ["", f"== {name}"]
+        for entry in result.entries:
+            if result.by_value and entry.status != "health" and name not in entry.names:
+                continue
+            if result.by_value and entry.status == "health" and not any(name + " " in n for n in entry.notes):
+                continue
+            lines.extend(_entry_text(entry, name if result.by_value else None))
+    return "\n".join(lines) + "\n"
+
+
+def _entry_text(entry: Entry, only: str | None) -> list[str]:
+    c = entry.commit
+    lines = [""]
+    if entry.status == "health":
+        lines.append(f"{c.sha[:7]}  {entry.date}  status of {entry.cluster}")
+        lines.extend(f"  {n}" for n in entry.notes)
+        return lines
+    lines.append(f"{c.sha[:7]}  {entry.date}  {_who(c)}  [{MARKS.get(entry.mark, entry.mark)}]  {c.subject}")
+    if entry.merge is not None:
+        m = entry.merge
+        pr = f"PR #{m.pr}, " if m.pr else ""
+        lines.append(f"  merged by {m.sha[:7]} ({pr}{iso_date(m.time)}, {_who(m)})")
+    if entry.status == "invalid":
+        lines.append(f"  invalid: {len(entry.problems)} problem(s) hold zone {entry.zone or '?'}; "
+                     "the last valid revision stays in force")
+        lines.extend(f"    {p}" for p in entry.problems)
+        return lines
+    if entry.status == "fixed":
+        lines.append(f"  valid again{'' if entry.changes else '; no change since the last valid revision'}")
+    lines.extend(f"  {n}" for n in entry.notes)
+    lines.extend(f"  {change_line(d)}" for d in entry.changes if only is None or d.key.name == only)
+    lines.extend(f"  {_applied_text(a)}" for a in entry.applied)
+    return lines
+
+
+def _merged_json(m: Merged | None) -> list[dict[str, object]] | None:
+    if m is None:
+        return None
+    out: list[dict[str, object]] = []
+    for i, rec in enumerate(m.variants):
+        doc = record_dict(rec) or {}
+        if m.conflict and i < len(m.owners):
+            doc["clusters"] = list(m.owners[i])
+        out.append(doc)
+    return out
+
+
+def _commit_dict(c: Commit | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {"sha": c.sha, "date": iso_date(c.time), "author": c.author, "committer": c.committer,
+            "subject": c.subject, "pr": c.pr}
+
+
+def entry_dict(entry: Entry) -> dict[str, Any]:
+    c = entry.commit
+    return {
+        "sha": c.sha,
+        "sha7": c.sha[:7],
+        "date": entry.date,
+        "author": c.author,
+        "committer": c.committer if isinstance(c, Commit) else None,
+        "authorDate": iso_date(c.author_time) if isinstance(c, Commit) else None,
+        "signature": entry.mark or None,
+        "merge": _commit_dict(entry.merge),
+        "subject": c.subject,
+        "zone": entry.zone or None,
+        "status": entry.status,
+        "cluster": entry.cluster or None,
+        "problems": list(entry.problems),
+        "notes": list(entry.notes),
+        "changes": [{"op": d.op, "record": str(d.key), "name": d.key.name, "type": d.key.type,
+                     "setIdentifier": d.key.set_id or None,
+                     "conflict": bool((d.old and d.old.conflict) or (d.new and d.new.conflict)),
+                     "old": _merged_json(d.old), "new": _merged_json(d.new)}
+                    for d in entry.changes],
+        "applied": [{"cluster": a.cluster, "revision": a.revision or None, "at": iso_date(a.at) if a.at else None,
+                     "statusCommit": a.status_sha or None, "exact": a.exact} for a in entry.applied],
+    }
+
+
+def to_json(result: History) -> str:
+    doc = {"query": result.name, "byValue": result.by_value, "branch": result.branch,
+           "commits": result.commits, "truncated": result.truncated, "statusBranches": result.status_branches,
+           "entries": [entry_dict(e) for e in result.entries]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
+                    state_dir: str | Path | None = None, fmt: str = "text", auth: GitAuth | None = None,
+                    since: str | None = None, until: str | None = None) -> Result:
+    """``gitdns history NAME|VALUE``: text or JSON."""
+    result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir,
+                     auth=auth, since=since, until=until)
+    return Result(out=[to_json(result) if fmt == "json" else to_text(result)])

@@ -2,7 +2,8 @@
 in ``--every`` changes a weight in YAML, the others a non-YAML file) and S status branches of
 M commits each (appliedRevision moving along, a health withdrawal now and then), built with
 ``git fast-import`` from example-repo/.  Prints the cold time (fetch into an empty cache) and
-the warm time (the cache kept with --state-dir) of ``gitdns history api.example.com``.
+the warm time (the cache kept with --state-dir) of ``gitdns history api.example.com``, in
+process and as the command a user runs (a fresh ``python -m gitdns history`` process).
 
     python3 bench/bench_history.py                 # 20,000 commits, 10 status branches
     python3 bench/bench_history.py --quick         # 2,000 commits, 3 status branches (smoke)
@@ -11,6 +12,7 @@ the warm time (the cache kept with --state-dir) of ``gitdns history api.example.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -140,8 +142,26 @@ def main() -> int:
                   f"{len(changes)} changes, {applied} applied-at marks, {health} health entries, "
                   f"{result.status_branches} status branches")
         best = min(timings[1:])
-        print(f"| history {NAME}, {args.commits} commits, {args.branches} status branches, warm | {best:.2f} s | "
-              f"target <= 2 s: {'met' if best <= 2.0 else 'MISSED'} |")
+        # what a user runs: a fresh process (imports included), the cache kept with --state-dir, the
+        # modules' bytecode compiled once as an install compiles it (kept in a temporary pycache
+        # prefix, whatever PYTHONDONTWRITEBYTECODE says here)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"))
+        cli = []
+        for run in range(3):
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "gitdns", "history", NAME, "--repo", str(bare),
+                                   "--state-dir", str(state)], capture_output=True, text=True, check=False,
+                                  env=env)
+            if run:  # the first run compiles the bytecode
+                cli.append(time.perf_counter() - started)
+            if done.returncode != 0:
+                print(done.stderr, file=sys.stderr)
+                return 1
+        print(f"[history/cli-warm] gitdns history {NAME}: {min(cli):.2f} s "
+              f"({done.stdout.splitlines()[0] if done.stdout else 'no output'})")
+        print(f"| history {NAME}, {args.commits} commits, {args.branches} status branches, warm | {best:.2f} s "
+              f"(CLI process {min(cli):.2f} s) | target <= 2 s: {'met' if max(best, min(cli)) <= 2.0 else 'MISSED'} |")
     return 0
 
 

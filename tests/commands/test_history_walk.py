@@ -169,3 +169,45 @@ def test_a_file_over_the_read_cap_is_held_unread(tmp_path: Path) -> None:
     assert [e.status for e in held] == ["invalid"]
     assert any("records/huge.yaml" in p and "over the cap" in p for p in held[0].problems)
     assert result.entries[-1].status == "fixed"
+
+
+def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitdns.commands import historywalk
+    from tests.commands.test_history_audit import _status_commit
+
+    r = _repo(tmp_path)
+    first_sha = r.commit("Alice", "initial")
+    api = "policies/api.yaml"
+    r.write(api, r.read(api).replace("weight: 200", "weight: 250"))
+    second_sha = r.commit("Bob", "api: 250")
+    cid = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"
+    one = _status_commit(r, cid, "eu-west-1", first_sha, [f"{HOST}|192.0.2.10"], "", 1_700_100_000)
+    _status_commit(r, cid, "eu-west-1", second_sha, [], one, 1_700_200_000)
+    parsed: list[str] = []
+    real = historywalk.load_status
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(historywalk, "load_status", counting)
+    state = tmp_path / "state"
+
+    def run() -> list[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]]]:
+        result = hist.history(HOST, str(r.bare), state_dir=state)
+        return [(e.status, tuple((a.cluster, a.at) for a in e.applied), e.notes) for e in result.entries]
+
+    cold = run()
+    assert len(parsed) == 4  # two summaries, two health documents
+    assert ("health", (), (f"withdrawn {HOST} 192.0.2.10 (unhealthy)",)) in cold
+    assert [a for s, a, _ in cold if s == "changed"][-1] == (("eu-west-1", 1_700_200_000),)
+    parsed.clear()
+    assert run() == cold and parsed == []  # warm: every status blob known by id
+    facts = state / "history" / "status-facts.json"
+    for broken in ("not json", '{"version": 1, "facts": {"abc": [1, 2, 3]}}', '{"version": 99, "facts": {}}', "[]"):
+        facts.write_text(broken)
+        parsed.clear()
+        assert run() == cold and len(parsed) == 4  # read again from git, and the file rewritten
+    parsed.clear()
+    assert run() == cold and parsed == []

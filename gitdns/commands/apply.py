@@ -96,11 +96,14 @@ def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[
         return f"{head}: skipped: {outcome.skipped}"
     lines: list[str] = []
     if outcome.plan is not None:
+        # the plan block lists what was written and, marked, what the provider refused: an
+        # error below is about a change its own zone's block shows
         lines.append(planfmt.to_text([outcome.plan], show_txt=False, names=names).rstrip("\n"))
+        lines.extend(f"  {planfmt.failed_line(c)}" for f in outcome.failed for c in f.changes if c.key == c.group)
         verb = "would write" if dry_run else "applied"
         count = len(outcome.plan.changes) if dry_run else outcome.applied
         extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
-        lines.append(f"{head}: {verb} {count} change(s){extra}")
+        lines.append(f"{head}: {verb} {count} change(s){extra}{planfmt.errors_count(outcome.errors)}")
     lines.extend(f"{head}: error: {e}" for e in outcome.errors)
     if outcome.pending_after_apply:
         lines.append(f"{head}: RecordsMissing: a fresh read still wants {outcome.pending_after_apply} "
@@ -121,5 +124,7 @@ def outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
         "staleRetries": outcome.refused_retries,
         "pendingAfterApply": outcome.pending_after_apply,
         "errors": outcome.errors,
+        "failed": [{"group": str(f.group), "error": f.why,
+                    "changes": [planfmt.change_dict(c) for c in f.changes]} for f in outcome.failed],
         "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
     }

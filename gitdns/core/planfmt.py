@@ -33,6 +33,17 @@ def change_line(change: Change) -> str:
     return f"{head} {_values(rec)}"
 
 
+def failed_line(change: Change) -> str:
+    """A change the provider did not write (its error, with the reason, follows the block)."""
+    return f"failed: {change_line(change)}"
+
+
+def errors_count(errors: Sequence[str]) -> str:
+    """The summary's tail when a zone has errors (", 1 error(s)"): as many as the error lines
+    printed under it; nothing when there is none."""
+    return f", {len(errors)} error(s)" if errors else ""
+
+
 def owner_label(owner: str, names: Mapping[str, str] | None) -> str:
     """A cluster by its Cluster name with its id beside it; an id git does not name as is."""
     name = (names or {}).get(owner)
@@ -116,6 +127,11 @@ def record_dict(rec: RecordSet | None) -> dict[str, object] | None:
     return out
 
 
+def change_dict(change: Change) -> dict[str, object]:
+    return {"action": change.action.value, "group": str(change.group), "old": record_dict(change.old),
+            "new": record_dict(change.new), **({"reason": change.reason} if change.reason else {})}
+
+
 def plan_dict(plan: Plan, names: Mapping[str, str] | None = None) -> dict[str, object]:
     return {
         "zone": plan.zone,
@@ -126,11 +142,7 @@ def plan_dict(plan: Plan, names: Mapping[str, str] | None = None) -> dict[str, o
         "stalled": plan.stalled,
         "managed": plan.managed,
         "summary": plan.summary(),
-        "changes": [
-            {"action": c.action.value, "group": str(c.group), "old": record_dict(c.old),
-             "new": record_dict(c.new), **({"reason": c.reason} if c.reason else {})}
-            for c in plan.changes
-        ],
+        "changes": [change_dict(c) for c in plan.changes],
         "guards": [{"key": str(g.key), "present": g.present, "group": str(g.group), "why": g.why}
                    for g in plan.guards],
         "refused": [{"action": c.action.value, "group": str(c.group), "old": record_dict(c.old),

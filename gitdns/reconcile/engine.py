@@ -164,16 +164,22 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
                         budget: float = STALE_RETRY_BUDGET, intent: Intent | None = None,
                         names: Collection[str] | None = None, reviewed: bool = False) -> None:
     """Apply; a change group refused as stale is re-read and re-planned at once, again and
-    again with full-jitter backoff, until it lands or the time budget runs out."""
+    again with full-jitter backoff, until it lands or the time budget runs out.  A group the
+    provider failed (not stale: content it will not take) is one error and is not sent again
+    in this pass, whatever re-plans follow; the next pass tries it again."""
     plan = outcome.plan
     assert plan is not None
     deadline = time.monotonic() + budget
     attempt = 0
     while not plan.stalled and plan.changes:
-        result: ApplyResult = provider.apply(zone.domain, plan.applicable, plan.guards)
+        failed = outcome.failed_groups
+        changes = [c for c in plan.applicable if c.group not in failed]
+        if not changes:
+            return
+        result: ApplyResult = provider.apply(zone.domain, changes, [g for g in plan.guards if g.group not in failed])
         outcome.applied += len(result.applied)
         for group, why in result.failed:  # once each, across re-plans; named once (providers may name it)
-            outcome.fail(group, why, plan.applicable)
+            outcome.fail(group, why, changes)
         if not result.refused:
             return
         attempt += 1

@@ -235,12 +235,14 @@ def apply(p: ZonePass) -> Result:
 def verify_step(p: ZonePass) -> Result:
     """Re-read and re-plan.  Changes still wanted (a co-owner wrote in between) are applied
     again at once, a few rounds; what is left is reported as RecordsMissing and retried by
-    the validation loop."""
+    the validation loop.  A group the provider failed is not wanted again here: its error
+    reports it, and writing it again in the same pass would only be refused again."""
     plan_ = p.outcome.plan
     if p.unchanged or plan_ is None or not plan_.changes or not needs_verify(p.outcome, p.always_verify):
         return Result.CONTINUE
     for _ in range(VERIFY_ROUNDS):
-        pending = verify(p.desired, p.cluster, p.zone, p.provider, p.force, p.mode, p.intent, p.names, p.reviewed)
+        pending = verify(p.desired, p.cluster, p.zone, p.provider, p.force, p.mode, p.intent, p.names, p.reviewed,
+                         failed=p.outcome.failed_groups)
         p.outcome.pending_after_apply = pending
         if not pending or not p.can_write:
             break
@@ -264,10 +266,12 @@ def prune_inactive(p: ZonePass) -> Result:
     policy = replace(policy_for_zone(p.desired, p.zone), authority=Authority.INACTIVE_GROUPS,
                      active_groups=p.groups.active, reviewed=True)
     plan_ = make_plan(p.intent, p.provider.read(p.zone.domain), policy)
-    removals = [c for c in plan_.applicable if c.reason.startswith("authority") or (c.key == c.group
+    failed = p.outcome.failed_groups  # refused by the provider in this pass: not sent again
+    changes = [c for c in plan_.applicable if c.group not in failed]
+    removals = [c for c in changes if c.reason.startswith("authority") or (c.key == c.group
                 and c.action is Action.DELETE)]
-    if plan_.applicable:
-        result = p.provider.apply(p.zone.domain, plan_.applicable, plan_.guards)
+    if changes:
+        result = p.provider.apply(p.zone.domain, changes, [g for g in plan_.guards if g.group not in failed])
         p.outcome.applied += len(result.applied)
         if removals:
             p.notes.append(f"removed {len(removals)} change(s) of inactive groups")

@@ -9,7 +9,7 @@ holds by reference: a step that learns something updates it in place.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from gitdns.core.delegation import Merged
@@ -53,9 +53,28 @@ class Result(StrEnum):
     STALLED = "stalled"  # the plan stalled (a guard refused it): nothing is written
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A change group the provider did not write (a refusal that is not a stale read: re-planning
+    does not help; the next pass tries again): the changes it held and why, as the provider said
+    it, without the group's name in front."""
+
+    group: RecordKey
+    changes: tuple[Change, ...]
+    why: str
+
+    @property
+    def error(self) -> str:
+        """The error line's text: the group named once, then why."""
+        return f"{self.group}: {self.why}"
+
+
 @dataclass(slots=True)
 class ZoneOutcome:
-    """What a pass did in one zone (the value every entry point reports)."""
+    """What a pass did in one zone (the value every entry point reports).  ``errors`` holds
+    each error once, with its reason (a failed change group's among them: ``failed`` says
+    which changes it held); ``pending_after_apply`` counts only what is missing for another
+    reason (a co-owner wrote in between), never a failed group again."""
 
     zone: Zone
     plan: Plan | None = None
@@ -63,6 +82,7 @@ class ZoneOutcome:
     refused_retries: int = 0
     skipped: str = ""  # why nothing was planned (blocked, publisher kuadrant, ...)
     errors: list[str] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)  # change groups the provider did not write
     views: dict[str, str] = field(default_factory=dict)
     pending_after_apply: int = 0  # verify: changes a fresh plan still wants (RecordsMissing)
     result: Result = Result.CONTINUE  # how the pass ended
@@ -71,6 +91,25 @@ class ZoneOutcome:
     @property
     def ok(self) -> bool:
         return not self.errors and (self.plan is None or not self.plan.stalled)
+
+    def fail(self, group: RecordKey, why: str, changes: Sequence[Change]) -> None:
+        """Record that the provider did not write ``group``: one error, the group named once
+        (providers may name it in ``why`` already), however many times the pass tried it."""
+        prefix = f"{group}:"
+        why = why[len(prefix):].lstrip() if why.startswith(prefix) else why
+        failure = Failure(group, tuple(c for c in changes if c.group == group), why)
+        for i, known in enumerate(self.failed):
+            if known.group == group:  # tried again this pass: its latest reason, in its place
+                if known.error in self.errors:
+                    self.errors[self.errors.index(known.error)] = failure.error
+                self.failed[i] = failure if failure.changes else replace(failure, changes=known.changes)
+                return
+        self.failed.append(failure)
+        self.errors.append(failure.error)
+
+    @property
+    def failed_groups(self) -> frozenset[RecordKey]:
+        return frozenset(f.group for f in self.failed)
 
 
 @dataclass(slots=True)

@@ -13,8 +13,9 @@ share its state.  A fenced block with a ``$ `` line and no marker is an error, s
 goes unchecked by accident.
 
 Each block's commands run in one ``bash`` (``set +e``; ``cd`` and ``$?`` carry from one command
-to the next), from the scenario's directory, with ``gitdns`` on PATH running this tree's
-`gitdns.cli`.  Before running, a command's text is rewritten:
+to the next), from the directory the scenario's previous block ended in (the scenario's own
+directory at first: one shell session per scenario), with ``gitdns`` on PATH running this
+tree's `gitdns.cli`.  Before running, a command's text is rewritten:
 
 - each ``scenario.subs`` key is replaced by its value: ``https://git.example.com/platform/dns.git``
   (and a bare ``dns.git`` argument) by the scenario's local bare repository, ``/tmp/demo`` by a
@@ -63,6 +64,7 @@ FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 ELLIPSIS = "…"
 STDERR_NOTE = re.compile(r"\s+\(stderr\)$")
 CMD_MARK = "\x1eCMD "  # printed between two commands of a block (stdout)
+CWD_MARK = "\x1eCWD "  # printed after a block's last command, with the directory it ended in
 ERR_TAG = "\x1f"  # starts every line gitdns writes to stderr (the wrapper below)
 
 # The value classes that may be mapped (see the module docstring), one alternation.
@@ -287,9 +289,13 @@ class Scenario:
             if n:
                 parts.append(f"__rc=$?; printf '\\n%s\\n' '{CMD_MARK}{n}'; (exit $__rc)")
             parts.append(self.command_text(cmd.text))
+        parts.append(f"printf '\\n%s%s\\n' '{CWD_MARK}' \"$(pwd)\"")
         done = subprocess.run(["bash", "-c", "\n".join(parts)], cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, check=False, timeout=240)
-        text = done.stdout.decode("utf-8", "replace")
+        text, found, cwd = done.stdout.decode("utf-8", "replace").rpartition(CWD_MARK)
+        if not found:
+            raise AssertionError(f"{block.where}: the shell ended early (exit {done.returncode}): {cwd[-2000:]}")
+        self.cwd = Path(cwd.strip())  # the next block goes on where this one ended, as in one shell
         for page, real in sorted(self.subs.items(), key=lambda kv: -len(kv[1])):
             text = text.replace(real, page)
         outputs: list[list[Line]] = [[]]

@@ -94,7 +94,11 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{_shown(self.page)}:{self.line}"
+
+
+def _shown(page: Path) -> str:
+    return str(page.relative_to(ROOT)) if page.is_relative_to(ROOT) else str(page)
 
 
 def blocks(page: Path) -> list[Block]:
@@ -123,7 +127,7 @@ def blocks(page: Path) -> list[Block]:
             unmarked.append(i + 1)
         i = j + 1
     if unmarked:
-        raise AssertionError(f"{page.relative_to(ROOT)}: fenced block(s) at line(s) {unmarked} show a `$ ` command "
+        raise AssertionError(f"{_shown(page)}: fenced block(s) at line(s) {unmarked} show a `$ ` command "
                              "but have no `<!-- example: SCENARIO [STEP] -->` marker above them")
     return out
 
@@ -327,8 +331,8 @@ class Scenario:
             mapping = matcher.match(expected, real)
             if mapping is None:
                 problems.append(report(block, cmd, real, matcher.reason))
-            else:
-                self.to_real, self.to_page = mapping
+                mapping = matcher.learn(expected, real)  # so that one mismatch does not fail what follows
+            self.to_real, self.to_page = mapping
         return problems
 
 
@@ -360,6 +364,16 @@ class Matcher:
     def match(self, page: Sequence[str], real: Sequence[Line]) -> tuple[dict[str, str], dict[str, str]] | None:
         found = self._match(list(page), list(real), 0, 0, self.start)
         return found
+
+    def learn(self, page: Sequence[str], real: Sequence[Line]) -> tuple[dict[str, str], dict[str, str]]:
+        """After a mismatch: the mapping extended by the page's lines that match the run's line
+        at the same place (up to the first ``…``), the others ignored."""
+        mapping = self.start
+        for shown, got in zip(page, real, strict=False):
+            if ELLIPSIS in shown:
+                break
+            mapping = self.line(shown, got, mapping) or mapping
+        return mapping
 
     def _match(self, page: list[str], real: list[Line], i: int, j: int,
                mapping: tuple[dict[str, str], dict[str, str]]) -> tuple[dict[str, str], dict[str, str]] | None:

@@ -278,7 +278,9 @@ def snapshot(desired: Desired, name: str | Query, fallback_zone: str = "") -> Sn
             if zone.name in held:
                 continue
             got = zone_records(state, zone, query.wants)
-            if got:
+            # the zone's active groups while it holds a name that held VALUE (also when a switch
+            # has just taken VALUE away: the switch is the reason)
+            if got or any(state.zone_for_host(n) is zone for n in query.names):
                 notes.append(f"{zone.domain}: active groups {_groups_note(state, zone)}")
             found.extend(got)
         return Snapshot("", "", tuple(sorted(found, key=lambda m: m.key)), (), tuple(notes))

@@ -69,16 +69,20 @@ def to_text(result: History) -> str:
              f"{result.branch}{where}, {result.status_branches} status branch(es){more}"]
     if not result.entries:
         lines.append(f"no commit changed the desired records of {result.name}")
-    names = sorted({n for e in result.entries for n in e.names}) if result.by_value else [result.name]
-    for name in names:
-        if result.by_value:
-            lines += ["", f"== {name}"]
+    if not result.by_value:
         for entry in result.entries:
-            if result.by_value and entry.status != "health" and name not in entry.names:
-                continue
-            if result.by_value and entry.status == "health" and not any(name + " " in n for n in entry.notes):
-                continue
-            lines.extend(_entry_text(entry, name if result.by_value else None))
+            lines.extend(_entry_text(entry, None))
+        return "\n".join(lines) + "\n"
+    for name in sorted({n for e in result.entries for n in e.names}):
+        lines += ["", f"== {name}"]
+        for entry in result.entries:
+            if entry.status != "health" and name in entry.names:
+                lines.extend(_entry_text(entry, name))
+    health = [e for e in result.entries if e.status == "health"]
+    if health:  # a withdrawal names the host and the address, not one record name: listed once
+        lines += ["", f"== {result.name} withdrawn or restored by health checks (status branches)"]
+        for entry in health:
+            lines.extend(_entry_text(entry, None))
     return "\n".join(lines) + "\n"
 
 

@@ -113,3 +113,22 @@ def test_since_until_window(audited: tuple[Repo, dict[str, str]], capsys: pytest
                  "--until", datetime.fromtimestamp(EPOCH + 9000, UTC).isoformat()]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert shas["restore"] not in [e["sha"] for e in doc["entries"]]
+
+
+def test_search_by_value_shows_the_switch_that_took_it_away_and_its_health_entries(
+        audited: tuple[Repo, dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
+    repo, shas = audited
+    assert main(["history", EU_WEST, "--repo", str(repo.bare), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    entries = {e["sha"]: e for e in doc["entries"] if e["status"] != "health"}
+    failover = entries[shas["failover"]]
+    assert any(c["op"] == "-" for c in failover["changes"])  # the value went away...
+    assert failover["notes"] == ["example.com: active groups serial 2 [site-b]"]  # ...because of the switch
+    assert main(["history", EU_WEST, "--repo", str(repo.bare)]) == 0
+    out = capsys.readouterr().out
+    section = out.split(f"== {EU_WEST} withdrawn or restored by health checks (status branches)\n", 1)
+    assert len(section) == 2, out  # the health entries are in the text output too, once
+    assert f"withdrawn {HOST} {EU_WEST} (unhealthy)" in section[1]
+    assert f"restored {HOST} {EU_WEST} (healthy again)" in section[1]
+    assert out.count(f"withdrawn {HOST} {EU_WEST} (unhealthy)") == 1
+    assert "example.com: active groups serial 2 [site-b]" in section[0]

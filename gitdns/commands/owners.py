@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.zones import zone_and_provider
-from gitdns.core.records import RecordKey
+from gitdns.core.records import RecordKey, ZoneSnapshot
 from gitdns.providers.fences import STRICT, Fences
 
 Ask = Callable[[str, str], bool]  # (text to show first, question) -> yes
@@ -82,7 +82,7 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
     plan = replace(plan, changes=(*plan.changes, *heartbeat_removal(snapshot, owner, zone.domain, "prune-owner")))
     shown = f"{acting}\n" + planfmt.to_text([plan])
     if not plan.changes:
-        return Result(EXIT_OK, [shown, f"owner {owner} owns nothing in {zone.domain}\n"])
+        return Result(EXIT_OK, [shown, _nothing_to_prune(snapshot, owner, zone.domain)])
     result = Result()
     if ask is None:
         result.out.append(shown)
@@ -93,6 +93,23 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
     result.line(f"applied {len(applied.applied)} change(s); {len(applied.refused)} refused as stale (run again)")
     result.code = EXIT_OK if applied.ok else EXIT_ERROR
     return result
+
+
+def _nothing_to_prune(snapshot: ZoneSnapshot, owner: str, domain: str) -> str:
+    """Why prune-owner changes nothing: the owner holds nothing, or only through joint legacy
+    TXT records (``a&&b``), which gitdns never rewrites nor deletes (nor does dns-operator)."""
+    from gitdns.core.owners import owners
+    from gitdns.core.registry import decode_entries
+
+    row = next((r for r in owners(snapshot, ()) if r.owner == owner), None)
+    joint = sorted({rec.name for rec in snapshot.records if rec.type == "TXT"
+                    for e in decode_entries(rec) if owner in e.joint})
+    if row is None or not joint:
+        return f"owner {owner} owns nothing in {domain}\n"
+    return (f"owner {owner} holds {row.records} record(s) in {domain} only through joint legacy ownership TXT "
+            f"shared with {', '.join(row.shared_with) or 'other owners'} ({', '.join(joint)}): gitdns never rewrites "
+            "or deletes a joint TXT (dns-operator neither), so nothing was changed; once every owner it lists is "
+            "gone, delete those TXT records and the records they claim with the provider's own tools\n")
 
 
 def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
@@ -115,9 +132,9 @@ def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rt
         return Result(EXIT_ERROR, err=[f"no foreign record at {', '.join(bare)} in {zone.domain}"])
     wanted = {r.key for r in intent_for(desired, who, zone).records}
     outside = [r for r in found if r.key not in wanted]
-    if outside and not force:
-        return Result(EXIT_ERROR, err=[f"{rec.key}: not in {who.name}'s desired state; its next apply would delete "
-                                       "it (add it to git first, or pass --force)" for rec in outside])
+    if outside and not force:  # judged by the committed state: the refusal names the commit
+        return Result(EXIT_ERROR, err=[f"{rec.key}: not in {who.name}'s desired state ({acting}); its next apply "
+                                       "would delete it (add it to git first, or pass --force)" for rec in outside])
     rev = desired.state.revision.label if desired.state.revision else None
     changes = adopt_changes(found, who.id, zone.domain, rev=rev, group=who.group)
     applied = provider.apply(zone.domain, changes)

@@ -80,3 +80,20 @@ def test_owners_text_lists_kind_and_records_under_each_owner(
     assert lines[head + 1] == f"  {SHARED} A"
     ghost = next(line for line in lines if line.startswith("ghost-uid "))
     assert "kind=gitdns" in ghost and "heartbeat=2023-11-14T22:21:40Z" in ghost and "orphan-txt=1" in ghost
+
+
+def test_prune_owner_of_a_joint_legacy_txt_says_why_nothing_changes(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "apply", "--repo", str(repo), "--all-clusters")[0] == EXIT_OK
+    _seed(repo)
+    before = LocalProvider(repo / ".gitdns" / "zones").read("example.com").records
+    code, out = run(capsys, "prune-owner", "old-a", "--zone", "example-com", "--repo", str(repo), "--yes",
+                    "--from-worktree")
+    assert code == EXIT_OK
+    assert f"owner old-a holds 1 record(s) in example.com only through joint legacy ownership TXT shared with " \
+           f"old-b (kuadrant-a-{SHARED}): gitdns never rewrites or deletes a joint TXT" in out
+    assert "owns nothing" not in out
+    assert LocalProvider(repo / ".gitdns" / "zones").read("example.com").records == before
+    code, out = run(capsys, "prune-owner", "nobody", "--zone", "example-com", "--repo", str(repo), "--yes",
+                    "--from-worktree")
+    assert code == EXIT_OK and "owner nobody owns nothing in example.com" in out

@@ -144,8 +144,10 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
         first = next((e for e in entries if flog.contains(sha, e.applied)), None)
         last = entries[-1] if entries else None
         row: dict[str, Any] = {"cluster": c["cluster"], "appliedRevision": c.get("appliedRevision")}
-        if c.get("retired"):
+        if c.get("retired"):  # and when it applied the commit before it left, if it did
             row["state"] = "retired"
+            if first is not None:
+                row.update(at=iso(first.time), appliedRevision=first.applied)
         elif first is not None:
             row.update(state="applied", at=iso(first.time), appliedRevision=first.applied)
         elif last is not None and not last.ready and flog.contains(sha, last.attempted):
@@ -166,7 +168,8 @@ def revision_text(rev: Mapping[str, Any]) -> str:
         detail = {"applied": f"applied {_short(r.get('appliedRevision'))}",
                   "failed": f"{r.get('reason', '')}: {r.get('message', '')}".strip(": "),
                   "pending": f"applied {_short(r.get('appliedRevision'))}",
-                  "retired": "no longer in git"}[r["state"]]
+                  "retired": "no longer in git" + (f"; had applied it ({_short(r.get('appliedRevision'))})"
+                                                     if r.get("at") else "; never applied it")}[r["state"]]
         rows.append((r["cluster"], cid[:13], r["state"], r.get("at") or "-", detail))
     counts = rev["counts"]
     lines = [f"revision {rev['revision'][:7]} ({rev['desiredBranch']}, committed {rev['committedAt']})", "",

@@ -128,6 +128,13 @@ def test_revision_across_the_fleet(fleet: tuple[Path, list[str]], capsys: pytest
     assert states == {"a": "applied", "b": "failed", "c": "retired", "d": "retired", "e": "pending"}
     assert rev["clusters"][IDS["b"]]["reason"] == "ProviderError"
     assert rev["counts"] == {"applied": 1, "pending": 1, "failed": 1, "retired": 2}
+    retired_c, retired_d = rev["clusters"][IDS["c"]], rev["clusters"][IDS["d"]]
+    assert retired_c["at"] and retired_c["appliedRevision"]  # c applied it before it left: when is kept
+    assert "at" not in retired_d  # d never did
+    assert main(["status", "--repo", str(bare), "--revision", c2[:9]]) == 1
+    text = capsys.readouterr().out
+    assert f"retired  {retired_c['at']}  no longer in git; had applied it" in text
+    assert "no longer in git; never applied it" in text
     assert main(["status", "--repo", str(bare), "--revision", c1]) == 0  # every active cluster applied c1
     out = capsys.readouterr().out
     assert f"revision {c1[:7]}" in out and "3 applied, 2 retired" in out

@@ -14,6 +14,7 @@ from gitdns.commands import history as hist
 from gitdns.commands import historyfmt as histfmt
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EXAMPLE, HOST, Repo, git
+from tests.spies import record_calls
 
 
 def _repo(tmp_path: Path) -> Repo:
@@ -184,14 +185,7 @@ def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
     cid = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"
     one = _status_commit(r, cid, "eu-west-1", first_sha, [f"{HOST}|192.0.2.10"], "", 1_700_100_000)
     _status_commit(r, cid, "eu-west-1", second_sha, [], one, 1_700_200_000)
-    parsed: list[str] = []
-    real = historywalk.load_status
-
-    def counting(text: str):  # type: ignore[no-untyped-def]
-        parsed.append(text)
-        return real(text)
-
-    monkeypatch.setattr(historywalk, "load_status", counting)
+    parsed = record_calls(monkeypatch, historywalk, "load_status")
     state = tmp_path / "state"
 
     def run() -> list[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]]]:

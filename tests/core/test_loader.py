@@ -12,6 +12,7 @@ from gitdns.core.model import Origin
 from gitdns.core.problems import blocked_zones
 from gitdns.core.validate import check
 from gitdns.errors import ConfigError
+from tests.spies import record_calls
 
 HEAD = "apiVersion: gitdns.io/v1alpha1\n"
 ZONE = f"{HEAD}kind: Zone\nmetadata: {{name: example-com}}\nspec: {{domain: Example.COM., provider: {{type: local}}}}\n"
@@ -243,14 +244,7 @@ def test_quick_check_never_passes_what_jsonschema_rejects(spec: dict[str, object
 def test_a_parse_memo_parses_a_shared_file_once_and_loads_the_same_state(monkeypatch: pytest.MonkeyPatch) -> None:
     import gitdns.core.loader as loader_module
 
-    parsed: list[str] = []
-    real = loader_module.parse
-
-    def counting(text: str):  # type: ignore[no-untyped-def]
-        parsed.append(text)
-        return real(text)
-
-    monkeypatch.setattr(loader_module, "parse", counting)
+    parsed = record_calls(monkeypatch, loader_module, "parse")
     memo: loader_module.ParseMemo = {}
     first = load({"z.yaml": ZONE, "o.yaml": ZONE_ORG}, load_schemas(), memo)
     second = load({"z.yaml": ZONE, "o.yaml": ZONE_ORG.replace("example.org", "example.net")}, load_schemas(), memo)

@@ -58,7 +58,7 @@ from gitdns.core.model import Cluster, DesiredState, Zone
 from gitdns.core.names import root_host_of
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet, normalize_name
-from gitdns.errors import RetryableError
+from gitdns.errors import ConfigError, RetryableError
 from gitdns.reconcile.engine import from_files
 
 PATHS = ("*.yaml", "*.yml")
@@ -93,6 +93,7 @@ class Snapshot:
     records: tuple[Merged, ...] = ()
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # the zone's active groups
+    clusters: frozenset[str] | None = None  # ids and names of the Clusters in git (None: not known)
 
     def by_key(self) -> dict[RecordKey, Merged]:
         return {m.key: m for m in self.records}
@@ -116,6 +117,7 @@ class Applied:
     at: int = 0
     status_sha: str = ""
     exact: bool = False
+    in_git: bool = True  # False: git named no such Cluster at the entry's commit nor just before it
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class Entry:
     merge: Commit | None = None  # the merge commit that brought it to the branch
     applied: tuple[Applied, ...] = ()
     cluster: str = ""  # status == "health": the cluster reporting
+    in_git: frozenset[str] | None = None  # ids and names of the Clusters git names at the commit
 
     @property
     def time(self) -> int:
@@ -159,6 +162,9 @@ class History:
     entries: tuple[Entry, ...]
     by_value: bool = False
     status_branches: int = 0
+    since: int | None = None  # the window (unix seconds), on when each commit reached the branch
+    until: int | None = None
+    hints: tuple[str, ...] = ()  # e.g. the name is in no zone
 
 
 # -- merging and diffing (pure) ------------------------------------------------------------------
@@ -224,7 +230,13 @@ class Query:
 
 
 def _value(text: str) -> str:
-    return text.strip().strip('"').lower().rstrip(".")
+    """A value as compared: an address in its canonical form (``2001:DB8:0::10`` is
+    ``2001:db8::10``), a name lower-case without the final dot."""
+    bare = text.strip().strip('"')
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        return bare.lower().rstrip(".")
 
 
 def is_value(text: str) -> bool:
@@ -341,7 +353,9 @@ class _Loader:
         memo = (tree, fallback_zone, self.query)
         found = self.snapshots.get(memo)
         if found is None:
-            found = self.snapshots[memo] = snapshot(desired, self.query, fallback_zone)
+            known = None if any(p.blocks_all for p in desired.problems) else frozenset(
+                name for c in desired.state.clusters for name in (c.id, c.name) if name)
+            found = self.snapshots[memo] = replace(snapshot(desired, self.query, fallback_zone), clusters=known)
         return found
 
 
@@ -366,8 +380,10 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
         changes = diff(last.records, snap.records)
         if changes or held:
             notes = tuple(n for n in snap.notes if n not in last.notes) if changes else ()
+            # the clusters git names before or at the commit: a cluster's own removal counts as its
+            named = snap.clusters if last.clusters is None or snap.clusters is None else snap.clusters | last.clusters
             entries.append(Entry(commit, snap.zone or last.zone, "fixed" if held else "changed", changes,
-                                 notes=notes))
+                                 notes=notes, in_git=named))
         held = False
         last = snap
     return entries
@@ -437,8 +453,13 @@ def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_c
 
 def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since: str | None,
           until: str | None, status: bool) -> History:
+    if not text:
+        raise ConfigError("history: give a NAME (a DNS name or listener host) or a VALUE (an address or target)")
     walk.fetch(status=status)
-    commits, baseline, truncated = walk.commits(since=since, until=until, max_count=max_commits)
+    lo, hi = walk.window(since, until)
+    # every YAML commit is traced (each compared with the one before, the window's first too);
+    # the window then keeps the commits that reached the branch in it (a merged commit: by its merge)
+    commits, baseline, truncated = walk.commits(max_count=max_commits)
     by_value = is_value(text)
     entries: list[Entry] = []
     query = Query(normalize_name(text))
@@ -450,6 +471,16 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
             by_value = True
             query = Query(_value(text), True, names)
             entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+
+    def inside(when: int) -> bool:
+        return (lo is None or when >= lo) and (hi is None or when <= hi)
+
+    def reached(sha: str, when: int) -> int:
+        merge = walk.merged_by(sha)
+        return merge.time if merge is not None else when
+
+    examined = sum(1 for c in commits if inside(reached(c.sha, c.time)))
+    entries = [e for e in entries if inside(reached(e.commit.sha, e.time))]
     marks = walk.marks([e.commit.sha for e in entries])
     rows = walk.status() if status else []
     index = AppliedIndex(rows, walk.order())
@@ -457,13 +488,20 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     for e in entries:
         merge = walk.merged_by(e.commit.sha)
         done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
-                            applied=index.applied(e.commit.sha)))
+                            applied=index.applied(e.commit.sha, e.in_git)))
     names_of_interest = {d.key.name for e in entries for d in e.changes}
-    done.extend(health_entries(query, rows, names_of_interest))
+    done.extend(e for e in health_entries(query, rows, names_of_interest) if inside(e.time))
     done.sort(key=lambda e: (e.time, e.status == "health"))
     clusters = len({r.cluster_id for r in rows})
-    return History(normalize_name(text) if not by_value else _value(text), branch, _clean(path), len(commits),
-                   truncated, tuple(done), by_value, clusters)
+    hints: list[str] = []
+    if not by_value and not any(e.zone for e in entries) and commits:
+        head = _Loader(query, walk.files_at, walk.tree_key).desired(commits[-1].sha)[1].state
+        if head.zone_for_host(query.text) is None:
+            zones = ", ".join(sorted(z.domain for z in head.zones)) or "none"
+            hints.append(f"{query.text} is in no zone of the desired state at {commits[-1].sha[:7]} "
+                         f"(zones: {zones}): a typo? A value (an address or a target) is searched as such")
+    return History(normalize_name(text) if not by_value else _value(text), branch, _clean(path), examined,
+                   truncated, tuple(done), by_value, clusters, lo, hi, tuple(hints))
 
 
 def _clean(path: str) -> str:
@@ -501,7 +539,9 @@ class AppliedIndex:
                 firsts.append(row)
                 fulls.append(full)
 
-    def applied(self, sha: str) -> tuple[Applied, ...]:
+    def applied(self, sha: str, in_git: frozenset[str] | None = None) -> tuple[Applied, ...]:
+        """``in_git``: the Clusters git names at ``sha`` (ids and names); a cluster outside it
+        that never applied ``sha`` is said to be not in git then, rather than never applied."""
         at = self.order.get(sha)
         out: dict[str, Applied] = {}
         if at is not None:
@@ -511,12 +551,17 @@ class AppliedIndex:
                     row, full = firsts[i], fulls[i]
                     out[cid] = Applied(row.cluster, full, row.time, row.sha, full == sha)
         names = self.names
-        return tuple(out.get(cid) or Applied(names[cid]) for cid in sorted(names, key=lambda c: names[c]))
+
+        def missing(cid: str) -> Applied:
+            return Applied(names[cid], in_git=in_git is None or cid in in_git or names[cid] in in_git)
+
+        return tuple(out.get(cid) or missing(cid) for cid in sorted(names, key=lambda c: names[c]))
 
 
-def applied_for(sha: str, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> tuple[Applied, ...]:
+def applied_for(sha: str, rows: Sequence[StatusCommit], order: Mapping[str, int],
+                in_git: frozenset[str] | None = None) -> tuple[Applied, ...]:
     """`AppliedIndex` for one commit (build the index once when asking for many)."""
-    return AppliedIndex(rows, order).applied(sha)
+    return AppliedIndex(rows, order).applied(sha, in_git)
 
 
 def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:

@@ -54,6 +54,8 @@ def _who(c: CommitInfo | Commit) -> str:
 
 
 def _applied_text(a: Applied) -> str:
+    if not a.at and not a.in_git:
+        return f"{a.cluster}: not in git at this revision"
     if not a.at:
         return f"{a.cluster}: never applied"
     later = "" if a.exact else f" (as part of {a.revision[:7]})"
@@ -66,9 +68,11 @@ def to_text(result: History) -> str:
     what = "value" if result.by_value else "name"
     commits = [e for e in result.entries if e.status != "health"]
     lines = [f"history of {what} {result.name}: {len(commits)} change(s) in {result.commits} commit(s) of branch "
-             f"{result.branch}{where}, {result.status_branches} status branch(es){more}"]
+             f"{result.branch}{where}{_window(result)}, {result.status_branches} status branch(es){more}"]
     if not result.entries:
-        lines.append(f"no commit changed the desired records of {result.name}")
+        lines.append(f"no commit changed the desired records of {result.name}"
+                     + (" in that window" if result.since is not None or result.until is not None else ""))
+    lines.extend(f"hint: {h}" for h in result.hints)
     if not result.by_value:
         for entry in result.entries:
             lines.extend(_entry_text(entry, None))
@@ -84,6 +88,15 @@ def to_text(result: History) -> str:
         for entry in health:
             lines.extend(_entry_text(entry, None))
     return "\n".join(lines) + "\n"
+
+
+def _window(result: History) -> str:
+    """The window as git read --since/--until (on when each commit reached the branch)."""
+    if result.since is None and result.until is None:
+        return ""
+    lo = iso_date(result.since) if result.since is not None else "the start"
+    hi = iso_date(result.until) if result.until is not None else "now"
+    return f" that reached it from {lo} to {hi}"
 
 
 def _entry_text(entry: Entry, only: str | None) -> list[str]:
@@ -153,14 +166,17 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
                      "old": _merged_json(d.old), "new": _merged_json(d.new)}
                     for d in entry.changes],
         "applied": [{"cluster": a.cluster, "revision": a.revision or None, "at": iso_date(a.at) if a.at else None,
-                     "statusCommit": a.status_sha or None, "exact": a.exact} for a in entry.applied],
+                     "statusCommit": a.status_sha or None, "exact": a.exact, "inGit": a.in_git}
+                    for a in entry.applied],
     }
 
 
 def to_json(result: History) -> str:
     doc = {"query": result.name, "byValue": result.by_value, "branch": result.branch,
            "commits": result.commits, "truncated": result.truncated, "statusBranches": result.status_branches,
-           "entries": [entry_dict(e) for e in result.entries]}
+           "since": iso_date(result.since) if result.since is not None else None,
+           "until": iso_date(result.until) if result.until is not None else None,
+           "hints": list(result.hints), "entries": [entry_dict(e) for e in result.entries]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 

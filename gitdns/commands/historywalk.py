@@ -40,6 +40,7 @@ from gitdns.errors import ConfigError
 
 STATUS_PREFIX = "gitdns-status/"
 STATUS_REFS = "refs/gitdns-status/"
+TRACKING_REFS = "refs/gitdns-status-origin/"  # a local clone's refs/remotes/origin/gitdns-status/*
 _SEP, _END = "\x1f", "\x1e"
 _SUFFIXES = (".yaml", ".yml")
 LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
@@ -138,6 +139,10 @@ class Walk:
     def fetch(self, status: bool = True) -> None:
         """The branch, full history, and (``status``) every status branch, in one fetch."""
         specs = [self._git.refspec] + ([f"+refs/heads/{STATUS_PREFIX}*:{STATUS_REFS}*"] if status else [])
+        if status and "://" not in self.url and Path(self.url).exists():
+            # a clone has the status branches as origin's remote-tracking refs only (a clone makes
+            # no local branch for them): read those for the clusters without a local branch
+            specs.append(f"+refs/remotes/origin/{STATUS_PREFIX}*:{TRACKING_REFS}*")
 
         def run(repo: Any) -> None:
             mode = ["--unshallow"] if self._git.shallow() else []
@@ -150,21 +155,21 @@ class Walk:
 
     # -- the desired branch ---------------------------------------------------------------------
 
-    def commits(self, *, since: str | None = None, until: str | None = None,
-                max_count: int = 0) -> tuple[list[Commit], Commit | None, bool]:
-        """The YAML commits (oldest first) within the window, the commit before the first (the
-        baseline), and whether older YAML commits exist than the ``max_count`` newest.  A
-        ``path`` that is a file at the branch's head is a ConfigError (as at any commit read)."""
+    def commits(self, *, max_count: int = 0) -> tuple[list[Commit], Commit | None, bool]:
+        """The YAML commits (oldest first), the commit before the first (the baseline), and
+        whether older YAML commits exist than the ``max_count`` newest.  A ``path`` that is a
+        file at the branch's head, or that no commit ever had, is a ConfigError."""
         paths = [f"{self.path}/{p}" if self.path else p for p in ("*.yaml", "*.yml")]
         fmt = _FMT
         if self.path:
             self._graph()
             if self._head is not None:
                 self._prepare([self._head])
-        window = [f"--since={since}"] if since else []
-        window += [f"--until={until}"] if until else []
         limit = [f"--max-count={max_count + 1}"] if max_count > 0 else []
-        newest_first = self._parse(self._run(["log", f"--format={fmt}", *window, *limit, self.ref, "--", *paths]))
+        newest_first = self._parse(self._run(["log", f"--format={fmt}", *limit, self.ref, "--", *paths]))
+        if self.path and not newest_first and self._head is not None and self._base.get(self._head) is None:
+            raise ConfigError(f"--path {self.path}: no such directory on branch {self._git.branch} "
+                              f"(at {self._head[:7]}), and no commit of the branch ever had YAML below it")
         truncated = max_count > 0 and len(newest_first) > max_count
         if truncated:
             newest_first = newest_first[:max_count]
@@ -176,6 +181,23 @@ class Walk:
         for c in newest_first:
             self._known[c.sha] = c
         return list(reversed(newest_first)), baseline, truncated
+
+    def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        """``--since``/``--until`` in unix seconds, read by git's own date parser (as ``git log``
+        reads them: ISO dates, ``2 weeks ago``, ``yesterday``...)."""
+        if not since and not until:
+            return None, None
+        args = ([f"--since={since}"] if since else []) + ([f"--until={until}"] if until else [])
+        lo = hi = None
+        for word in self._run(["rev-parse", *args]).split():
+            key, _, value = word.partition("=")
+            if key == "--max-age" and value.isdigit():
+                lo = int(value)
+            elif key == "--min-age" and value.isdigit():
+                hi = int(value)
+        if lo is not None and hi is not None and lo > hi:
+            raise ConfigError(f"--since {since} is after --until {until}: the window is empty")
+        return lo, hi
 
     def _parse(self, out: str) -> list[Commit]:
         found: list[Commit] = []
@@ -344,7 +366,10 @@ class Walk:
 
     def status(self) -> list[StatusCommit]:
         """Every status branch's commits that changed summary.yaml or health.yaml, oldest first."""
-        refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS]).split()
+        found_refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS, TRACKING_REFS]).split()
+        local = {r[len(STATUS_REFS):] for r in found_refs if r.startswith(STATUS_REFS)}
+        refs = [r for r in found_refs if r.startswith(STATUS_REFS)
+                or (r.startswith(TRACKING_REFS) and r[len(TRACKING_REFS):] not in local)]
         if not refs:
             return []
         out = self._run(["log", "--source", "--root", "--raw", "--no-abbrev", "--reverse", "--topo-order",
@@ -356,7 +381,7 @@ class Walk:
                 continue
             head, *raw = entry.strip("\n").split("\n")
             sha, source, ctime = head.split(_SEP)
-            cid = source[len(STATUS_REFS):] if source.startswith(STATUS_REFS) else source
+            cid = next((source[len(p):] for p in (STATUS_REFS, TRACKING_REFS) if source.startswith(p)), source)
             blobs = last.setdefault(cid, {})
             for line in raw:
                 meta, _, name = line.partition("\t")

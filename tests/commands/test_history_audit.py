@@ -108,11 +108,16 @@ def test_since_until_window(audited: tuple[Repo, dict[str, str]], capsys: pytest
                  "--since", datetime.fromtimestamp(EPOCH + 9000, UTC).isoformat()]) == 0
     doc = json.loads(capsys.readouterr().out)
     commits = [e["sha"] for e in doc["entries"] if e["status"] != "health"]
-    assert commits == [shas["restore"]]  # initial (1h) and failover (2h) are before 2.5h
+    # initial (1h) is before 2.5h; the failover was written at 2h but reached main by its merge at
+    # 50h, so it is in the window (when a change reached the branch is what an audit asks)
+    assert commits == [shas["failover"], shas["restore"]]
+    assert doc["since"] == datetime.fromtimestamp(EPOCH + 9000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert main(["history", HOST, "--repo", str(repo.bare), "--format", "json",
                  "--until", datetime.fromtimestamp(EPOCH + 9000, UTC).isoformat()]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert shas["restore"] not in [e["sha"] for e in doc["entries"]]
+    assert shas["failover"] not in [e["sha"] for e in doc["entries"]]  # written before, merged after
+    assert shas["initial"] in [e["sha"] for e in doc["entries"]]
 
 
 def test_search_by_value_shows_the_switch_that_took_it_away_and_its_health_entries(

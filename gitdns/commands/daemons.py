@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from gitdns.agent.cycle import Cycle
     from gitdns.core.status import ClusterReport
 
-ABNORMAL_WHEN_TRUE = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")
 
 
 def run_agent(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Result:
@@ -45,30 +44,13 @@ def run_agent(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) ->
 
 
 def once_report(cycle: Cycle, report: ClusterReport | None) -> Result:
-    """One line per zone (applied, conflicts, errors), the abnormal conditions, Ready or NotReady."""
+    """Each zone's section (its errors once, under it), the abnormal conditions, Ready or
+    NotReady (`gitdns.agent.oncereport`); exit 0 when Ready and the status was pushed."""
+    from gitdns.agent.oncereport import once_lines
+
+    lines, ok = once_lines(cycle, report)
     result = Result()
-    for outcome in cycle.outcomes:
-        plan = outcome.plan
-        line = f"zone {outcome.zone.domain}: "
-        line += outcome.skipped or (f"{outcome.applied} change(s) applied" if plan else "nothing planned")
-        if plan and plan.real_conflicts:
-            line += f", {len(plan.real_conflicts)} conflict(s)"
-        result.line(line)
-        for conflict in plan.real_conflicts if plan else ():
-            result.line(f"zone {outcome.zone.domain}: {conflict.reason}: {conflict.message}")
-        for note in dict.fromkeys(plan.notes if plan else ()):  # what the layouts leave out, once each
-            result.line(f"zone {outcome.zone.domain}: note: {note}")
-        for error in outcome.errors:
-            result.line(f"zone {outcome.zone.domain}: error: {error}")
-    if report is None:
-        result.code = EXIT_ERROR
-        return result
-    for condition in report.conditions:
-        bad = condition.status if condition.type in ABNORMAL_WHEN_TRUE else not condition.status
-        if bad:
-            result.line(f"{condition.type}: {condition.reason}: {condition.message}")
-    result.line("Ready" if report.ready else "NotReady")
-    pushed = all(c.status for c in report.conditions if c.type == "StatusPublished")
-    result.code = EXIT_OK if report.ready and pushed else EXIT_ERROR
+    result.lines(lines)
+    result.code = EXIT_OK if ok else EXIT_ERROR
     return result
 

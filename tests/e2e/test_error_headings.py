@@ -202,8 +202,6 @@ def test_agent_once_prints_the_refusal_once_in_its_zone(tmp_path: Path, bind: Dn
     assert repo.refusals() == 1  # and was asked once: the pass did not send the refused group again
 
 
-@pytest.mark.xfail(strict=True, reason="gitdns/commands/daemons.py once_report does not print "
-                   "gitdns.agent.oncereport.once_lines yet")
 def test_agent_once_cli_prints_the_refusal_once_in_its_zone(tmp_path: Path, bind: DnsServer) -> None:
     repo = refused_glue(tmp_path, bind)
     lines = repo.cli("agent", *repo.agent_args("c1"), code=1).splitlines()

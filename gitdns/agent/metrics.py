@@ -21,7 +21,7 @@ gitdns_git_errors_total{reason}            counter record_git_error
 gitdns_head_refusals_total{reason}         counter record_refusal (SignatureRefused|RollbackRefused; once per head)
 gitdns_applied_revision_info{revision}     gauge   set_revision (=1; the old label goes)
 gitdns_validation_problems{zone}           gauge   set_validation_problems
-gitdns_zone_errors_total{zone,reason}      counter record_zone_error (a pass that ended in an error)
+gitdns_zone_errors_total{zone,reason}      counter record_zone_error (a pass ended in an error; runner.error_reason)
 gitdns_webhook_deliveries_total            counter record_webhook; result is one of
   {provider,result}                                accepted|forged|replayed|ignored
 gitdns_provider_calls_total{zone,op}       counter record_provider_call

@@ -11,9 +11,10 @@ the wait.  SIGTERM lets the running step finish, then stops.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -168,8 +169,9 @@ class Runner:
                                                 for name, result in self.agent.state.health_results.items()})
         for outcome in cycle.outcomes:
             zone = outcome.zone.domain
+            refused = {f.error for f in outcome.failed}
             for error in outcome.errors:
-                self.metrics.record_zone_error(zone, error.split(":", 1)[0])
+                self.metrics.record_zone_error(zone, error_reason(error, refused))
             if outcome.plan is not None:
                 counts: dict[str, int] = {}
                 for conflict in outcome.plan.real_conflicts:
@@ -254,3 +256,16 @@ def _safe(url: str) -> str:
         scheme, rest = url.split("://", 1)
         return f"{scheme}://{rest.split('@', 1)[1]}"
     return url
+
+
+_REASON = re.compile(r"[A-Z][A-Za-z]{2,47}")
+
+
+def error_reason(error: str, refused: Collection[str] = ()) -> str:
+    """The ``reason`` label of a zone error, from a closed set of words: ``ChangeRefused`` for a
+    change group the provider refused (its text starts with the record's name, which must not
+    become a label value), the error's own reason (``ProviderError: …``), else ``Other``."""
+    if error in refused:
+        return "ChangeRefused"
+    head = error.split(":", 1)[0]
+    return head if _REASON.fullmatch(head) else "Other"

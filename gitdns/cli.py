@@ -96,7 +96,19 @@ def _fences(args: argparse.Namespace) -> Fences:
 
 
 FROM_WORKTREE_HELP = ("act on the work tree as it is: uncommitted files, or a commit not on the desired branch "
-                      "(default: refuse them; gitdns/commands/committed.py, docs/cli.md)")
+                      "(default: refuse them and act on the committed, merged state; docs/cli.md, "
+                      "\"Committed state only\")")
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 (all) or more")
+    return value
 
 
 def _committed_only() -> argparse.ArgumentParser:
@@ -414,9 +426,12 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--repo", default=".", metavar="URL|PATH", help="the desired repository (default: .)")
     p.add_argument("--branch", default="main", help="desired branch (default: main)")
     p.add_argument("--path", default="", metavar="SUBDIR", help="subdirectory holding the desired YAML")
-    p.add_argument("--since", metavar="DATE", help="only commits after DATE (git's date formats)")
-    p.add_argument("--until", metavar="DATE", help="only commits before DATE")
-    p.add_argument("--max-commits", type=int, default=0, metavar="N", help="newest N YAML commits (default: all)")
+    p.add_argument("--since", metavar="DATE", help="only changes that reached the branch after DATE (a merged "
+                   "commit: when its merge did); git's date formats, a bare day is 00:00 UTC")
+    p.add_argument("--until", metavar="DATE", help="only changes that reached the branch before DATE "
+                   "(a bare day: until 23:59:59 UTC)")
+    p.add_argument("--max-commits", type=_count, default=0, metavar="N",
+                   help="newest N YAML commits (default: all)")
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
@@ -684,6 +699,29 @@ def _print(result: Result) -> int:
     return result.code
 
 
+DAEMONS = ("agent", "orchestrator")  # they set up their own logging (--log-level)
+LOG_LEVEL_ENV = "GITDNS_LOG_LEVEL"
+
+
+def _one_shot_logging() -> None:
+    """A one-shot command reports through its output and its errors; its modules' log lines
+    (the same failures, in key=value form) show only at GITDNS_LOG_LEVEL (default: error)."""
+    import logging
+    import os
+
+    root = logging.getLogger()
+    if root.handlers:  # the embedding program (or a test harness) decides
+        return
+    level = os.environ.get(LOG_LEVEL_ENV, "error").upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        level = "ERROR"
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("gitdns: log: %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(level)
+    root.addHandler(handler)
+    root.setLevel(min(root.level, handler.level) if root.level else handler.level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -697,6 +735,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from gitdns.errors import GitdnsError
 
+    if args.command not in DAEMONS:
+        _one_shot_logging()
     try:
         return _print(HANDLERS[args.command](args))
     except GitdnsError as exc:

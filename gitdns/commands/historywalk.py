@@ -47,6 +47,7 @@ LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
 TREE_MODE = 0o040000
 GITLINK_MODE = 0o160000  # a submodule: not followed
 _FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
 
@@ -184,9 +185,13 @@ class Walk:
 
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
         """``--since``/``--until`` in unix seconds, read by git's own date parser (as ``git log``
-        reads them: ISO dates, ``2 weeks ago``, ``yesterday``...)."""
+        reads them: ISO dates, ``2 weeks ago``, ``yesterday``...); a bare day (``2024-05-07``)
+        starts at 00:00:00 UTC for --since and ends at 23:59:59 UTC for --until."""
         if not since and not until:
             return None, None
+        # a bare day is that whole day in UTC (git alone would read it at the current time of day)
+        since = f"{since}T00:00:00Z" if since and _DAY.fullmatch(since.strip()) else since
+        until = f"{until}T23:59:59Z" if until and _DAY.fullmatch(until.strip()) else until
         args = ([f"--since={since}"] if since else []) + ([f"--until={until}"] if until else [])
         lo = hi = None
         for word in self._run(["rev-parse", *args]).split():

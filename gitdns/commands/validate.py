@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+from gitdns.core.model import DesiredState
+from gitdns.core.problems import Problem
 
 
 def validate(path: Path, fmt: str = "text") -> Result:
@@ -15,6 +17,7 @@ def validate(path: Path, fmt: str = "text") -> Result:
     desired = load(path)
     problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
     notes = warnings(desired.state, desired.rejected)  # say, never hold: e.g. no ActiveGroups document
+    notes += _nothing_here(path, desired.state) if not problems else []
     from gitdns.commands.serialcheck import serial_warnings
 
     notes += serial_warnings(desired)  # a committed serial at or below one the status branches report applied
@@ -39,3 +42,14 @@ def validate(path: Path, fmt: str = "text") -> Result:
     else:
         result.line(f"valid: {summary}")
     return result
+
+
+def _nothing_here(path: Path, state: DesiredState) -> list[Problem]:
+    """The wrong directory, most likely: a warning rather than a bare "valid"."""
+    if state.zones or state.clusters or state.policies or state.record_sets or state.tenants:
+        return []
+    bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
+    return [Problem(str(path), (), "no desired state here: no Zone, Cluster, DNSPolicy, RecordSet or Tenant in "
+                    "any .yaml/.yml file below it" + (" (a bare git repository)" if bare else ""),
+                    hint="point validate at a checkout of the desired repository (its top directory)",
+                    code="NoDesiredState")]

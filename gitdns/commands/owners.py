@@ -101,15 +101,39 @@ def _nothing_to_prune(snapshot: ZoneSnapshot, owner: str, domain: str) -> str:
     from gitdns.core.owners import owners
     from gitdns.core.registry import decode_entries
 
-    row = next((r for r in owners(snapshot, ()) if r.owner == owner), None)
+    rows = owners(snapshot, ())
+    row = next((r for r in rows if r.owner == owner), None)
     joint = sorted({rec.name for rec in snapshot.records if rec.type == "TXT"
                     for e in decode_entries(rec) if owner in e.joint})
-    if row is None or not joint:
+    if row is None:
+        known = ", ".join(r.owner for r in rows) or "none"
+        return f"owner {owner} owns nothing in {domain} (its owners: {known}; `gitdns owners {domain}`)\n"
+    if not joint:
         return f"owner {owner} owns nothing in {domain}\n"
     return (f"owner {owner} holds {row.records} record(s) in {domain} only through joint legacy ownership TXT "
             f"shared with {', '.join(row.shared_with) or 'other owners'} ({', '.join(joint)}): gitdns never rewrites "
             "or deletes a joint TXT (dns-operator neither), so nothing was changed; once every owner it lists is "
             "gone, delete those TXT records and the records they claim with the provider's own tools\n")
+
+
+def _nothing_to_adopt(snapshot: ZoneSnapshot, names: Sequence[str], rtype: str | None, domain: str) -> list[str]:
+    """Why adopt found no foreign record: per name, no such record, or whose it is."""
+    from gitdns.core.owners import owners
+
+    owned: dict[RecordKey, list[str]] = {}
+    for row in owners(snapshot, ()):
+        for key in row.keys:
+            owned.setdefault(key, []).append(row.owner)
+    out: list[str] = []
+    for name in names:
+        keys = [k for k in owned if k.name == name and (rtype is None or k.type == rtype)]
+        if keys:
+            out += [f"{key} in {domain} is not foreign: owner(s) {', '.join(sorted(owned[key]))} claim it "
+                    "(`gitdns owners` lists them; `gitdns prune-owner` removes a departed owner's)" for key in keys]
+        else:
+            kind = f" {rtype}" if rtype else ""
+            out.append(f"no{kind} record at {name} in {domain}: nothing to adopt")
+    return out
 
 
 def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
@@ -127,9 +151,10 @@ def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rt
     zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     who = find_cluster(desired, cluster)
     bare = [n.lower().rstrip(".") for n in names]
-    found = foreign_records(provider.read(zone.domain), bare, rtype)
+    snapshot = provider.read(zone.domain)
+    found = foreign_records(snapshot, bare, rtype)
     if not found:
-        return Result(EXIT_ERROR, err=[f"no foreign record at {', '.join(bare)} in {zone.domain}"])
+        return Result(EXIT_ERROR, err=_nothing_to_adopt(snapshot, bare, rtype, zone.domain))
     wanted = {r.key for r in intent_for(desired, who, zone).records}
     outside = [r for r in found if r.key not in wanted]
     if outside and not force:  # judged by the committed state: the refusal names the commit

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands import EXIT_OK
+from gitdns.commands import EXIT_ERROR, EXIT_OK
 from gitdns.core import registry
 from gitdns.core.owners import heartbeat_record
 from gitdns.core.records import Action, Change, RecordSet
@@ -96,4 +96,16 @@ def test_prune_owner_of_a_joint_legacy_txt_says_why_nothing_changes(
     assert LocalProvider(repo / ".gitdns" / "zones").read("example.com").records == before
     code, out = run(capsys, "prune-owner", "nobody", "--zone", "example-com", "--repo", str(repo), "--yes",
                     "--from-worktree")
-    assert code == EXIT_OK and "owner nobody owns nothing in example.com" in out
+    assert code == EXIT_OK and "owner nobody owns nothing in example.com (its owners: " in out
+    assert "old-a" in out.rsplit("its owners:", 1)[1] and "ghost-uid" in out.rsplit("its owners:", 1)[1]
+
+
+def test_adopt_says_whose_a_record_is_or_that_there_is_none(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "apply", "--repo", str(repo), "--all-clusters")[0] == EXIT_OK
+    _seed(repo)
+    code = main(["adopt", SHARED, "nothere.example.com", "--zone", "example-com", "--cluster", "eu-west-1",
+                 "--repo", str(repo), "--from-worktree"])
+    err = capsys.readouterr().err
+    assert code == EXIT_ERROR
+    assert f"{SHARED} A in example.com is not foreign: owner(s) " in err and "kuadrant-uid" in err
+    assert "no record at nothere.example.com in example.com: nothing to adopt" in err

@@ -1,7 +1,8 @@
 """`gitdns failover simulate`: the zone as it will be after an active-groups switch (docs/failover.md).
 
-    simulate_switch(desired, zone, now, groups) -> Switch
+    simulate_switch(desired, zone, now, groups, status=...) -> Switch
     current_zone(desired, zone, provider) -> (snapshot, note)
+    absent_zone(provider, zone) -> str    the note when a `local` store holds no such zone
     endpoint_diff(before, after) -> EndpointDiff
     to_text(switch) / to_markdown(switch)
     simulate(repo, zone, groups, fmt) -> Result          the command
@@ -15,6 +16,11 @@ withdraw their own records: the active agents do).  The switch counts as reviewe
 for the agents after the merge (exempt from the mass-change guard).  The passes repeat until
 nothing changes (agents converge over cycles); membership is an exact match
 (`gitdns.core.groups.is_active`).
+
+Each cluster's health is what its status branch last said (`groupstatus`: origin's branches
+for the groups verbs, the repository's own for `failover simulate`).  When the `local` store
+read holds no file for the zone (the agents' store lives elsewhere: ``--store-dir``), the
+preview says so and the endpoint counts carry a caveat: they are counted from no zone at all.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 
 from gitdns.commands import Result
 from gitdns.commands.groupcheck import check_group_names, show
+from gitdns.commands.groupstatus import FleetStatus, local_status, published_health
 from gitdns.commands.zones import need_zone
 from gitdns.core import builder, groups
 from gitdns.core.desired import Desired
@@ -36,10 +43,12 @@ from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.local import LocalProvider
 from gitdns.providers.memory import MemoryProvider
-from gitdns.reconcile.preview import preview_zone
+from gitdns.reconcile.preview import NOTHING_PUBLISHED, preview_zone
 
 MAX_PASSES = 4
+ABSENT_CAVEAT = "counted from no zone at all, not from what the agents published: see the note above"
 _MARKER_PREFIXES = (groups.KUADRANT_PREFIX, groups.GITDNS_PREFIX, HEARTBEAT_PREFIX, "gitdns-lock-")
 
 
@@ -88,6 +97,7 @@ class Switch:
     after: ZoneSnapshot
     diff: EndpointDiff
     notes: tuple[str, ...] = ()
+    absent: str = ""  # the zone compared with does not exist (`absent_zone`): the counts carry a caveat
 
 
 def _is_marker(rec: RecordSet) -> bool:
@@ -145,36 +155,41 @@ def effective_groups(desired: Desired, zone: Zone, now: ZoneSnapshot | None) -> 
 
 
 def simulate_switch(desired: Desired, zone: Zone, now: ZoneSnapshot, target: Sequence[str], *,
-                    serial: int | None = None, notes: Sequence[str] = ()) -> Switch:
+                    serial: int | None = None, notes: Sequence[str] = (), status: FleetStatus | None = None,
+                    absent: str = "") -> Switch:
     """Every cluster serving the zone runs the agents' own pipeline in turn (the preview role)
     on a copy of ``now``, with the zone's active groups set to ``target`` (empty: every group
     active), as a merged switch: the removals it causes are reviewed.  Passes repeat until the
-    zone stops changing (agents converge over cycles)."""
+    zone stops changing (agents converge over cycles).  Each cluster's health is what
+    ``status`` (its status branch) says; None: nothing is known (every target healthy).
+    ``absent``: the note saying that ``now`` is a zone the store does not hold."""
     before_groups, in_force, _ = effective_groups(desired, zone, now)
     serial = serial if serial is not None else in_force + 1
     active = frozenset(target)
     state = with_groups(desired.state, zone, target, serial)
     switched = replace(desired, state=state, previous=lambda: desired.state)
+    health, health_notes = published_health(state, zone, status) if status is not None else (NOTHING_PUBLISHED, [])
     mirror = groups.decide(state.groups_for_zone(zone.name), groups.read_zone_groups(now, zone.domain), zone.domain)
     clusters = serving(state, zone)
     plans: list[tuple[str, Plan]] = []
     after = now
     for attempt in range(MAX_PASSES):
-        sim = preview_zone(switched, zone, MemoryProvider({zone.domain: after.records}), clusters=clusters)
+        sim = preview_zone(switched, zone, MemoryProvider({zone.domain: after.records}), clusters=clusters,
+                           health=health)
         for cluster, plan in sim.plans:
             if attempt == 0 or plan.changes:
                 plans.append((cluster.name if attempt == 0 else f"{cluster.name} (pass {attempt + 1})", plan))
         if sim.after.records == after.records:
             break
         after = sim.after
-    extra = list(notes)
+    extra = [*([absent] if absent else []), *notes, *health_notes]
     if mirror.diverged:
         extra.append(f"the zone holds serial {mirror.serial} (groups {show(mirror.active)}), above the "
                      f"simulated serial {serial}: agents keep the zone's groups until git's serial is higher")
     publishing = [c.name for c in clusters if groups.is_active(c.group, active)]
     silent = [c.name for c in clusters if not groups.is_active(c.group, active)]
     return Switch(zone, before_groups, tuple(sorted(active)), serial, tuple(publishing),
-                  tuple(silent), tuple(plans), now, after, endpoint_diff(now, after), tuple(extra))
+                  tuple(silent), tuple(plans), now, after, endpoint_diff(now, after), tuple(extra), absent)
 
 
 def current_zone(desired: Desired, zone: Zone, provider: Provider | None) -> tuple[ZoneSnapshot, str]:
@@ -194,6 +209,21 @@ def current_zone(desired: Desired, zone: Zone, provider: Provider | None) -> tup
                        "desired state produces")
 
 
+def absent_zone(provider: Provider | None, zone: Zone) -> str:
+    """The note when ``provider`` is a `local` store that holds no file for the zone (an empty
+    zone that exists is not absent): the verbs read the store inside the repository unless
+    ``--store-dir`` names the agents' one, so what they published is not what was read."""
+    if not isinstance(provider, LocalProvider):
+        return ""
+    try:
+        if provider.path(zone.domain).exists():
+            return ""
+    except (GitdnsError, OSError):
+        return ""  # the read says why
+    return (f"the local store {provider.directory} holds no zone {zone.domain}: pass --store-dir (the agents' "
+            "--store-dir / state directory) to compare with what they published")
+
+
 def summary_lines(switch: Switch) -> list[str]:
     return [
         f"zone {switch.zone.domain}: active groups {show(switch.groups_before)} -> "
@@ -203,9 +233,12 @@ def summary_lines(switch: Switch) -> list[str]:
     ]
 
 
-def endpoint_lines(diff: EndpointDiff) -> list[str]:
+def endpoint_lines(diff: EndpointDiff, absent: str = "") -> list[str]:
+    """The endpoints added, removed and changed; with ``absent`` (the zone compared with does
+    not exist) the count says it is not the switch's effect."""
     lines = [f"endpoints added: {len(diff.added)}, removed: {len(diff.removed)}"
-             + (f", changed: {len(diff.changed)}" if diff.changed else "")]
+             + (f", changed: {len(diff.changed)}" if diff.changed else "")
+             + (f" ({ABSENT_CAVEAT})" if absent else "")]
     lines += [f"+ {e.line()}" for e in diff.added]
     lines += [f"- {e.line()}" for e in diff.removed]
     lines += [f"~ {a.describe()} -> {b.describe()}" for a, b in diff.changed]
@@ -217,7 +250,7 @@ def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
 
     out = summary_lines(switch)
     out += [f"note: {n}" for n in switch.notes]
-    out += endpoint_lines(switch.diff)
+    out += endpoint_lines(switch.diff, switch.absent)
     out.append("")
     out.append(planfmt.to_text([p for _, p in switch.plans], show_txt=False, names=names).rstrip("\n"))
     out.append("")
@@ -233,7 +266,8 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     out = [f"## {title}", ""]
     out += [f"- {line}" for line in summary_lines(switch)]
     out += [f"> {n}" for n in switch.notes]
-    out += ["", f"### Endpoints: {len(switch.diff.added)} added, {len(switch.diff.removed)} removed", ""]
+    caveat = f" ({ABSENT_CAVEAT})" if switch.absent else ""
+    out += ["", f"### Endpoints: {len(switch.diff.added)} added, {len(switch.diff.removed)} removed{caveat}", ""]
     if switch.diff.empty:
         out.append("_No endpoint changes._")
     else:
@@ -267,6 +301,7 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *
         provider, why = None, f"{exc} ({exc.reason})"
         notes.append(f"no provider: {why}")
     now, note = current_zone(desired, zone, provider)
-    switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])])
+    switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])],
+                             status=local_status(Path(repo)), absent=absent_zone(provider, zone))
     names = {c.id: c.name for c in desired.state.clusters}
     return Result(out=[to_markdown(switch, names=names) if fmt == "markdown" else to_text(switch, names)])

@@ -87,11 +87,17 @@ def direct(req: Request) -> Result:
     elif activated:
         refuse_unhealthy([f"group {g}: cannot be checked without a local checkout" for g in activated],
                           req.force, result)
+    absent = failover.absent_zone(provider, zone)
+    if absent:
+        result.err.append(f"warning: {absent}; this write creates it there")
     sim: failover.Switch | None = None
     if desired is not None:
+        from gitdns.commands.groupstatus import local_status
+
         now, note = failover.current_zone(desired, zone, provider)
         sim = failover.simulate_switch(desired, zone, now, target, serial=max(git_serial, state.serial or 0) + 1,
-                                       notes=[note] if note else [])
+                                       notes=[note] if note else [], status=local_status(Path(req.repo)),
+                                       absent=absent)
     serial = write_direct(provider, zone, target, git_serial, state)
     result.line(f"zone {domain}: active groups {show(base)} -> {show(target)}, written directly "
                 f"(serial {serial}; git has {git_serial})")
@@ -99,7 +105,7 @@ def direct(req: Request) -> Result:
                 f"`gitdns groups reconcile {zone.name} --repo PATH` is run and its pull request merged")
     if sim is not None:
         result.lines(failover.summary_lines(sim)[1:])
-        result.lines(failover.endpoint_lines(sim.diff))
+        result.lines(failover.endpoint_lines(sim.diff, sim.absent))
     return result
 
 

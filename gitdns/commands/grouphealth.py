@@ -3,31 +3,25 @@
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint: its
 clusters publish at least one record in the zone, and (when the status branches on ``origin``
 can be read) none of them reports ``Ready`` false nor all its health-checked targets unhealthy.
-The status branches are read through the verb's git transport (`gitdns.commands.gitremote`).
+The status branches are read through the verb's git transport (`gitdns.commands.gitremote`),
+by `gitdns.commands.groupstatus`.
 """
 
 from __future__ import annotations
 
-import logging
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth, check_url
+from gitdns.adapters.gitauth import GitAuth
 from gitdns.commands import Result
 from gitdns.commands.failover import serving
 from gitdns.commands.groupcheck import GroupsRefused
+from gitdns.commands.groupstatus import FleetStatus, origin_status
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.model import Zone
 from gitdns.core.statusdoc import StatusTree
 from gitdns.core.statusdoc import load as load_yaml
-from gitdns.errors import GitdnsError
 from gitdns.reconcile.engine import intent_for
-
-log = logging.getLogger(__name__)
-
-STATUS_TIMEOUT = 15.0
 
 
 def own_records(desired: Desired, cluster_name: str, zone: Zone) -> int:
@@ -105,20 +99,20 @@ def status_trees(url: str | None, auth: GitAuth | None = None,
     is no remote or it cannot be read (then a warning with the cause goes to ``result``)."""
     if not url:
         return None
-    from gitdns.adapters.statusbranch import read_all
+    return health_trees(origin_status(url, auth), result)
 
-    try:
-        check_url(url)  # origin's URL would go on git's command line: no token in it
-        with tempfile.TemporaryDirectory(prefix="gitdns-groups-") as tmp:
-            trees = read_all(url, workdir=Path(tmp), timeout=STATUS_TIMEOUT, auth=auth)
-    except (GitdnsError, OSError) as exc:
-        log.debug("status branches not read: %s", exc)
+
+def health_trees(status: FleetStatus, result: Result | None = None) -> dict[str, StatusTree] | None:
+    """The branches an activation is judged by: None when origin's could not be read (then a
+    warning with the cause goes to ``result``: the reported health is not checked) or there
+    are none."""
+    if status.error:
         if result is not None:
-            reason = f" (reason: {exc.reason})" if isinstance(exc, GitdnsError) else ""
-            result.err.append(f"warning: the status branches on origin were not read, so the clusters' "
-                              f"reported health is not checked: {exc}{reason}")
+            where = "on origin" if status.fallback or status.where == "origin" else f"in {status.where}"
+            result.err.append(f"warning: the status branches {where} were not read, so the clusters' "
+                              f"reported health is not checked: {status.error}")
         return None
-    return trees or None
+    return dict(status.trees) or None
 
 
 def refuse_unhealthy(problems: list[str], force: bool, result: Result) -> None:

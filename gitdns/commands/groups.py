@@ -8,8 +8,9 @@ TXT (`gitdns.core.groups`).  A change is a pull request:
                      validate the whole repository, commit on a NEW branch (never on the
                      checked-out one; the work tree, the index and the checked-out branch stay
                      as they were), optionally push it to ``origin``, and return the
-                     pull-request description with the merged-zone plan (`failover`).
-                     The status branches (health) and ``--push`` use the git transport
+                     pull-request description with the merged-zone plan (`failover`),
+                     each cluster's health as origin's status branches say (`groupstatus`).
+                     The status branches and ``--push`` use the git transport
                      ``Request.auth`` (--ssh-key, --token-file, ...: `gitremote`).
     --direct         break-glass when git is unreachable (`groupdirect`).
     reconcile        the zone ahead of git (after --direct): write git level with the zone's
@@ -38,7 +39,8 @@ from gitdns.commands.groupcheck import (
 )
 from gitdns.commands.groupdirect import direct
 from gitdns.commands.groupfile import GROUPS_DIR, edit_text, new_file_text, new_problems
-from gitdns.commands.grouphealth import activation_problems, refuse_unhealthy, status_trees
+from gitdns.commands.grouphealth import activation_problems, health_trees, refuse_unhealthy
+from gitdns.commands.groupstatus import FleetStatus, fleet_status, local_status
 from gitdns.commands.zones import need_zone
 from gitdns.core import groups
 from gitdns.core.desired import Desired
@@ -86,30 +88,31 @@ def run(req: Request) -> Result:
     return change(req)
 
 
-def _get_desired(req: Request, result: Result) -> tuple[Desired, bool]:
+def _get_desired(req: Request, result: Result) -> tuple[Desired, bool, FleetStatus]:
     """git's side for ``get``: origin's desired branch, fetched now; the checkout when there is
-    no work tree or no origin.  Returns (desired, fresh): fresh is False when origin could not
-    be fetched (then a line says the answer comes from the local checkout)."""
+    no work tree or no origin.  Returns (desired, fresh, status): fresh is False when origin
+    could not be fetched (then a line says the answer comes from the local checkout); status:
+    the clusters' status branches, origin's when it was fetched, else the repository's own."""
     from gitdns.adapters import worktree
     from gitdns.commands.groupfetch import fetch_desired, head_at
 
     try:
         wt = worktree.open_worktree(req.repo)
     except worktree.WorkTreeError:
-        return load(req.repo), True
+        return load(req.repo), True, local_status(Path(req.repo))
     fetched = fetch_desired(wt, req.auth)
     desired = from_files(Path(req.repo), fetched.files, head_at(wt, fetched.sha))
     if fetched.error is not None:
         result.line(f"git: origin NOT fetched ({fetched.error} ({fetched.error.reason})): judging from the "
                     f"local checkout at {fetched.sha[:7]}, which may be behind origin")
-        return desired, False
+        return desired, False, local_status(wt.root)
     result.line(f"git: {fetched.ref} at {fetched.sha[:7]}" + (" (fetched now)" if fetched.ref != "HEAD" else ""))
-    return desired, True
+    return desired, True, fleet_status(wt.root, wt.origin_url(), req.auth)
 
 
 def get(req: Request) -> Result:
     result = Result()
-    desired, fresh = _get_desired(req, result)
+    desired, fresh, status = _get_desired(req, result)
     zone = need_zone(desired, req.zone, desired.root)
     git_doc = desired.state.groups_for_zone(zone.name)
     result.line(f"zone {zone.domain} ({zone.name})")
@@ -128,18 +131,21 @@ def get(req: Request) -> Result:
     if state is None:
         result.line(f"zone: not readable: {why}")
         return result
-    _state_lines(result, desired, zone, provider, state, fresh)
+    _state_lines(result, desired, zone, provider, state, fresh, status)
     return result
 
 
 def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provider | None,
-                 state: groups.ZoneGroups, fresh: bool = True) -> None:
+                 state: groups.ZoneGroups, fresh: bool = True, status: FleetStatus | None = None) -> None:
     git_doc = desired.state.groups_for_zone(zone.name)
     gitdns_part = ("absent" if state.groups is None
                    else f"serial {state.serial if state.serial is not None else '?'}, groups {show(state.groups)}")
     kuadrant_part = "absent" if state.kuadrant is None else show(state.kuadrant)
     result.line(f"zone: {groups.gitdns_name(zone.domain)}: {gitdns_part}; "
                 f"{groups.kuadrant_name(zone.domain)}: {kuadrant_part}")
+    absent = failover.absent_zone(provider, zone)
+    if absent:
+        result.line(f"note: {absent}")
     decision = groups.decide(git_doc, state, zone.domain)
     git_serial = git_doc.serial if git_doc else 0
     if decision.diverged and not fresh:
@@ -167,9 +173,10 @@ def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provide
     snapshot, _ = _read_zone(provider, zone) if provider is not None else (None, "")
     if snapshot is not None:
         sim = failover.simulate_switch(desired, zone, snapshot, tuple(sorted(decision.active)),
-                                       serial=decision.serial)
+                                       serial=decision.serial, status=status, absent=absent)
         result.line("still to converge (what the agents will add and remove):")
-        result.lines(failover.endpoint_lines(sim.diff))
+        result.lines([f"note: {n}" for n in sim.notes if n.startswith("health: ")])
+        result.lines(failover.endpoint_lines(sim.diff, absent))
 
 
 def _pr_text(title: str, zone: Zone, before: Sequence[str], after: Sequence[str], serials: tuple[int, int],
@@ -264,7 +271,10 @@ def change(req: Request) -> Result:
     git_serial = doc.serial if doc else 0
     provider, _ = _provider(req, zone)
     now, note = failover.current_zone(desired, zone, provider)
+    absent = failover.absent_zone(provider, zone)
     zone_state = groups.read_zone_groups(now, zone.domain) if not note else None
+    if absent:
+        result.err.append(f"warning: {absent}; the new serial rests on git alone")
     zone_serials = _zone_serials(req, desired, zone, zone_state, result)
     old_serial = max([git_serial, *zone_serials])
     # what is active now: git's list, or the zone's when the zone is ahead of git (a --direct
@@ -282,9 +292,11 @@ def change(req: Request) -> Result:
         return result
     serial = old_serial + 1
     activated = _activated(desired, zone, listed, before, target)
-    trees = status_trees(wt.origin_url(), req.auth, result) if activated else None
+    status = fleet_status(wt.root, wt.origin_url(), req.auth)
+    trees = health_trees(status, result) if activated else None
     refuse_unhealthy(activation_problems(desired, zone, activated, trees), req.force, result)
-    sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [])
+    sim = failover.simulate_switch(desired, zone, now, target, serial=serial, notes=[note] if note else [],
+                                   status=status, absent=absent)
     branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, serial)
     title = f"DNS failover: {zone.domain} active groups {show(before)} -> {show(target)}"
     result.lines(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
@@ -350,7 +362,9 @@ def reconcile(req: Request) -> Result:
     target = tuple(sorted(state.groups))
     before = tuple(sorted(doc.groups)) if doc else ()
     now, note = failover.current_zone(desired, zone, provider)
-    sim = failover.simulate_switch(desired, zone, now, target, serial=state.serial, notes=[note] if note else [])
+    sim = failover.simulate_switch(desired, zone, now, target, serial=state.serial, notes=[note] if note else [],
+                                   status=fleet_status(wt.root, wt.origin_url(), req.auth),
+                                   absent=failover.absent_zone(provider, zone))
     branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, state.serial)
     title = f"DNS failover: record the break-glass switch of {zone.domain} in git ({show(target)})"
     result.lines(_pr_text(title, zone, before, target, (git_serial, state.serial), branch, req.push, sim,

@@ -92,6 +92,11 @@ def report(agent: Reporter) -> ClusterReport:
             for host in builder.build_hosts(desired.state, cluster, zone):
                 policies.setdefault(host.policy, []).append(host.host)
     me = cluster or agent.state.known_cluster
+    ready = next((c for c in conds if c.type == "Ready"), None)
+    zones_only = (ready is not None and not ready.status and agent.state.cluster_problem is None
+                  and ready.reason in ZONE_SCOPED
+                  and any(z.held or z.error or (z.plan is not None and z.plan.stalled) for z in zones))
+    rejected = tuple(sorted(name for kind, name in (desired.rejected if desired else ()) if kind == "DNSPolicy"))
     return ClusterReport(
         cluster=me.name if me else agent.config.cluster,
         cluster_id=me.id if me else agent.config.cluster,
@@ -100,7 +105,8 @@ def report(agent: Reporter) -> ClusterReport:
         desired_revision=agent.state.fetched_sha,
         applied_revision=agent.state.applied_sha,
         attempted_revision=rev.sha if rev else None,
-        conditions=tuple(conds), zones=tuple(zones), policies=policies,
+        conditions=tuple(conds), zones=tuple(zones), policies=policies, zones_only=zones_only,
+        rejected_policies=rejected,
         heartbeat=agent.ports.clock(),
         health=agent.ports.probes.states() if agent.ports.probes is not None else {},
         groups={z: {k: v for k, v in g.items() if k not in ("records", "targets")}
@@ -181,6 +187,10 @@ def _no_down(states: Mapping[str, Mapping[str, Any]]) -> Condition:
     return Condition("Healthy", True, "NoTargetsProbed",
                      f"{len(states)} target(s) of this cluster not probed yet: health is not measured, "
                      "nothing is withdrawn")
+
+
+# Ready reasons that name zones (stalled, held, in error): the other zones are reconciled
+ZONE_SCOPED = ("MassChangeRefused", "ValidationFailed", "ProviderError")
 
 
 def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[Condition]) -> Condition:

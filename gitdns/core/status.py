@@ -62,6 +62,10 @@ class ClusterReport:
     heartbeat_granularity: float = HEARTBEAT_GRANULARITY
     # discovered gateways ("namespace/name" -> gateway_entry(...)); empty when none is discovered
     gateways: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # not Ready only because of some zones (held, stalled, errors): the other zones' policies are
+    # published, so each policy is judged by its own hosts' zones
+    zones_only: bool = False
+    rejected_policies: tuple[str, ...] = ()  # DNSPolicy documents that did not validate at this revision
 
     @property
     def ready(self) -> bool:
@@ -103,14 +107,20 @@ def zone_document(report: ZoneReport) -> dict[str, Any]:
 
 
 def _policy_status(report: ClusterReport) -> dict[str, Any]:
-    held_zones = {z.zone for z in report.zones if z.held or z.error}
+    """Per DNSPolicy: ready when its hosts' zones were reconciled (a zone held, stalled or in
+    error keeps its last published DNS, and the policies with hosts there are not ready); when
+    the cluster is not Ready for another reason, none is."""
+    held_zones = {z.zone for z in report.zones if z.held or z.error or (z.plan is not None and z.plan.stalled)}
     out: dict[str, Any] = {}
     for policy, hosts in sorted(report.policies.items()):
         lagging = sorted(h for h in hosts if any(h == z or h.endswith("." + z) for z in held_zones))
-        ready = report.ready and not lagging
+        ready = (report.ready or report.zones_only) and not lagging
         message = ("published" if ready else
                    "the last published DNS has been preserved: " + (", ".join(lagging) or "not ready"))
         out[policy] = {"ready": ready, "hosts": sorted(hosts), "message": message}
+    for policy in sorted(set(report.rejected_policies) - set(out)):
+        out[policy] = {"ready": False, "hosts": [], "message": "its DNSPolicy document does not validate at this "
+                       "revision: the last published DNS has been preserved"}
     return out
 
 

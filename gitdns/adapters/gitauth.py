@@ -112,7 +112,7 @@ def check_url(url: str) -> None:
         if password is not None:
             raise ConfigError(
                 f"git remote URL {redact(url)} carries a password: give the token with --token-file or --token-env "
-                "(token_file, token_env) and the user name with --git-username"
+                "(GITDNS_TOKEN_FILE, GITDNS_TOKEN_ENV) and the user name with --git-username (GITDNS_GIT_USERNAME)"
             )
         if username is not None and parts.scheme.lower() in _USERINFO_REFUSED:
             raise ConfigError(

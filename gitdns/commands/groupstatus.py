@@ -241,6 +241,7 @@ def published_health(state: DesiredState, zone: Zone, status: FleetStatus) -> tu
                      f"{status.where}, which may be behind origin{found}")
         unhealthy.update({cid: frozenset() for cid in missing})
     elif missing and not status.fetched:
-        notes.append(f"health: no status branch of {', '.join(names[c] for c in missing)} among {status.where}; "
-                     f"to judge from what origin holds, fetch them first: {FETCH_HINT}")
+        notes.append(f"health: read from {status.where} (nothing is fetched): none for "
+                     f"{', '.join(names[c] for c in missing)}; if their agents pushed them to origin, fetch them "
+                     f"first: {FETCH_HINT}")
     return Published(unhealthy, applied), notes

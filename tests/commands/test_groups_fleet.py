@@ -195,9 +195,9 @@ def test_simulate_before_a_fetch_keeps_the_sentence_and_says_how_to_fetch(
     assert code == EXIT_OK  # the clone holds no status branch: true of what was read, kept
     for cluster in CLUSTERS:
         assert f"health: {cluster} {NO_STATUS}" in out
-    assert (f"note: health: no status branch of {', '.join(sorted(CLUSTERS))} among this repository's "
-            "gitdns-status/* branches and refs/remotes/*/gitdns-status/*; to judge from what origin holds, fetch "
-            f"them first: git fetch origin '{STATUS_REFSPEC}'") in out
+    assert ("note: health: read from this repository's gitdns-status/* branches and refs/remotes/*/gitdns-status/* "
+            f"(nothing is fetched): none for {', '.join(sorted(CLUSTERS))}; if their agents pushed them to origin, "
+            f"fetch them first: git fetch origin '{STATUS_REFSPEC}'") in out
 
 
 def test_published_unhealthy_targets_are_withdrawn_in_the_preview(fleet: Fleet,

@@ -171,7 +171,7 @@ def fleet_status(root: Path, url: str | None, auth: GitAuth | None = None) -> Fl
         return remote
     local = local_status(root)
     if local.error:
-        return FleetStatus(where="origin", error=f"{remote.error}; and {local.where}: {local.error}")
+        return FleetStatus(where="origin", error=f"origin: {remote.error}; the repository's own: {local.error}")
     return FleetStatus(local.trees, local.where, remote.error, fallback=True)
 
 
@@ -231,8 +231,8 @@ def published_health(state: DesiredState, zone: Zone, status: FleetStatus) -> tu
     notes: list[str] = []
     if status.error and not status.fallback:
         if _checked(state, zone):
-            notes.append(f"health: the clusters' status branches could not be read ({status.where}: "
-                         f"{status.error}): nothing is known of their health, so every target is taken as healthy")
+            notes.append(f"health: the clusters' status branches could not be read ({status.error}): nothing is "
+                         "known of their health, so every target is taken as healthy")
         unhealthy.update({cid: frozenset() for cid in missing})
     elif status.fallback:
         found = "" if not missing else (

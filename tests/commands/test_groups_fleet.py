@@ -309,3 +309,15 @@ def test_set_without_store_dir_says_so_in_the_pull_request(fleet: Fleet,
     assert heading.endswith(f"removed {CAVEAT}") and not heading.startswith("### Endpoints: 0 added")
     assert f"warning: the local store {store} {ABSENT}; the new serial rests on git alone" in err
     assert NO_STATUS not in out  # origin's status branches were read all the same
+
+
+def test_direct_without_store_dir_warns_that_it_creates_the_zone(fleet: Fleet,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "groups", "set", "example.com", "site-b", "--direct", "--repo", str(fleet.work))
+    assert code == EXIT_OK, err
+    store = fleet.work / ".gitdns" / "zones"
+    assert f"warning: the local store {store} {ABSENT}; this write creates it there" in err
+    assert next(line for line in out.splitlines() if line.startswith("endpoints added: ")).endswith(CAVEAT)
+    # the agents' store is untouched: their zone still has both groups active
+    agents = json.loads((fleet.store / ".gitdns" / "zones" / "example.com.json").read_text())
+    assert any("groups=site-a&&site-b" in value for row in agents["records"] for value in row[6])

@@ -23,6 +23,7 @@ is checked out.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
+from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.core.statusdoc import load as load_status
 from gitdns.errors import ConfigError
@@ -47,6 +48,7 @@ LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
 TREE_MODE = 0o040000
 GITLINK_MODE = 0o160000  # a submodule: not followed
 _FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
+_FEW = 8  # up to this many objects: read through the running cat-file, not a new process
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
@@ -231,12 +233,30 @@ class Walk:
                 files[rel] = refused
                 continue
             read[rel] = blob
-        wanted = [blob for blob in read.values() if blob not in self._blobs]
-        for blob, (_, data) in self._git.objects(wanted).items():
+        wanted = list(dict.fromkeys(blob for blob in read.values() if blob not in self._blobs))
+        for blob, data in self._read_blobs(wanted).items():
             self._blobs[blob] = data.decode("utf-8", errors="replace")
         for rel, blob in read.items():
             files[rel] = self._blobs[blob]
         return dict(sorted(files.items()))
+
+    def _read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
+        """A few blobs through the repository's running ``git cat-file`` (no new process); many
+        in one ``git cat-file --batch`` run."""
+        if len(blobs) > _FEW:
+            return {blob: data for blob, (_, data) in self._git.objects(blobs).items()}
+        odb = self.repo().odb
+        out: dict[str, bytes] = {}
+        def one(blob: str) -> bytes:
+            data: bytes = odb.stream(bytes.fromhex(blob)).read()
+            return data
+
+        for blob in blobs:
+            try:
+                out[blob] = read_object(functools.partial(one, blob))
+            except KeyError:
+                raise CacheCorrupt(f"object {blob} is missing") from None
+        return out
 
     def tree_key(self, sha: str) -> tuple[tuple[str, str], ...]:
         return tuple((rel, blob) for rel, blob, _, _ in self._entries(sha))

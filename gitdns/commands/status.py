@@ -8,9 +8,14 @@
 
 Every ``gitdns-status/*`` branch of ``repo`` and the desired branch are fetched into one bare
 cache, ``state_dir/status`` (a temporary directory, removed afterwards, without ``state_dir``),
-through one git transport, ``auth`` (`gitdns.commands.gitremote`).  When the desired branch
-cannot be fetched (the desired repository is elsewhere, or unreachable) the lag and the retired
-clusters are simply not shown.
+through one git transport, ``auth`` (`gitdns.commands.gitremote`).  When ``repo`` is a local
+repository its refs are chosen by `gitdns.adapters.statusrefs.local_refs` (a clone has the status
+branches only as ``refs/remotes/origin/gitdns-status/*``, and its desired branch is
+``origin/<branch>``), and the text says which were read when some were remote-tracking ones.
+No status branch at all is an error that says how to get them.  A desired branch the repository
+does not have is an error naming ``--branch`` (unless the repository holds only status branches:
+status kept apart from the desired state); one that cannot be read for another reason (the
+repository unreachable) leaves the lag and the retired clusters out, and stderr says why.
 
 Per cluster (docs/cli.md, "gitdns status"):
 - ``appliedAt``: the time of the first status commit of the run ending at the tip whose
@@ -19,6 +24,9 @@ Per cluster (docs/cli.md, "gitdns status"):
   committer time of the oldest of them, ``seconds`` from then to now;
 - ``lastError``: the most recent status commit whose summary was not Ready (its Ready reason and
   message; ``current`` when it is the tip);
+- held zones: a zone document saying ``held: true`` (the revision does not validate for the
+  zone; its last good one stays) means the cluster has not applied the revision there: the
+  text lists them (``HELD``) and never says every cluster has applied the head while one is;
 - ``retired``: git's head names no Cluster with this id or name; ``removedFromGit`` is the last
   desired commit (first parents) that changed the id's occurrences (the commit that removed the
   Cluster), ``recordsRemoved`` the first status commit whose ``appliedRevision`` contains that
@@ -32,19 +40,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth, check_url
-from gitdns.adapters.statusbranch import READ_CACHE, read_all
-from gitdns.adapters.statuscache import StatusCache, sanitize
+from gitdns.adapters.statusbranch import READ_CACHE, TRACK, read_all
+from gitdns.adapters.statuscache import StatusCache, fetch_error, run_remote, sanitize
+from gitdns.adapters.statusobjects import read_trees
+from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.history import repo_url, scratch_dir
-from gitdns.commands.statuslog import Entry, FleetLog
-from gitdns.commands.statusview import _table, aggregate, to_json, to_text
+from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog, ZoneState
+from gitdns.commands.statusview import _table, aggregate, cluster_names, label_sha, to_json, to_text
+from gitdns.core.statusdoc import StatusTree
 from gitdns.errors import ConfigError
+
+STATES = ("applied", "pending", "held", "failed", "retired")
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +68,15 @@ def status(repo: str, *, cluster: str | None = None, branch: str = "main", fmt: 
     """``gitdns status``: exit 0 when every cluster and policy is Ready (with ``revision``: when
     every cluster git names has applied it), else 1."""
     agg = fleet_status(repo, cluster=cluster, branch=branch, state_dir=state_dir, auth=auth, revision=revision)
+    source = "" if not agg["source"].get("tracking") else "\n" + agg["source"]["read"] + "\n"
     if revision is not None:
         rev = agg["revision"]
         done = bool(rev["clusters"]) and all(v["state"] in ("applied", "retired") for v in rev["clusters"].values())
-        result = Result(EXIT_OK if done else EXIT_ERROR)
-        result.out.append(to_json(rev) if fmt == "json" else revision_text(rev))
+        result = Result(EXIT_OK if done else EXIT_ERROR, err=list(agg["warnings"]))
+        result.out.append(to_json({**rev, "source": agg["source"]}) if fmt == "json" else revision_text(rev) + source)
         return result
-    result = Result(EXIT_OK if agg["ready"] else EXIT_ERROR)
-    if cluster and not agg["clusters"]:
-        result.err.append(f"no status branch for cluster {cluster}")
-    result.out.append(to_json(agg) if fmt == "json" else to_text(agg) + lag_text(agg))
+    result = Result(EXIT_OK if agg["ready"] else EXIT_ERROR, err=list(agg["warnings"]))
+    result.out.append(to_json(agg) if fmt == "json" else to_text(agg) + lag_text(agg) + source)
     return result
 
 
@@ -75,22 +87,131 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
     url = repo_url(repo)
     check_url(url)  # no password in --repo: the token comes from --token-file or --token-env
     auth = auth or GitAuth()
+    local = local_refs(url, branch, timeout=timeout)  # None: a URL, fetched as it is
+    where = sanitize(url)
+    warnings = list(local.notes) if local else []
     with scratch_dir(state_dir, "status") as workdir:
-        trees = read_all(url, workdir=workdir / "branches", timeout=timeout, auth=auth)
+        trees = read_branches(url, workdir / "branches", timeout, auth, local)
+        if not trees:
+            raise ConfigError(no_status_branches(where, local))
         flog = FleetLog(StatusCache(workdir / "branches" / READ_CACHE, timeout))
-        head = flog.fetch_desired(url, branch, auth)
-        if revision is not None and head is None:
-            raise ConfigError(f"--revision needs the desired branch {branch}: it cannot be fetched from "
-                              f"{sanitize(url)} (--branch names it)")
+        read = (flog.fetch_desired(str(local.path), branch, auth, source=local.desired) if local and local.desired
+                else DesiredRead(None, missing=True) if local else flog.fetch_desired(url, branch, auth))
+        head = read.head
+        if head is None:
+            warnings.append(desired_problem(read, branch, where, local, flog, url, auth))
+            if revision is not None:
+                raise ConfigError(f"--revision needs the desired branch {branch}: it cannot be read from "
+                                  f"{where} (--branch names it)")
         known = flog.clusters_at(head) if head else None
+        if cluster is not None:
+            check_cluster(cluster, trees, flog.cluster_docs(head) if head else [], known)
         agg = with_lag(aggregate(trees, cluster, known), head, branch)
         when = time.time() if now is None else now
         for cid, c in agg["clusters"].items():
             with_history(c, flog.entries(cid), flog, head, when)
         if revision is not None:
             assert head is not None
-            agg["revision"] = revision_status(agg, flog, revision, head, branch)
+            found = flog.resolve(revision, branch, aliases=_aliases(branch, local),
+                                 fallback=local.resolve if local else _tags_then(flog, url, auth))
+            agg["revision"] = revision_status(agg, flog, revision, head, branch, found=found, where=where)
+    agg["warnings"] = warnings
+    agg["source"] = (local.source() | {"tracking": local.tracking, "read": local.describe()} if local
+                     else {"repository": where, "local": False, "tracking": False})
     return agg
+
+
+def read_branches(url: str, workdir: Path, timeout: float, auth: GitAuth,
+                  local: LocalRefs | None) -> dict[str, StatusTree]:
+    """Every status branch: fetched from ``url`` (``refs/heads/gitdns-status/*``), or from a
+    local repository the refs `local_refs` chose, each to its cluster id, with one fetch."""
+    if local is None:
+        return read_all(url, workdir=workdir, timeout=timeout, auth=auth)
+    cache = StatusCache(workdir / READ_CACHE, timeout)
+    with cache.lock:
+        cache.ensure(sweep=True)
+        stale = cache.local(["for-each-ref", "--format=%(refname)", TRACK]).decode().split()
+        if stale:  # a kept cache's tips of an earlier run: only this run's refs are read
+            cache.local(["update-ref", "--stdin"], stdin="".join(f"delete {ref}\n" for ref in stale).encode())
+        specs = local.status_refspecs(TRACK)
+        if specs:
+            out = run_remote(cache, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", "--", str(local.path),
+                                     *specs], auth)
+            if out.rc != 0:
+                raise fetch_error(cache, url, out)
+        listing = cache.local(["for-each-ref", "--format=%(objectname) %(refname)", TRACK]).decode()
+        tips = {ref[len(TRACK):]: sha for sha, ref in (line.split(" ", 1) for line in listing.splitlines())}
+        return read_trees(cache, tips)
+
+
+def no_status_branches(where: str, local: LocalRefs | None) -> str:
+    if local is None:
+        return (f"no {PREFIX}* branches on {where}: no agent has published its status there (an agent's "
+                "--status-repo may name another repository)")
+    if local.remote is None:
+        return (f"no {PREFIX}* branches in {local.repo}, and it has no remote to fetch them from; pass --repo URL "
+                "(the repository the agents push their status to)")
+    return f"no {PREFIX}* branches in {local.repo}; fetch them ({local.fetch_hint()}) or pass --repo URL"
+
+
+def desired_problem(read: DesiredRead, branch: str, where: str, local: LocalRefs | None, flog: FleetLog,
+                    url: str, auth: GitAuth) -> str:
+    """Why the desired branch is not shown (a warning), or a ConfigError when the repository
+    has other branches but not this one (``--branch`` is wrong)."""
+    if not read.missing:
+        return (f"the desired branch {branch} could not be read from {where} ({read.error}): the lag and the "
+                "retired clusters are not shown")
+    others = local.branches if local else _has_branches(flog, url, auth)
+    if others:
+        tried = (f" (neither refs/heads/{branch} nor refs/remotes/{local.remote}/{branch})" if local and local.remote
+                 else "")
+        raise ConfigError(f"--branch {branch}: branch {branch} does not exist on {where}{tried}")
+    return (f"the desired branch {branch} is not in {where}, which holds only {PREFIX}* branches (status kept apart "
+            "from the desired state): the lag and the retired clusters are not shown")
+
+
+def _has_branches(flog: FleetLog, url: str, auth: GitAuth) -> bool:
+    """``url`` has a branch that is not a status branch (when it cannot be listed: assume so)."""
+    out = run_remote(flog.cache, ["ls-remote", "--heads", "--", url], auth)
+    if out.rc != 0:
+        return True
+    refs = [line.partition("\t")[2] for line in out.stdout.decode("utf-8", "replace").splitlines()]
+    return any(ref and not ref.startswith(f"refs/heads/{PREFIX}") for ref in refs)
+
+
+def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None, str | None]],
+                  known: set[str] | None) -> None:
+    """``--cluster`` names a cluster with a status branch, else a ConfigError listing them."""
+    names = cluster_names(trees)
+    if any(cluster in (cid, name) for cid, name in names.items()):
+        return
+    for name, cid in docs:
+        if cluster in (name, cid):
+            raise ConfigError(f"--cluster {cluster}: cluster {name or cid} ({cid or 'no spec.id'}) is in git but has "
+                              "no status branch: its agent has not published its status yet")
+    listed = [f"{name} ({cid}{', retired' if known is not None and cid not in known and name not in known else ''})"
+              for cid, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0]))]
+    published = set(names) | set(names.values())
+    listed += [f"{name or cid} ({cid or 'no spec.id'}, no status branch yet)"
+               for name, cid in sorted(docs, key=lambda d: (d[0] or "", d[1] or ""))
+               if cid not in published and name not in published]
+    raise ConfigError(f"--cluster {cluster}: no cluster has that id or name; the clusters: {', '.join(listed)}")
+
+
+def _aliases(branch: str, local: LocalRefs | None) -> list[str]:
+    """What else names the desired branch's head: ``origin/main`` and the tracked remote's."""
+    remotes = {"origin", *([local.remote] if local and local.remote else [])}
+    return [name for r in sorted(remotes) for name in (f"{r}/{branch}", f"refs/remotes/{r}/{branch}")]
+
+
+def _tags_then(flog: FleetLog, url: str, auth: GitAuth) -> Callable[[str], str | None]:
+    """For a repository read by URL: a revision the cache does not know may be a tag: fetch them."""
+    def resolve(text: str) -> str | None:
+        if not flog.fetch_tags(url, auth):
+            return None
+        found = flog.commit(text)
+        return found[0] if found else None
+    return resolve
 
 
 def with_history(c: dict[str, Any], entries: list[Entry], flog: FleetLog, head: str | None, now: float) -> None:
@@ -128,20 +249,31 @@ def with_history(c: dict[str, Any], entries: list[Entry], flog: FleetLog, head: 
                 "seconds": int(now - oldest) if oldest else 0}
 
 
-def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head: str,
-                    branch: str) -> dict[str, Any]:
-    """Where one desired commit stands in each cluster: applied (the status history has an
-    appliedRevision that is it or a descendant), failed (a later attempt at it or after it
-    reported Ready False while the applied revision is older), pending otherwise; retired
-    clusters are said so."""
-    found = flog.commit(revision)
-    if found is None or not flog.contains(found[0], head):
-        raise ConfigError(f"--revision {revision}: not a commit of the desired branch {branch}")
+def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head: str, branch: str, *,
+                    found: tuple[str, int] | None = None, where: str = "") -> dict[str, Any]:
+    """Where one desired commit stands in each cluster: applied (a status commit has an
+    appliedRevision that is it or a descendant, and no zone held below it), held (such a status
+    commit holds a zone at a last good revision older than it: the revision does not validate
+    for the zone), failed (a later attempt at it or after it reported Ready False while the
+    applied revision is older), pending otherwise; retired clusters are said so.  ``found``:
+    the revision resolved (`FleetLog.resolve`), else ``revision`` is resolved in the cache."""
+    found = found if found is not None else flog.commit(revision)
+    if found is None:
+        text, there = revision.strip(), where or "the desired repository"
+        if len(text) >= 7 and all(ch in "0123456789abcdefABCDEF" for ch in text):
+            raise ConfigError(f"--revision {revision}: no such commit in {there}: not a commit of the desired "
+                              f"branch {branch}")
+        raise ConfigError(f"--revision {revision}: git cannot resolve it in {there} (give a commit sha or an "
+                          f"abbreviation, a tag, HEAD or {branch})")
+    if not flog.contains(found[0], head):
+        named = "" if found[0].startswith(revision.strip().lower()) else f" ({found[0][:7]})"
+        raise ConfigError(f"--revision {revision}{named}: not a commit of the desired branch {branch}")
     sha, when = found
     out: dict[str, Any] = {}
     for cid, c in agg["clusters"].items():
         entries = flog.entries(cid)
-        first = next((e for e in entries if flog.contains(sha, e.applied)), None)
+        reached = [e for e in entries if flog.contains(sha, e.applied)]
+        first = reached[0] if reached else None
         last = entries[-1] if entries else None
         row: dict[str, Any] = {"cluster": c["cluster"], "appliedRevision": c.get("appliedRevision")}
         if c.get("retired"):  # and when it applied the commit before it left, if it did
@@ -149,7 +281,7 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
             if first is not None:
                 row.update(at=iso(first.time), appliedRevision=first.applied)
         elif first is not None:
-            row.update(state="applied", at=iso(first.time), appliedRevision=first.applied)
+            row.update(_applied_or_held(flog, cid, sha, reached))
         elif last is not None and not last.ready and flog.contains(sha, last.attempted):
             attempt = next(e for e in entries if flog.contains(sha, e.attempted) and not e.ready)
             row.update(state="failed", at=iso(attempt.time), attemptedRevision=last.attempted,
@@ -157,26 +289,84 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
         else:
             row["state"] = "pending"
         out[cid] = row
-    return {"revision": sha, "committedAt": iso(when), "desiredBranch": branch, "clusters": out,
-            "counts": {state: sum(1 for r in out.values() if r["state"] == state)
-                       for state in ("applied", "pending", "failed", "retired")}}
+    asked = "" if sha.startswith(revision.strip().lower()) else revision.strip()
+    return {"revision": sha, "asked": asked or None, "committedAt": iso(when), "desiredBranch": branch,
+            "clusters": out, "counts": {state: sum(1 for r in out.values() if r["state"] == state) for state in STATES}}
+
+
+def _applied_or_held(flog: FleetLog, cid: str, sha: str, reached: Sequence[Entry]) -> dict[str, Any]:
+    """The status commits whose appliedRevision contains ``sha``, oldest first: applied at the
+    first one where every zone it holds had been applied at ``sha`` or later (by an earlier one
+    that did not hold it, or as the held zone's own last good revision); held otherwise — the
+    zones still held at the latest of them, and why."""
+    done: set[str] = set()
+    since: Entry | None = None
+    held: dict[str, ZoneState] = {}
+    latest = reached[-1]
+    for entry, zones in _zones_of(flog, cid, reached):
+        held = {}
+        for zone, state in zones.items():
+            if not state.held or _label_contains(flog, sha, state.applied):
+                done.add(zone)
+            elif zone not in done:
+                held[zone] = state
+        if not held:
+            return {"state": "applied", "at": iso(entry.time), "appliedRevision": entry.applied}
+        since = since or entry
+        latest = entry
+    assert since is not None
+    return {"state": "held", "at": iso(since.time), "appliedRevision": latest.applied, "statusCommit": latest.sha,
+            "heldZones": {zone: {"appliedRevision": z.applied, "reason": z.reason, "problems": list(z.problems)}
+                          for zone, z in sorted(held.items())}}
+
+
+def _zones_of(flog: FleetLog, cid: str, entries: Sequence[Entry]) -> Iterator[tuple[Entry, dict[str, ZoneState]]]:
+    """Each entry with its zones' states, read in growing batches (most answers need the first few)."""
+    start, size = 0, 8
+    while start < len(entries):
+        batch = entries[start:start + size]
+        states = flog.zone_states(cid, [e.sha for e in batch])
+        for entry in batch:
+            yield entry, states.get(entry.sha, {})
+        start, size = start + size, size * 2
+
+
+def _label_contains(flog: FleetLog, sha: str, label: str | None) -> bool:
+    """A held zone's last good revision (a ``<time>.<sha7>`` label) is ``sha`` or a descendant."""
+    if not label:
+        return False
+    text = label_sha(label)
+    found = flog.commit(text) if len(text) >= 7 else None
+    return found is not None and flog.contains(sha, found[0])
 
 
 def revision_text(rev: Mapping[str, Any]) -> str:
     rows = [("CLUSTER", "ID", "STATE", "AT", "DETAIL")]
     for cid, r in rev["clusters"].items():
-        detail = {"applied": f"applied {_short(r.get('appliedRevision'))}",
-                  "failed": f"{r.get('reason', '')}: {r.get('message', '')}".strip(": "),
-                  "pending": f"applied {_short(r.get('appliedRevision'))}",
-                  "retired": "no longer in git" + (f"; had applied it ({_short(r.get('appliedRevision'))})"
-                                                     if r.get("at") else "; never applied it")}[r["state"]]
-        rows.append((r["cluster"], cid[:13], r["state"], r.get("at") or "-", detail))
+        rows.append((r["cluster"], cid[:13], r["state"], r.get("at") or "-", _detail(r)))
     counts = rev["counts"]
-    lines = [f"revision {rev['revision'][:7]} ({rev['desiredBranch']}, committed {rev['committedAt']})", "",
+    asked = f" = {rev['asked']}" if rev.get("asked") else ""
+    lines = [f"revision {rev['revision'][:7]}{asked} ({rev['desiredBranch']}, committed {rev['committedAt']})", "",
              *_table(rows), "",
-             ", ".join(f"{counts[s]} {s}" for s in ("applied", "pending", "failed", "retired") if counts[s])
-             or "no cluster"]
+             ", ".join(f"{counts[s]} {s}" for s in STATES if counts.get(s)) or "no cluster"]
     return "\n".join(lines) + "\n"
+
+
+def _detail(r: Mapping[str, Any]) -> str:
+    state = r["state"]
+    if state in ("applied", "pending"):
+        return f"applied {_short(r.get('appliedRevision'))}"
+    if state == "failed":
+        return f"{r.get('reason', '')}: {r.get('message', '')}".strip(": ")
+    if state == "held":
+        return "; ".join(f"zone {zone} stays at {_last_good(z.get('appliedRevision'))}: {z['reason']}"
+                         for zone, z in r["heldZones"].items())
+    return "no longer in git" + (f"; had applied it ({_short(r.get('appliedRevision'))})" if r.get("at")
+                                 else "; never applied it")
+
+
+def _last_good(label: str | None) -> str:
+    return _short(label_sha(label)) if label else "its last good revision"
 
 
 def iso(when: float | int | None) -> str | None:
@@ -203,16 +393,22 @@ def with_lag(agg: Mapping[str, Any], head: str | None, branch: str) -> dict[str,
 
 
 def lag_text(agg: Mapping[str, Any]) -> str:
+    """The desired head, the clusters behind it and those holding zones at an older revision;
+    "every cluster has applied" only when no active cluster is behind and none holds a zone."""
     head = agg.get("desiredHead")
     if not head:
         return ""
-    behind = [(c["cluster"], c.get("appliedRevision")) for c in agg["clusters"].values()
-              if c.get("behindHead") and not c.get("retired")]
+    active = [c for c in agg["clusters"].values() if not c.get("retired")]
+    behind = [(c["cluster"], c.get("appliedRevision")) for c in active if c.get("behindHead")]
+    held = [(c["cluster"], c.get("heldZones") or []) for c in active if c.get("heldZones")]
     lines = ["", f"desired head ({agg.get('desiredBranch', 'main')}): {head[:7]}"]
     if behind:
         lines.append(f"behind {head[:7]}: " + ", ".join(
             f"{name} (applied {_short(applied)})" for name, applied in behind))
-    elif agg["clusters"]:
+    if held:
+        lines.append("zones held at their last good revision (the revision does not validate for them): " + ", ".join(
+            f"{name} ({', '.join(zones)})" for name, zones in held))
+    if active and not behind and not held:
         lines.append(f"every cluster has applied {head[:7]}")
     return "\n".join(lines) + "\n"
 

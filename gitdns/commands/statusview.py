@@ -1,8 +1,9 @@
 """`gitdns status`: every cluster's status branch, aggregated (docs/agent.md).
 
     aggregate(trees, cluster=None) -> dict    per cluster and per DNSPolicy; JSON-ready
+    cluster_names(trees) -> {id: name}        each status branch's cluster, as its summary names it
     to_json(agg) -> str                       json.dumps(sort_keys=True)
-    to_text(agg) -> str                       two compact tables
+    to_text(agg) -> str                       compact tables
 
 Input: the tips `gitdns.adapters.statusbranch.read_all` returns ({cluster id: StatusTree}).
 Each tree holds ``summary.yaml`` (cluster, clusterId, mode, group, desiredRevision,
@@ -13,6 +14,9 @@ provider, held, problems, owned[record dicts], conflicts, lastChangeIds).
 A DNSPolicy is Ready once every cluster that has hosts for it says it is ready (as Kuadrant's
 DNSPolicy RFC has it); otherwise the clusters that do not are listed as lagging.  A policy no
 cluster publishes hosts for is not Ready.  A cluster whose status cannot be read counts as not ready.
+A zone whose document says ``held: true`` stays at its last good revision (the revision does
+not validate for it): the cluster has not applied the revision there, whatever its summary's
+appliedRevision says.  A selection (``cluster``) of retired clusters only is not a failure.
 """
 
 from __future__ import annotations
@@ -48,10 +52,12 @@ def aggregate(trees: Mapping[str, StatusTree], cluster: str | None = None,
             c.pop("_delegation")
     policies = _policies(active)
     _carried_by(active)
+    # nothing active: not ready, unless one cluster was asked for and it is retired (not a failure)
+    something = bool(active) or (cluster is not None and bool(clusters))
     return {
         "clusters": clusters,
         "policies": policies,
-        "ready": bool(active) and all(c["ready"] for c in active.values())
+        "ready": something and all(c["ready"] for c in active.values())
         and all(p["ready"] for p in policies.values()),
         "counts": {
             "clusters": len(active),
@@ -78,8 +84,10 @@ def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
         name = str(doc.get("zone") or path[len(ZONES):-len(".yaml")])
         zones[name] = {
             "provider": doc.get("provider"),
-            "held": bool(doc.get("held")),
+            "held": doc.get("held") is True,
             "problems": [str(p) for p in _list(doc.get("problems"))],
+            "error": str(doc.get("error") or ""),
+            "appliedRevision": str(doc["appliedRevision"]) if doc.get("appliedRevision") else None,
             "owned": len(_list(doc.get("owned"))),
             "conflicts": len(_list(doc.get("conflicts"))),
         }
@@ -108,6 +116,15 @@ def _cluster(cid: str, tree: StatusTree) -> dict[str, Any]:
         "_policies": _cluster_policies(summary.get("policies")),
         "_delegation": delegation,
     }
+
+
+def cluster_names(trees: Mapping[str, StatusTree]) -> dict[str, str]:
+    """{cluster id: the name its summary gives (else the id)}."""
+    names = {}
+    for cid, tree in sorted(trees.items()):
+        summary = _doc(tree, SUMMARY, [])
+        names[cid] = str(summary.get("cluster") or cid)
+    return names
 
 
 CARRYING = ("merged", "partial", "stale-kept")
@@ -203,9 +220,19 @@ def to_text(agg: Mapping[str, Any]) -> str:
                for x in c["notOk"]]
         bad += [f"held:{z}" for z in c["heldZones"]] + c["errors"]
         ready = "Retired" if c.get("retired") else _yes(c["ready"])
-        rows.append((c["cluster"], cid[:13], ready, applied, c.get("appliedAt") or "-", lag_cell(c.get("lag")),
+        behind = lag_cell(c.get("lag"))
+        if c["heldZones"] and not c.get("retired") and behind != "-":
+            behind += f" ({len(c['heldZones'])} zone{'s' if len(c['heldZones']) != 1 else ''} held)"
+        rows.append((c["cluster"], cid[:13], ready, applied, c.get("appliedAt") or "-", behind,
                      str(len(c["zones"])), "; ".join(bad) or "-"))
     lines = _table(rows)
+    holding = [(c["cluster"], zone, c["zones"][zone]) for c in agg["clusters"].values() if not c.get("retired")
+               for zone in c["heldZones"]]
+    if holding:  # the revision does not validate for the zone: its last good one stays
+        hrow = [("HELD", "ZONE", "LAST GOOD", "WHY")]
+        hrow += [(name, zone, _short(label_sha(z.get("appliedRevision"))) if z.get("appliedRevision") else "unknown",
+                  held_reason(z)) for name, zone, z in holding]
+        lines += ["", *_table(hrow)]
     if agg["policies"]:
         prow = [("POLICY", "READY", "CLUSTERS", "LAGGING")]
         names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
@@ -248,6 +275,20 @@ def to_text(agg: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def held_reason(zone: Mapping[str, Any]) -> str:
+    """Why a zone is held, from its status document: its first problem (and how many more), else its error."""
+    problems = [str(p) for p in zone.get("problems") or []]
+    if problems:
+        return problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+    return str(zone.get("error") or "") or "held"
+
+
+def label_sha(label: object) -> str:
+    """The sha of a ``<time>.<sha7>`` revision label (a zone's appliedRevision), or the text as it is."""
+    text = str(label or "")
+    return text.rsplit(".", 1)[1] if "." in text else text
+
+
 def lag_cell(lag: Mapping[str, Any] | None) -> str:
     """``2 commits, 3h05m`` (behind the head since its oldest unapplied commit), ``0``, or ``-``."""
     if not lag:
@@ -281,6 +322,7 @@ def _yes(flag: bool) -> str:
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Columns two spaces apart, each as wide as its widest cell (the last one unpadded)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)).rstrip() + "  " + r[-1]
+    return ["  ".join([*(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()
             for r in rows]

@@ -106,14 +106,18 @@ def test_status_json_and_one_cluster(fleet: tuple[Path, str, str], tmp_path: Pat
     assert f"every cluster has applied {head[:7]}" in out
 
 
-def test_unknown_cluster_and_unlisted_head(fleet: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_cluster_and_branch(fleet: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
     bare, _, _ = fleet
     assert main(["status", "--repo", str(bare), "--cluster", "nowhere"]) == 1
     captured = capsys.readouterr()
-    assert "no status branch for cluster nowhere" in captured.err
-    assert main(["status", "--repo", str(bare), "--branch", "no-such-branch"]) == 1
-    out = capsys.readouterr().out
-    assert "desired head" not in out and "behind" not in out  # the head is skipped silently
+    assert captured.out == ""
+    assert (f"--cluster nowhere: no cluster has that id or name; the clusters: eu-west-1 ({A_ID}), "
+            f"us-east-1 ({B_ID})") in captured.err
+    for repo in (str(bare), bare.as_uri()):
+        assert main(["status", "--repo", repo, "--branch", "no-such-branch"]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"--branch no-such-branch: branch no-such-branch does not exist on {repo}" in captured.err
 
 
 def test_unreachable_repository_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -100,9 +100,10 @@ def test_history_fields(fleet: tuple[Path, list[str]]) -> None:
 
 def test_retired_are_not_ready_blockers(fleet: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
     bare, _ = fleet
-    assert main(["status", "--repo", str(bare), "--cluster", "c"]) == 1  # no active cluster left to be ready
+    assert main(["status", "--repo", str(bare), "--cluster", "c"]) == 0  # a retired cluster is not a failure
     out = capsys.readouterr().out
-    assert "Retired" in out and "RETIRED" in out and "0/0 clusters ready, 0/0 policies ready, 1 retired" in out
+    assert "Retired" in out and "RETIRED" in out and "0/0 clusters ready, 0/0 policies ready, 1 retired\n" in out
+    assert "NOT READY" not in out and "every cluster has applied" not in out
     assert main(["status", "--repo", str(bare), "--cluster", "a"]) == 0
     out = capsys.readouterr().out
     assert "a " in out and "Ready" in out
@@ -127,7 +128,7 @@ def test_revision_across_the_fleet(fleet: tuple[Path, list[str]], capsys: pytest
     assert rev["revision"] == c2
     assert states == {"a": "applied", "b": "failed", "c": "retired", "d": "retired", "e": "pending"}
     assert rev["clusters"][IDS["b"]]["reason"] == "ProviderError"
-    assert rev["counts"] == {"applied": 1, "pending": 1, "failed": 1, "retired": 2}
+    assert rev["counts"] == {"applied": 1, "pending": 1, "held": 0, "failed": 1, "retired": 2}
     retired_c, retired_d = rev["clusters"][IDS["c"]], rev["clusters"][IDS["d"]]
     assert retired_c["at"] and retired_c["appliedRevision"]  # c applied it before it left: when is kept
     assert "at" not in retired_d  # d never did
@@ -148,3 +149,37 @@ def test_revision_not_on_the_branch(fleet: tuple[Path, list[str]], capsys: pytes
 
 def test_helpers_are_used_as_documented() -> None:
     assert iso(0) == "1970-01-01T00:00:00Z" and iso(None) is None
+
+
+def test_a_held_zone_at_a_later_good_revision_has_applied_it(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A held zone stays at its last good revision (its document's appliedRevision label): a commit
+    that revision contains is applied there, a later one is held."""
+    from gitdns.core.status import ZoneReport
+
+    bare, work = tmp_path / "remote.git", tmp_path / "work"
+    git("init", "-q", "--bare", "-b", "main", str(bare), cwd=tmp_path)
+    git("init", "-q", "-b", "main", str(work), cwd=tmp_path)
+    shas = []
+    for i in range(3):
+        (work / "clusters.yaml").write_text(clusters("a"), encoding="utf-8")
+        (work / "zone.yaml").write_text(f"kind: Zone\n# {i}\n", encoding="utf-8")
+        git("add", "-A", cwd=work)
+        git("commit", "-q", "-m", f"d{i + 1}", cwd=work, when=1_700_000_000 + 60 * i)
+        shas.append(git("rev-parse", "HEAD", cwd=work))
+    git("push", "-q", str(bare), "HEAD:refs/heads/main", cwd=work)
+    d1, d2, d3 = shas
+    for applied, zone in ((d1, ZoneReport("example.com", "local", applied_revision=f"1700000000.{d1[:7]}")),
+                          (d3, ZoneReport("example.com", "local", held=True, problems=("zone.yaml:2: broken",),
+                                          applied_revision=f"1700000060.{d2[:7]}"))):
+        cond = Condition("Ready", not zone.held, "ValidationFailed" if zone.held else "ReconcileSucceeded")
+        rep = ClusterReport(cluster="a", cluster_id=IDS["a"], mode="default", group=None, desired_revision=applied,
+                            applied_revision=applied, attempted_revision=applied, conditions=(cond,), zones=(zone,))
+        files = {path: dump(doc) for path, doc in documents(rep).items()}
+        assert StatusBranch(bare.as_uri(), IDS["a"], workdir=tmp_path / "agent").publish(files, "status(a)")
+    assert main(["status", "--repo", str(bare), "--revision", d2[:7], "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["clusters"][IDS["a"]]
+    assert row["state"] == "applied" and row["appliedRevision"] == d3
+    assert main(["status", "--repo", str(bare), "--revision", d3]) == 1
+    out = capsys.readouterr().out
+    assert f"zone example.com stays at {d2[:7]}: zone.yaml:2: broken" in out and "1 held" in out

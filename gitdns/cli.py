@@ -64,8 +64,19 @@ FENCES_HELP = {
     "credentials_dir": "the directory a Zone's credentials.file is read from (default: none)",
     "credentials_namespaces": "namespaces besides the agent's own a Zone's credentials.secret may read from "
                               "(default: only its own)",
-    "store_dir": "the directory every local store's settings.path lies in (default: the agent's --state-dir; "
-                 "the repository for the other verbs)",
+    "store_dir": "the directory the Zones' local stores lie in: the agents' --store-dir (else their --state-dir), "
+                 "to read (apply: write) the store they publish to (default: the repository, --repo)",
+}
+_STORE = "the directory the Zones' local stores lie in: the agents' --store-dir (else their --state-dir), "
+STORE_HELP = {  # --store-dir, as each one-shot verb uses it
+    "adopt": _STORE + "so the records adopted are those they publish (default: the repository, --repo)",
+    "prune-owner": _STORE + "so the records pruned are those they publish (default: the repository, --repo)",
+    "groups get": _STORE + "to read the active-groups TXT and the zone they publish (default: the repository, "
+                           "--repo; a store there that holds no such zone is said so)",
+    "groups": _STORE + "to number the change above the zone's serial and preview it from the zone they publish "
+                       "(default: the repository, --repo; --direct writes the TXT there)",
+    "failover simulate": _STORE + "to preview the switch from the zone they publish (default: the repository, "
+                                  "--repo; a store there that holds no such zone is said so)",
 }
 FENCES_TITLE = "what a Zone may name (docs/providers.md; none given: nothing beyond the SDKs' defaults)"
 
@@ -81,11 +92,12 @@ def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) 
     return parent
 
 
-def _provider_fences() -> argparse.ArgumentParser:
-    """The fence flags (docs/providers.md, "What a Zone may name")."""
+def _provider_fences(verb: str = "") -> argparse.ArgumentParser:
+    """The fence flags (docs/providers.md, "What a Zone may name"), --store-dir's help as ``verb`` uses it."""
     from gitdns.providers.fences import SETTINGS
 
-    return _settings_parent(FENCES_TITLE, SETTINGS, FENCES_HELP)
+    helps = {**FENCES_HELP, "store_dir": STORE_HELP[verb]} if verb in STORE_HELP else FENCES_HELP
+    return _settings_parent(FENCES_TITLE, SETTINGS, helps)
 
 
 def _fences(args: argparse.Namespace) -> Fences:
@@ -269,6 +281,7 @@ AGENT_HELP = {
     "cluster_secret_namespace": "where kubeconfig Secrets of remote clusters live (default: kuadrant-system)",
     "cluster_secret_label": "label marking a kubeconfig Secret (default: kuadrant.io/multicluster-kubeconfig)",
     **FENCES_HELP,
+    "store_dir": "the directory every local store's settings.path lies in (default: --state-dir)",
 }
 
 
@@ -370,7 +383,7 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     _add_format(p, ["text", "json"])
 
     p = sub.add_parser("prune-owner", help="remove a dead cluster's records and ownership TXT from a zone",
-                       parents=[fences, _committed_only()],
+                       parents=[_provider_fences("prune-owner"), _committed_only()],
                        epilog="shows the plan and asks for confirmation (or --yes). Only this owner's values\n"
                               "go; shared records keep every other owner's values.\n"
                               "example: gitdns prune-owner 5e1f...-uid --zone example.com --repo example-repo",
@@ -382,7 +395,7 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--force", action="store_true", help="prune even though a Cluster in git names this owner")
 
     p = sub.add_parser("adopt", help="take over foreign records (records without an ownership TXT)",
-                       parents=[fences, _committed_only()],
+                       parents=[_provider_fences("adopt"), _committed_only()],
                        epilog="the cluster's next apply then manages them like its own.\n"
                               "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
                               "--repo example-repo",
@@ -451,7 +464,8 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                        ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
                        ("reconcile", "after --direct: write git level with the zone (a new branch)")):
         # every verb talks to origin: get and the changes fetch first; the status branches (health), --push
-        g = gsub.add_parser(name, help=text, parents=[transport, fences] + (
+        store = _provider_fences("groups get" if name == "get" else "groups")
+        g = gsub.add_parser(name, help=text, parents=[transport, store] + (
             [_committed_only()] if name in ("add", "remove", "set") else []))
         g.add_argument("zone", help="zone domain or Zone metadata.name")
         if name in ("add", "remove", "set"):
@@ -477,7 +491,7 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (docs/failover.md)")
     fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)
     f = fsub.add_parser("simulate", help="the zone after switching to GROUP(s): endpoints added and removed",
-                        parents=[fences],
+                        parents=[_provider_fences("failover simulate")],
                         epilog="example: gitdns failover simulate example.com --to site-b --repo example-repo")
     f.add_argument("zone", help="zone domain or Zone metadata.name")
     f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")

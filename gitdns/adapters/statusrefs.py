@@ -12,7 +12,7 @@
         .remote                                the remote the desired branch tracks (or None)
         .desired                               the desired branch's ref, or None when it has none
         .status                                {cluster id: ref}
-        .branches                              it has branches other than status branches
+        .branches                              its other branches (not status branches), short names
         .notes                                 what a reader should know (a local branch ahead, ...)
         .status_refspecs(dest) / .desired_refspec(dest)   ``+<ref>:<dest><cluster id>`` / ``+<ref>:<dest>``
         .tracking                              some ref read is a remote-tracking one
@@ -130,7 +130,7 @@ class LocalRefs:
     remote: str | None
     desired: str | None
     status: Mapping[str, str] = field(default_factory=dict)  # cluster id -> ref
-    branches: bool = False  # branches other than status branches (local, or of ``remote``)
+    branches: tuple[str, ...] = ()  # its other branches, local and ``remote``'s (``main``, ``origin/main``)
     notes: tuple[str, ...] = ()
     prefix: str = PREFIX
     timeout: float = 30.0
@@ -227,7 +227,8 @@ def local_refs(repo: str | Path, branch: str, prefix: str = PREFIX, timeout: flo
             notes.append(f"the local branch {branch} has {count} commit(s) that {remote}/{branch} has not (not "
                          f"pushed: no agent applies them); read {remote}/{branch}")
     status_dirs = tuple(f"{where}{prefix}" for where in (heads, remotes) if where)
-    others = any(not ref.startswith(status_dirs) for ref in refs)
+    others = tuple(ref.removeprefix(heads).removeprefix("refs/remotes/") for ref in sorted(refs)
+                   if not ref.startswith(status_dirs))
     return LocalRefs(text, path, branch, remote, desired, status, others, tuple(notes), prefix, timeout)
 
 

@@ -161,22 +161,25 @@ def desired_problem(read: DesiredRead, branch: str, where: str, local: LocalRefs
     if not read.missing:
         return (f"the desired branch {branch} could not be read from {where} ({read.error}): the lag and the "
                 "retired clusters are not shown")
-    others = local.branches if local else _has_branches(flog, url, auth)
+    others = list(local.branches) if local else _branches(flog, url, auth)
     if others:
-        tried = (f" (neither refs/heads/{branch} nor refs/remotes/{local.remote}/{branch})" if local and local.remote
+        tried = (f"neither refs/heads/{branch} nor refs/remotes/{local.remote}/{branch}; " if local and local.remote
                  else "")
-        raise ConfigError(f"--branch {branch}: branch {branch} does not exist on {where}{tried}")
+        listed = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+        raise ConfigError(f"--branch {branch}: branch {branch} does not exist on {where} ({tried}its branches: "
+                          f"{listed})")
     return (f"the desired branch {branch} is not in {where}, which holds only {PREFIX}* branches (status kept apart "
             "from the desired state): the lag and the retired clusters are not shown")
 
 
-def _has_branches(flog: FleetLog, url: str, auth: GitAuth) -> bool:
-    """``url`` has a branch that is not a status branch (when it cannot be listed: assume so)."""
+def _branches(flog: FleetLog, url: str, auth: GitAuth) -> list[str]:
+    """The branches of ``url`` that are not status branches (when it cannot be listed: ``["?"]``,
+    taken as having some)."""
     out = run_remote(flog.cache, ["ls-remote", "--heads", "--", url], auth)
     if out.rc != 0:
-        return True
+        return ["?"]
     refs = [line.partition("\t")[2] for line in out.stdout.decode("utf-8", "replace").splitlines()]
-    return any(ref and not ref.startswith(f"refs/heads/{PREFIX}") for ref in refs)
+    return sorted(ref.removeprefix("refs/heads/") for ref in refs if ref and not ref.startswith(f"refs/heads/{PREFIX}"))
 
 
 def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None, str | None]],

@@ -212,6 +212,7 @@ def test_a_misspelt_branch_is_an_error(story: Story, where: str, capsys: pytest.
         code, out, err = run(capsys, "--repo", repo, "--branch", "mian", "--format", fmt)
         assert code == 1 and out == ""
         assert f"--branch mian: branch mian does not exist on {repo}" in err
+        assert "its branches: main" in err  # the one it may have meant
 
 
 def test_an_unreadable_desired_branch_is_said_on_stderr(story: Story, tmp_path: Path,
@@ -241,6 +242,12 @@ def test_a_status_only_repository_shows_the_fleet_without_the_lag(story: Story, 
     _, out, err = run(capsys, "--repo", status_only.as_uri())
     assert "CLUSTER" in out and "desired head" not in out
     assert "which holds only gitdns-status/* branches" in err
+    desired_only = tmp_path / "desired.git"
+    git("clone", "-q", "--bare", "--single-branch", "--branch", "main", str(story.origin), str(desired_only),
+        cwd=tmp_path)
+    code, out, err = run(capsys, "--repo", desired_only.as_uri())
+    assert code == 1 and out == ""
+    assert f"no gitdns-status/* branches on {desired_only.as_uri()}: no agent has published its status there" in err
 
 
 # -- 3. a zone held as invalid is not applied ------------------------------------------------------

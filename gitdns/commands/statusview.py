@@ -209,8 +209,9 @@ def to_json(agg: Mapping[str, Any]) -> str:
 
 
 def to_text(agg: Mapping[str, Any]) -> str:
-    """Tables: clusters (ready, applied revision and when, lag, what is not OK), policies,
-    delegation, retired clusters and last errors."""
+    """Tables: clusters (ready, applied revision and when, lag — with how many zones are held —,
+    what is not OK), the held zones (their last good revision and why: the zone document's
+    first problem, else its error), policies, delegation, retired clusters and last errors."""
     rows = [("CLUSTER", "ID", "READY", "APPLIED", "APPLIED AT", "LAG", "ZONES", "NOT OK")]
     for cid, c in agg["clusters"].items():
         applied = _short(c["appliedRevision"])

@@ -417,15 +417,21 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                               "cluster the applied revision and when, the lag behind the head, the last error;\n"
                               "clusters git no longer names are Retired (with when they were removed).\n"
                               "exit codes: 0 every cluster and policy is Ready (with --revision: every cluster\n"
-                              "applied it), 1 otherwise (or on error).\n"
+                              "applied it; a retired cluster is not a failure), 1 otherwise (or on error).\n"
                               "example: gitdns status --repo https://git.example.com/platform/dns.git\n"
                               "         gitdns status --revision 3f2a9c1 --repo ...",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repo", default=".", metavar="URL|PATH", help="repository holding the status branches")
+    p.add_argument("--repo", default=".", metavar="URL|PATH",
+                   help="repository holding the status branches (default: .). In a local repository: "
+                        "refs/heads/gitdns-status/*, else its remote's refs/remotes/<remote>/gitdns-status/*, "
+                        "as of the last fetch")
     p.add_argument("--cluster", metavar="ID", help="only this cluster (id or metadata.name)")
-    p.add_argument("--branch", default="main", help="desired branch, for the lag (default: main)")
-    p.add_argument("--revision", metavar="SHA",
-                   help="where this desired commit stands in each cluster: applied / pending / failed / retired")
+    p.add_argument("--branch", default="main",
+                   help="desired branch (default: main; in a local repository <remote>/<branch>, else the local "
+                        "branch)")
+    p.add_argument("--revision", metavar="REV",
+                   help="where this desired commit stands in each cluster (a sha or an abbreviation, a tag, HEAD "
+                        "or the branch): applied / pending / held / failed / retired")
     _add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 

@@ -33,9 +33,9 @@ from gitdns.adapters.statuscache import run_git
 from gitdns.core import builder
 from gitdns.core.model import DesiredState, Zone
 from gitdns.core.statusdoc import StatusTree
-from gitdns.core.statusdoc import load as load_doc
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.preview import Published
+from gitdns.reconcile.run import applied_of, unhealthy_of
 
 log = logging.getLogger(__name__)
 
@@ -178,24 +178,6 @@ def fleet_status(root: Path, url: str | None, auth: GitAuth | None = None) -> Fl
 # -- what they say -------------------------------------------------------------------------------
 
 
-def _unhealthy(text: str) -> frozenset[str]:
-    try:
-        targets = (load_doc(text).get("targets") or {}) if text else {}
-    except ValueError:
-        return frozenset()
-    if not isinstance(targets, Mapping):
-        return frozenset()
-    return frozenset(str(t) for t, v in targets.items() if isinstance(v, Mapping) and v.get("state") == "unhealthy")
-
-
-def _applied(text: str) -> str:
-    try:
-        value = load_doc(text).get("appliedRevision") if text else None
-    except ValueError:
-        return ""
-    return value if isinstance(value, str) else ""
-
-
 def _checked(state: DesiredState, zone: Zone) -> list[str]:
     """Ids of the clusters serving ``zone`` that publish a health-checked target in it."""
     from gitdns.core.healthfilter import health_targets
@@ -217,8 +199,8 @@ def published_health(state: DesiredState, zone: Zone, status: FleetStatus) -> tu
         tree = status.trees.get(cluster.id)
         if tree is None:
             continue
-        unhealthy[cluster.id] = _unhealthy(tree.files.get("health.yaml", ""))
-        sha = _applied(tree.files.get("summary.yaml", ""))
+        unhealthy[cluster.id] = unhealthy_of(tree.files.get("health.yaml", ""))
+        sha = applied_of(tree.files.get("summary.yaml", ""))
         if sha:
             applied[cluster.id] = sha
     everyone: frozenset[str] = frozenset().union(*unhealthy.values())

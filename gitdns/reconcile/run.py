@@ -114,8 +114,8 @@ def published(desired: Desired) -> Published:
         files = branches.get(cluster.id)
         if files is None:
             continue
-        unhealthy[cluster.id] = _unhealthy(files.get("health.yaml", ""))
-        sha = _applied(files.get("summary.yaml", ""))
+        unhealthy[cluster.id] = unhealthy_of(files.get("health.yaml", ""))
+        sha = applied_of(files.get("summary.yaml", ""))
         if sha:
             applied[cluster.id] = sha
     # a host whose every target some cluster reported unhealthy fails open, as the agents do:
@@ -130,17 +130,21 @@ def published(desired: Desired) -> Published:
     return Published(unhealthy, applied)
 
 
-def _unhealthy(text: str) -> frozenset[str]:
+def unhealthy_of(text: str) -> frozenset[str]:
+    """The targets a status branch's health.yaml says are unhealthy (none when unreadable)."""
     from gitdns.core.statusdoc import load as load_doc
 
     try:
         targets = (load_doc(text).get("targets") or {}) if text else {}
     except ValueError:
         return frozenset()
+    if not isinstance(targets, dict):  # anyone who can push a status branch writes it
+        return frozenset()
     return frozenset(str(t) for t, v in targets.items() if isinstance(v, dict) and v.get("state") == "unhealthy")
 
 
-def _applied(text: str) -> str:
+def applied_of(text: str) -> str:
+    """A status branch's summary.yaml appliedRevision ("" when none or unreadable)."""
     from gitdns.core.statusdoc import load as load_doc
 
     try:

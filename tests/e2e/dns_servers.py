@@ -235,3 +235,23 @@ def running(kind: str, directory: Path) -> Iterator[DnsServer]:
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def bind_server(directory: Path) -> Iterator[DnsServer]:
+    """A BIND of its own in ``directory``, stopped afterwards.  BIND missing: the test is
+    skipped, or fails under CI=true (a missing test server is never a silent skip there)."""
+    import os
+
+    import pytest
+
+    try:
+        server = start_bind(directory)
+    except ToolMissing as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -9,7 +9,6 @@ where it fails.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from tests.agent.delegation_kit import POLICY, cluster_doc
 from tests.e2e import dns_servers
 from tests.e2e.agent_kit import AgentProcess, DesiredRepo, git
-from tests.e2e.dns_servers import DnsServer, ToolMissing
+from tests.e2e.dns_servers import DnsServer
 
 ZONE = dns_servers.ZONE
 APP = f"app.{ZONE}"
@@ -29,16 +28,8 @@ POLL = "1"
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[DnsServer]:
-    try:
-        server = dns_servers.start_bind(tmp_path / "bind")
-    except ToolMissing as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
+    with dns_servers.bind_server(tmp_path / "bind") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def zone_doc(port: int, secret: Path) -> str:

@@ -22,7 +22,6 @@ Without ``named`` the tests skip, except under ``CI=true`` where they fail.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import pytest
 
 from tests.e2e import dns_servers
 from tests.e2e.agent_kit import git
-from tests.e2e.dns_servers import DnsServer, ToolMissing
+from tests.e2e.dns_servers import DnsServer
 
 ZONE = dns_servers.ZONE  # example.test, on BIND
 OTHER = "other.test"  # on the local store
@@ -47,16 +46,8 @@ AGENT_LINE = re.compile(r"^zone (\S+): ")  # agent --once: a zone's summary, not
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[DnsServer]:
     """A BIND of its own for each test: the zone as it was at start (ns1 A its glue)."""
-    try:
-        server = dns_servers.start_bind(tmp_path / "bind")
-    except ToolMissing as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
+    with dns_servers.bind_server(tmp_path / "bind") as server:
         yield server
-    finally:
-        server.stop()
 
 
 class Repo:

@@ -11,7 +11,6 @@ Without ``named`` the test skips, except under ``CI=true`` where it fails.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from tests.e2e import dns_servers
 from tests.e2e.agent_kit import AgentProcess, DesiredRepo
-from tests.e2e.dns_servers import DnsServer, ToolMissing
+from tests.e2e.dns_servers import DnsServer
 from tests.e2e.orchestrator_kit import NodeServer, free_port
 
 ZONE = dns_servers.ZONE
@@ -30,16 +29,8 @@ ADDRESSES = {"c1": "127.0.0.21", "c2": "127.0.0.22"}
 
 @pytest.fixture
 def bind(tmp_path: Path) -> Iterator[DnsServer]:
-    try:
-        server = dns_servers.start_bind(tmp_path / "bind")
-    except ToolMissing as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
+    with dns_servers.bind_server(tmp_path / "bind") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def zone_doc(port: int, secret: Path) -> str:

@@ -19,7 +19,6 @@ Without ``named`` the BIND cases skip, except under ``CI=true`` where they fail.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from gitdns.core.names import short_hash
 from gitdns.providers.local import LocalProvider
 from tests.e2e import dns_servers
 from tests.e2e.agent_kit import git
-from tests.e2e.dns_servers import DnsServer, ToolMissing
+from tests.e2e.dns_servers import DnsServer
 
 ZONE = dns_servers.ZONE  # example.test: BIND's zone, and the local store's under test
 OTHER = "other.test"  # c2 keeps a host here (local store) while it leaves ZONE
@@ -47,16 +46,8 @@ BEAT_RE = re.compile(r"owner=([^,\"]+),time=")
 
 @pytest.fixture(scope="module")
 def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DnsServer]:
-    try:
-        server = dns_servers.start_bind(tmp_path_factory.mktemp("leave-bind"))
-    except ToolMissing as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
+    with dns_servers.bind_server(tmp_path_factory.mktemp("leave-bind")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def zone_doc(store: str, bind: DnsServer | None, secret: Path | None) -> str:

@@ -501,7 +501,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
             hints.append(f"{query.text} is in no zone of the desired state at {commits[-1].sha[:7]} "
                          f"(zones: {zones}): a typo? A value (an address or a target) is searched as such")
     return History(normalize_name(text) if not by_value else _value(text), branch, _clean(path), examined,
-                   truncated, tuple(done), by_value, clusters, lo, hi, tuple(hints))
+                   truncated, tuple(done), by_value, clusters, lo, hi, (*walk.notes, *hints))
 
 
 def _clean(path: str) -> str:

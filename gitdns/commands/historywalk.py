@@ -35,13 +35,13 @@ from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
+from gitdns.adapters.statusrefs import local_refs
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.core.statusdoc import load as load_status
 from gitdns.errors import ConfigError
 
 STATUS_PREFIX = "gitdns-status/"
 STATUS_REFS = "refs/gitdns-status/"
-TRACKING_REFS = "refs/gitdns-status-origin/"  # a local clone's refs/remotes/origin/gitdns-status/*
 _SEP, _END = "\x1f", "\x1e"
 _SUFFIXES = (".yaml", ".yml")
 LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
@@ -107,6 +107,7 @@ class Walk:
         self._parents: dict[str, tuple[str, ...]] = {}
         self._brought: dict[str, str] | None = None
         self._order: dict[str, int] | None = None
+        self.notes: tuple[str, ...] = ()  # which refs of a local repository were read, unpushed commits
         self._head: str | None = None
         self._known: dict[str, Commit] = {}
 
@@ -140,19 +141,31 @@ class Walk:
         return self._repo
 
     def fetch(self, status: bool = True) -> None:
-        """The branch, full history, and (``status``) every status branch, in one fetch."""
+        """The branch, full history, and (``status``) every status branch, in one fetch.  A local
+        repository's refs are picked as `gitdns status` picks them (`statusrefs.local_refs`): the
+        desired branch from ``<remote>/<branch>`` else the local branch, each cluster's status
+        branch from ``refs/heads/gitdns-status/<id>`` else (a clone; a local copy left behind) the
+        remote-tracking one."""
+        source = self.url
         specs = [self._git.refspec] + ([f"+refs/heads/{STATUS_PREFIX}*:{STATUS_REFS}*"] if status else [])
-        if status and "://" not in self.url and Path(self.url).exists():
-            # a clone has the status branches as origin's remote-tracking refs only (a clone makes
-            # no local branch for them): read those for the clusters without a local branch
-            specs.append(f"+refs/remotes/origin/{STATUS_PREFIX}*:{TRACKING_REFS}*")
+        local = local_refs(self.url, self._git.branch)
+        if local is not None:
+            source = str(local.path)
+            specs = [local.desired_refspec(self.ref) or self._git.refspec]
+            specs += local.status_refspecs(STATUS_REFS) if status else []
+            self.notes = local.notes + ((local.describe(),) if local.tracking else ())
 
         def run(repo: Any) -> None:
             mode = ["--unshallow"] if self._git.shallow() else []
             with repo.config_writer() as config:  # a fetch that brings commits extends the commit-graph
                 if config.get_value("fetch", "writeCommitGraph", "") != "true":
                     config.set_value("fetch", "writeCommitGraph", "true")
-            self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", self.url, *specs])
+            if local is not None:  # exact refspecs: --prune would not drop a status branch gone since
+                stale = self._git.run(repo, ["for-each-ref", "--format=%(refname)", STATUS_REFS])[1].split()
+                for ref in stale:
+                    if ref[len(STATUS_REFS):] not in local.status:
+                        self._git.run(repo, ["update-ref", "-d", ref])
+            self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", source, *specs])
 
         self._git.with_repo(run)
 
@@ -391,10 +404,7 @@ class Walk:
 
     def status(self) -> list[StatusCommit]:
         """Every status branch's commits that changed summary.yaml or health.yaml, oldest first."""
-        found_refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS, TRACKING_REFS]).split()
-        local = {r[len(STATUS_REFS):] for r in found_refs if r.startswith(STATUS_REFS)}
-        refs = [r for r in found_refs if r.startswith(STATUS_REFS)
-                or (r.startswith(TRACKING_REFS) and r[len(TRACKING_REFS):] not in local)]
+        refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS]).split()
         if not refs:
             return []
         out = self._run(["log", "--source", "--root", "--raw", "--no-abbrev", "--reverse", "--topo-order",
@@ -406,7 +416,7 @@ class Walk:
                 continue
             head, *raw = entry.strip("\n").split("\n")
             sha, source, ctime = head.split(_SEP)
-            cid = next((source[len(p):] for p in (STATUS_REFS, TRACKING_REFS) if source.startswith(p)), source)
+            cid = source[len(STATUS_REFS):] if source.startswith(STATUS_REFS) else source
             blobs = last.setdefault(cid, {})
             for line in raw:
                 meta, _, name = line.partition("\t")

@@ -66,11 +66,18 @@ def test_a_fresh_clone_reads_the_status_branches_origin_has(trial: tuple[Repo, d
     assert result.status_branches == 2
     merged = next(e for e in result.entries if e.commit.sha == shas["weight"])
     assert [(a.cluster, a.at) for a in merged.applied if a.at] == [("eu-west-1", EPOCH + 41 * 3600)]
-    # a local branch wins over origin's for the same cluster
+    assert any(h.startswith("read from ") and "refs/remotes/origin/gitdns-status/*" in h for h in result.hints)
+    # a local copy of a status branch left behind: the newer remote-tracking one is read (as status does)
     git("branch", f"gitdns-status/{IDS['eu-west-1']}", f"origin/gitdns-status/{IDS['eu-west-1']}~1", cwd=clone)
     again = hist.history(HOST, str(clone), state_dir=tmp_path / "state")
     merged = next(e for e in again.entries if e.commit.sha == shas["weight"])
-    assert [a.at for a in merged.applied if a.cluster == "eu-west-1"] == [0]  # the local branch stops before
+    assert [a.at for a in merged.applied if a.cluster == "eu-west-1"] == [EPOCH + 41 * 3600]
+    # a local branch ahead of origin's (an agent pushing to this repository) is read
+    bare_clone = tmp_path / "mirror.git"
+    git("clone", "-q", "--bare", str(r.bare), str(bare_clone), cwd=tmp_path)
+    git("update-ref", "-d", f"refs/heads/gitdns-status/{IDS['eu-central-1']}", cwd=bare_clone)
+    mirror = hist.history(HOST, str(bare_clone), state_dir=tmp_path / "state")
+    assert mirror.status_branches == 1  # a status branch gone since the last run is dropped from the cache
 
 
 def test_the_window_is_on_when_a_change_reached_the_branch(trial: tuple[Repo, dict[str, str]],

@@ -558,12 +558,6 @@ class AppliedIndex:
         return tuple(out.get(cid) or missing(cid) for cid in sorted(names, key=lambda c: names[c]))
 
 
-def applied_for(sha: str, rows: Sequence[StatusCommit], order: Mapping[str, int],
-                in_git: frozenset[str] | None = None) -> tuple[Applied, ...]:
-    """`AppliedIndex` for one commit (build the index once when asking for many)."""
-    return AppliedIndex(rows, order).applied(sha, in_git)
-
-
 def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:
     """A status commit that withdrew or restored a target of the names followed: one entry."""
     def wanted(target: str) -> bool:

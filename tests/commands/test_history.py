@@ -77,6 +77,20 @@ class Repo:
         return git("rev-parse", "HEAD", cwd=self.work)
 
 
+    def merge_pr(self, branch: str, number: int, by: str, when: int) -> str:
+        """Merge ``branch`` into main as a forge does (``Merge pull request #N from ...``, a merge
+        commit by ``by`` at ``when``), push it, and return its sha."""
+        stamp = f"@{when} +0000"
+        who = {"GIT_AUTHOR_NAME": by, "GIT_AUTHOR_EMAIL": f"{by.lower()}@example.com", "GIT_COMMITTER_NAME": by,
+               "GIT_COMMITTER_EMAIL": f"{by.lower()}@example.com", "GIT_AUTHOR_DATE": stamp,
+               "GIT_COMMITTER_DATE": stamp}
+        git("checkout", "-q", "main", cwd=self.work)
+        git("merge", "-q", "--no-ff", "-m", f"Merge pull request #{number} from {branch}", branch, cwd=self.work,
+            env=who)
+        git("push", "-q", str(self.bare), "HEAD:refs/heads/main", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+
 STATUS_RECORDS = """\
 apiVersion: gitdns.io/v1alpha1
 kind: RecordSet

@@ -53,13 +53,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, dict[str, s
     git("checkout", "-q", "-b", "failover", cwd=r.work)
     r.write(GROUPS, good.replace("serial: 1", "serial: 2").replace("[site-a, site-b]", "[site-b]"))
     shas["failover"] = r.commit("Bob", "groups: example.com fails over to site-b")
-    git("checkout", "-q", "main", cwd=r.work)
-    when = f"@{EPOCH + 50 * 3600} +0000"
-    git("merge", "-q", "--no-ff", "-m", "Merge pull request #7 from ops/failover", "failover", cwd=r.work,
-        env={"GIT_AUTHOR_NAME": "Carol", "GIT_AUTHOR_EMAIL": "carol@example.com", "GIT_COMMITTER_NAME": "Carol",
-             "GIT_COMMITTER_EMAIL": "carol@example.com", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
-    git("push", "-q", str(r.bare), "HEAD:refs/heads/main", cwd=r.work)
-    shas["merge"] = git("rev-parse", "HEAD", cwd=r.work)
+    shas["merge"] = r.merge_pr("failover", 7, "Carol", EPOCH + 50 * 3600)
     r.write(GROUPS, good.replace("serial: 1", "serial: 3"))
     shas["restore"] = r.commit("Dave", "groups: example.com back to both sites")
     cid = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"  # eu-west-1

@@ -34,13 +34,7 @@ def trial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, dict[str, str
     git("checkout", "-q", "-b", "gcp-weight", cwd=r.work)
     r.write(API, good.replace("weight: 200", "weight: 250"))
     shas["weight"] = r.commit("Bob", "api: GCP 250 shares")
-    git("checkout", "-q", "main", cwd=r.work)
-    when = f"@{EPOCH + 40 * 3600} +0000"
-    git("merge", "-q", "--no-ff", "-m", "Merge pull request #12 from bob/gcp-weight", "gcp-weight", cwd=r.work,
-        env={"GIT_AUTHOR_NAME": "Carol", "GIT_AUTHOR_EMAIL": "carol@example.com", "GIT_COMMITTER_NAME": "Carol",
-             "GIT_COMMITTER_EMAIL": "carol@example.com", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
-    git("push", "-q", str(r.bare), "HEAD:refs/heads/main", cwd=r.work)
-    shas["merge"] = git("rev-parse", "HEAD", cwd=r.work)
+    shas["merge"] = r.merge_pr("gcp-weight", 12, "Carol", EPOCH + 40 * 3600)
     weighted = r.read(API)
     r.write(API, weighted.replace("spec:", "spec: [", 1))
     shas["broken"] = r.commit("Eve", "api: broken")

@@ -23,13 +23,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gitdns.cli import main
-from tests.e2e.agent_kit import drop_health_checks
+from tests.e2e.agent_kit import agent_once_at, drop_health_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_714_986_000  # 2024-05-06T09:00:00Z
@@ -78,14 +77,7 @@ class Story:
 
     def agent(self, cluster: str, when: int, *, held: bool) -> None:
         """One ``gitdns agent --once``; its status commit dated ``when``."""
-        state = self.root / "agents" / cluster
-        state.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **at(when),
-               "PYTHONPATH": str(ROOT)}
-        done = subprocess.run(
-            [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(self.origin), "--cluster", cluster,
-             "--state-dir", str(state), "--store-dir", str(self.work), "--lease", "txt", "--git-timeout", "20",
-             "--once", "--listen", ""], env=env, capture_output=True, text=True, timeout=180, check=False)
+        done = agent_once_at(self.origin, cluster, self.root / "agents" / cluster, self.work, at(when))
         said = done.stdout + done.stderr[-3000:]
         assert done.returncode == (1 if held else 0), f"agent {cluster}: {said}"
         assert ("zones held at their last good revision: example.com" in done.stdout) is held, said

@@ -47,7 +47,7 @@ from gitdns.adapters.statusbranch import StatusBranch
 from gitdns.core.statusdoc import commit_message, dump, load
 from tests.adapters.conftest import GpgKeys
 from tests.docs.examples import EXAMPLE_REPO, ROOT, at, git
-from tests.e2e.agent_kit import drop_health_checks
+from tests.e2e.agent_kit import agent_once_at, drop_health_checks
 
 T0 = 1_714_986_000  # 2024-05-06T09:00:00Z
 HOUR, DAY = 3600, 86400
@@ -114,14 +114,7 @@ class AuditRepo:
 
     def agent(self, cluster: str, when: int) -> None:
         """One ``gitdns agent --once`` of ``cluster``, its status pushed at ``when``."""
-        state = self.root / "agents" / cluster
-        state.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **at(when),
-               "PYTHONPATH": str(ROOT)}
-        done = subprocess.run(
-            [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(self.bare), "--cluster", cluster,
-             "--state-dir", str(state), "--store-dir", str(self.work), "--lease", "txt", "--git-timeout", "20",
-             "--once", "--listen", ""], env=env, capture_output=True, text=True, timeout=120, check=False)
+        done = agent_once_at(self.bare, cluster, self.root / "agents" / cluster, self.work, at(when), timeout=120)
         assert done.returncode == 0, f"agent {cluster}: {done.stdout}{done.stderr[-3000:]}"
 
     def health(self, cluster: str, when: int, unhealthy: bool) -> None:

@@ -184,3 +184,17 @@ class AgentProcess:
                 self.proc.kill()
                 raise AssertionError(f"agent ignored SIGTERM: {self.log.read_text()[-4000:]}") from None
         return self.proc.wait(timeout=10)
+
+
+def agent_once_at(origin: Path, cluster: str, state: Path, store: Path, env: dict[str, str],
+                  timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """One ``gitdns agent --once`` of ``cluster`` against ``origin`` on the `local` store in
+    ``store`` (TXT lease, no listener), with ``env`` on top of a clean git configuration (e.g.
+    pinned commit dates)."""
+    state.mkdir(parents=True, exist_ok=True)
+    full = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **env,
+            "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(origin), "--cluster", cluster,
+         "--state-dir", str(state), "--store-dir", str(store), "--lease", "txt", "--git-timeout", "20",
+         "--once", "--listen", ""], env=full, capture_output=True, text=True, timeout=timeout, check=False)

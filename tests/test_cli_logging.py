@@ -1,5 +1,5 @@
 """A one-shot command says a failure once (its error line); the modules' log lines of the same
-failure show only at GITDNS_LOG_LEVEL."""
+failure (here: git cannot fetch from a repository that does not exist) show only at GITDNS_LOG_LEVEL."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(tmp_path: Path, **env: str) -> list[str]:
-    (tmp_path / "not-a-repo").mkdir(exist_ok=True)
     base = {k: v for k, v in os.environ.items() if k != "GITDNS_LOG_LEVEL"}
     done = subprocess.run([sys.executable, "-m", "gitdns", "history", "api.example.com", "--repo",
-                           str(tmp_path / "not-a-repo")], capture_output=True, text=True, timeout=60, check=False,
+                           str(tmp_path / "no-such-repo")], capture_output=True, text=True, timeout=60, check=False,
                           env={**base, "PYTHONPATH": str(ROOT), **env})
     assert done.returncode == 1
     return done.stderr.splitlines()

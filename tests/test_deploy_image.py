@@ -67,7 +67,7 @@ def test_dockerignore() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
         assert not dockerignored(source.rstrip("/")), source
-    for path in ("gitdns/cli.py", "gitdns/data/schemas", "gitdns/py.typed", "pyproject.toml", "README.md",
+    for path in ("gitdns/cli/__init__.py", "gitdns/data/schemas", "gitdns/py.typed", "pyproject.toml", "README.md",
                  "schemas/zone.schema.json", "templates/kuadrant/dnsrecord.yaml.j2"):
         assert not dockerignored(path), path
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.cli import _transport, build_parser
+from gitdns.cli import build_parser, transport_of
 from gitdns.commands.orchestrate import resolve, settings
 from gitdns.errors import ConfigError
 from gitdns.orchestrator.config import SETTINGS, OrchestratorConfig
@@ -85,7 +85,7 @@ def test_the_transport_is_the_agents(tmp_path: Path) -> None:
     key.write_text("k")
     known.write_text("h")
     args = build_parser().parse_args(["orchestrator", "--ssh-key", str(key)])
-    auth = _transport(args)
+    auth = transport_of(args)
     assert auth.ssh_key == key and auth.known_hosts is None
     env = {"GITDNS_REPO": "ssh://git@127.0.0.1/dns.git", "GITDNS_NODE_POOL": "edge", "GITDNS_OUT": str(tmp_path)}
     config = resolve(flags(), env, auth=auth)

@@ -1,23 +1,21 @@
-"""The `gitdns` command line: parse the arguments, call one command (`gitdns.commands`), print
-its result.  The only module that prints.
+"""The `gitdns` command line's parser: every verb, flag and help text (`build_parser`), and the
+flag groups several verbs share (the git transport, the provider fences, --from-worktree).
+`gitdns.cli` runs what it parses.
 
-Imports are kept inside the command handlers so that `gitdns --help` starts fast and never
-loads a provider SDK, jinja2, jsonschema or ruamel.yaml.
+No command module is imported here, so that `gitdns --help` starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from gitdns.commands import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Result
 
 if TYPE_CHECKING:
     from gitdns.adapters.gitauth import GitAuth
     from gitdns.providers.fences import Fences
+
 
 EPILOG = """\
 exit codes:
@@ -100,7 +98,7 @@ def _provider_fences(verb: str = "") -> argparse.ArgumentParser:
     return _settings_parent(FENCES_TITLE, SETTINGS, helps)
 
 
-def _fences(args: argparse.Namespace) -> Fences:
+def fences_of(args: argparse.Namespace) -> Fences:
     """The fences of a verb's flags (and GITDNS_<NAME> for those not given)."""
     from gitdns.providers.fences import SETTINGS, fences_from
 
@@ -138,7 +136,7 @@ def _git_transport() -> argparse.ArgumentParser:
     return _settings_parent(TRANSPORT_TITLE, TRANSPORT, TRANSPORT_HELP)
 
 
-def _transport(args: argparse.Namespace) -> GitAuth:
+def transport_of(args: argparse.Namespace) -> GitAuth:
     """The GitAuth of a verb's transport flags (and GITDNS_<NAME> for those not given)."""
     from gitdns.commands.gitremote import TRANSPORT, git_auth
 
@@ -552,225 +550,3 @@ def _add_cluster_secret(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for the token controller to fill the token (default: 60)")
     p.add_argument("--dry-run", action="store_true", help="print the manifests (token redacted); change nothing")
-
-
-# --- handlers: one command each ------------------------------------------------------------------
-
-
-def cmd_validate(args: argparse.Namespace) -> Result:
-    from gitdns.commands.validate import validate
-
-    return validate(args.path, args.format)
-
-
-def cmd_plan(args: argparse.Namespace) -> Result:
-    from gitdns.commands.plan import plan
-
-    return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=_fences(args))
-
-
-def cmd_apply(args: argparse.Namespace) -> Result:
-    from gitdns.commands.apply import apply
-
-    return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                 zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
-                 fences=_fences(args), from_worktree=args.from_worktree)
-
-
-def cmd_render(args: argparse.Namespace) -> Result:
-    from gitdns.commands.render import render
-
-    return render(args.repo, args.cluster, args.out, namespace=args.namespace, templates=args.templates,
-                  all_zones=args.all_zones)
-
-
-def cmd_zone_show(args: argparse.Namespace) -> Result:
-    from gitdns.commands.zones import zone_show
-
-    return zone_show(args.repo, args.zone, args.format, fences=_fences(args))
-
-
-def cmd_cluster_id(args: argparse.Namespace) -> Result:
-    from gitdns.commands.clusters import cluster_id
-
-    return cluster_id()
-
-
-def cmd_add_cluster_secret(args: argparse.Namespace) -> Result:
-    from gitdns.commands.clusters import add_cluster_secret
-
-    return add_cluster_secret(args.name, remote_context=args.remote_context, primary_context=args.primary_context,
-                              kubeconfig=args.kubeconfig, remote_server=args.remote_server,
-                              remote_namespace=args.remote_namespace, service_account=args.service_account,
-                              cluster_secret_namespace=args.cluster_secret_namespace,
-                              cluster_secret_label=args.cluster_secret_label, timeout=args.timeout,
-                              dry_run=args.dry_run)
-
-
-def cmd_agent(args: argparse.Namespace) -> Result:
-    from gitdns.commands.daemons import run_agent
-
-    return run_agent({k: v for k, v in vars(args).items() if k not in ("command", "version")})
-
-
-def cmd_orchestrator(args: argparse.Namespace) -> Result:
-    from gitdns.commands.orchestrate import run_orchestrator
-
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "version")}
-    return run_orchestrator(flags, auth=_transport(args))
-
-
-def cmd_lease_name(args: argparse.Namespace) -> Result:
-    from gitdns.commands.orchestrate import lease_name
-
-    return lease_name(node_pool=args.node_pool, cluster=args.cluster)
-
-
-def cmd_owners(args: argparse.Namespace) -> Result:
-    from gitdns.commands.owners import owners
-
-    return owners(args.repo, args.zone, args.format, fences=_fences(args))
-
-
-def _ask(shown: str, question: str) -> bool:
-    print(shown, end="")
-    return input(question).strip().lower() in ("y", "yes")
-
-
-def cmd_prune_owner(args: argparse.Namespace) -> Result:
-    from gitdns.commands.owners import prune_owner
-
-    return prune_owner(args.repo, args.owner, args.zone, force=args.force, ask=None if args.yes else _ask,
-                       fences=_fences(args), from_worktree=args.from_worktree)
-
-
-def cmd_adopt(args: argparse.Namespace) -> Result:
-    from gitdns.commands.owners import adopt
-
-    return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force,
-                 fences=_fences(args), from_worktree=args.from_worktree)
-
-
-def cmd_status(args: argparse.Namespace) -> Result:
-    from gitdns.commands.status import status
-
-    return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir,
-                  auth=_transport(args), revision=args.revision)
-
-
-def cmd_history(args: argparse.Namespace) -> Result:
-    from gitdns.commands.historyfmt import history_command
-
-    return history_command(args.name, args.repo, branch=args.branch, path=args.path,
-                           max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,
-                           auth=_transport(args), since=args.since, until=args.until)
-
-
-def cmd_groups(args: argparse.Namespace) -> Result:
-    from gitdns.commands.groups import Request, run
-
-    opts = {k: v for k, v in vars(args).items() if k in Request.__dataclass_fields__}
-    req = Request(action=args.groups_command, zone=args.zone, groups=tuple(getattr(args, "groups", ())),
-                  provider_settings=tuple(getattr(args, "provider_setting", ())), auth=_transport(args),
-                  fences=_fences(args), **{k: v for k, v in opts.items() if k not in ("zone", "groups", "auth")})
-    return run(req)
-
-
-def cmd_failover(args: argparse.Namespace) -> Result:
-    from gitdns.commands.failover import simulate
-
-    return simulate(args.repo, args.zone, tuple(args.to), args.format, fences=_fences(args))
-
-
-HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
-    "validate": cmd_validate,
-    "plan": cmd_plan,
-    "apply": cmd_apply,
-    "render": cmd_render,
-    "zone": cmd_zone_show,
-    "cluster-id": cmd_cluster_id,
-    "add-cluster-secret": cmd_add_cluster_secret,
-    "agent": cmd_agent,
-    "orchestrator": cmd_orchestrator,
-    "lease-name": cmd_lease_name,
-    "owners": cmd_owners,
-    "prune-owner": cmd_prune_owner,
-    "adopt": cmd_adopt,
-    "status": cmd_status,
-    "history": cmd_history,
-    "groups": cmd_groups,
-    "failover": cmd_failover,
-}
-
-
-# --- printing ------------------------------------------------------------------------------------
-
-
-def _err(message: str) -> None:
-    print(f"gitdns: {message}", file=sys.stderr)
-
-
-def _print(result: Result) -> int:
-    for line in result.err:
-        _err(line)
-    for text in result.out:
-        print(text, end="")
-    return result.code
-
-
-DAEMONS = ("agent", "orchestrator")  # they set up their own logging (--log-level)
-LOG_LEVEL_ENV = "GITDNS_LOG_LEVEL"
-
-
-def _one_shot_logging() -> None:
-    """A one-shot command reports through its output and its errors; its modules' log lines
-    (the same failures, in key=value form) show only at GITDNS_LOG_LEVEL (default: error)."""
-    import logging
-    import os
-
-    root = logging.getLogger()
-    if root.handlers:  # the embedding program (or a test harness) decides
-        return
-    level = os.environ.get(LOG_LEVEL_ENV, "error").upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        level = "ERROR"
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("gitdns: log: %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(level)
-    root.addHandler(handler)
-    root.setLevel(min(root.level, handler.level) if root.level else handler.level)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.version:
-        from gitdns import __version__
-
-        print(f"gitdns {__version__}")
-        return EXIT_OK
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
-    from gitdns.errors import GitdnsError
-
-    if args.command not in DAEMONS:
-        _one_shot_logging()
-    try:
-        return _print(HANDLERS[args.command](args))
-    except GitdnsError as exc:
-        _err(f"{exc} (reason: {exc.reason})")
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        _err("interrupted")
-        return 130
-    except BrokenPipeError:  # output piped into `head` and the like
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

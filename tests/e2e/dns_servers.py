@@ -241,17 +241,23 @@ def running(kind: str, directory: Path) -> Iterator[DnsServer]:
 def bind_server(directory: Path) -> Iterator[DnsServer]:
     """A BIND of its own in ``directory``, stopped afterwards.  BIND missing: the test is
     skipped, or fails under CI=true (a missing test server is never a silent skip there)."""
-    import os
-
-    import pytest
-
     try:
         server = start_bind(directory)
     except ToolMissing as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        require(exc)
+        raise
     try:
         yield server
     finally:
         server.stop()
+
+
+def require(exc: Exception) -> None:
+    """A missing test server: fail under CI=true (never a silent skip there), else skip."""
+    import os
+
+    import pytest
+
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(str(exc))
+    pytest.skip(str(exc))

@@ -394,13 +394,6 @@ def quoted(rec: RecordSet) -> RecordSet:
     return replace(rec, values=tuple(v if v.startswith('"') else f'"{v}"' for v in rec.values))
 
 
-def require(exc: Exception) -> None:
-    """A missing server: fail under CI=true, else skip."""
-    import pytest
-
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(str(exc))
-    pytest.skip(str(exc))
 
 
 if __name__ == "__main__":

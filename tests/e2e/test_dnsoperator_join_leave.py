@@ -53,15 +53,8 @@ CLUSTERS = {"g1": ("gitdns-g1-uid", "IE", "192.0.2.1"), "g2": ("gitdns-g2-uid", 
 
 @pytest.fixture(scope="module")
 def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DnsServer]:
-    try:
-        server = dns_servers.start_bind(tmp_path_factory.mktemp("dnsop-bind"))
-    except dns_servers.ToolMissing as exc:
-        dz.require(exc)
-        raise
-    try:
+    with dns_servers.bind_server(tmp_path_factory.mktemp("dnsop-bind")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +62,7 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dz.MotoRoute53]:
     try:
         server = dz.MotoRoute53(tmp_path_factory.mktemp("dnsop-moto"))
     except dz.ToolMissing as exc:
-        dz.require(exc)
+        dns_servers.require(exc)
         raise
     try:
         yield server

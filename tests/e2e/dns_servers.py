@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dns.exception
 import dns.message
@@ -116,13 +117,7 @@ class DnsServer:
             raise RuntimeError(f"reset of {ZONE} on {self.kind}: {rcode}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
 
 
 def _wait_ready(server: DnsServer, timeout: float = 20) -> None:
@@ -261,3 +256,14 @@ def require(exc: Exception) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(str(exc))
     pytest.skip(str(exc))
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a test server never outlives its test."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)

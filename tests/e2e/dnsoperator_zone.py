@@ -61,7 +61,7 @@ import dns.update
 from gitdns.core.names import short_hash
 from gitdns.core.records import RecordKey, RecordSet
 from tests.e2e import dns_servers
-from tests.e2e.dns_servers import DnsServer
+from tests.e2e.dns_servers import DnsServer, stop_process
 
 ZONE = dns_servers.ZONE  # example.test
 COMMIT = "57b9db50acedff236622b5529e4e8f1c515e4ec6"
@@ -378,13 +378,7 @@ class MotoRoute53(Backend):
         return out
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
 
 
 def quoted(rec: RecordSet) -> RecordSet:

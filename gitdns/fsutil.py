@@ -16,6 +16,17 @@ def temp_glob(path: Path) -> str:
     return f".{path.name}{TEMP_MARK}*"
 
 
+def remove_stray_temps(directory: Path, pattern: str) -> list[Path]:
+    """Remove the temporary files matching ``pattern`` in ``directory`` that a crashed writer
+    left (call it only while holding the lock every writer of those files takes); returns them."""
+    removed = []
+    for stray in directory.glob(pattern):
+        with contextlib.suppress(OSError):
+            stray.unlink()
+            removed.append(stray)
+    return removed
+
+
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data``: a temporary file beside it, fsync, (chmod), rename,
     fsync of the directory.  A crash at any point leaves the old or the new file, never a mix."""

@@ -189,6 +189,15 @@ def _write_if_changed(path: Path, text: str) -> bool:
     return fsutil.write_if_changed(path, text.encode("utf-8"))
 
 
+def _remove_stray_temps(out_dir: Path) -> None:
+    """Temp files a renderer killed mid-write left, in the views directory and beside it
+    (every renderer writes them under ``<out_dir>.lock``, which the caller holds)."""
+    stamp = serving_file(out_dir)
+    for stray in [*fsutil.remove_stray_temps(out_dir, f".*{fsutil.TEMP_MARK}*"),
+                  *fsutil.remove_stray_temps(stamp.parent, fsutil.temp_glob(stamp))]:
+        log.warning("render: removed stray_temp=%s", stray)
+
+
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -332,6 +341,7 @@ def write_views(
     out_dir.mkdir(parents=True, exist_ok=True)
     texts: dict[str, str] = {}
     with _locked(out_dir.with_name(out_dir.name + ".lock")):
+        _remove_stray_temps(out_dir)
         snapshot = read(zone, None)
         current = _current(out_dir, zone, serving, defaults, snapshot.version)
         if current is not None:

@@ -273,10 +273,8 @@ class LocalProvider:
 
     def _remove_stray_temps(self, path: Path) -> None:
         """Temp files left by a writer that crashed (only called under the zone's lock)."""
-        for stray in self.directory.glob(fsutil.temp_glob(path)):
+        for stray in fsutil.remove_stray_temps(self.directory, fsutil.temp_glob(path)):
             log.warning("remove: stray_temp=%s", stray)
-            with contextlib.suppress(OSError):
-                stray.unlink()
 
     def _follow_views(self, zone: str) -> None:
         """Render the zone's views again after a write (only when they were rendered before).

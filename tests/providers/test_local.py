@@ -195,6 +195,23 @@ def test_render_views_writes_changed_files_only(
     assert {p.name: p.stat().st_mtime_ns for p in views.iterdir()} == stamps
 
 
+def test_render_removes_temp_files_a_killed_renderer_left(
+    store: LocalProvider, worked_example: tuple[RecordSet, ...]
+) -> None:
+    store.apply(ZONE, [create(r) for r in worked_example])
+    views = store.views_dir(ZONE)
+    texts = write_views(views, ZONE, store.read)
+    strays = [views / ".US.zone.tmp-99999-deadbeef",  # killed between its write and its rename
+              views.with_name(".example.com.views.serving.tmp-99999-0dfe2074")]
+    for stray in strays:
+        stray.write_bytes(b"half written")
+    keep = store.directory / ".example.com.json.tmp-99999-cafef00d"  # the store's, under another lock
+    keep.write_bytes(b"{")
+    assert write_views(views, ZONE, store.read) == texts  # the same version: nothing to render
+    assert [s for s in strays if s.exists()] == []
+    assert keep.exists()
+
+
 # --- provider factory -------------------------------------------------------------------
 
 

@@ -32,6 +32,9 @@ Per cluster (docs/cli.md, "gitdns status"):
   Cluster), ``recordsRemoved`` the first status commit whose ``appliedRevision`` contains that
   commit (the agent applied the removal, which leaves its zones); None: its agent never did
   (`gitdns prune-owner`).  A retired cluster counts neither for readiness nor for the policies.
+- ``unpublished``: a Cluster the desired head names with no status branch: its agent never
+  published, so nothing says its records are served; it counts as not ready (``pending`` for
+  ``--revision``).
 Lagging the head does not make the fleet not-ready: an agent picks a new head up within its
 poll interval; readiness is what the agents report.
 """
@@ -53,7 +56,7 @@ from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.history import repo_url, scratch_dir
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog, ZoneState
-from gitdns.commands.statusview import _table, aggregate, cluster_names, label_sha, to_json, to_text
+from gitdns.commands.statusview import UNPUBLISHED, _table, aggregate, cluster_names, label_sha, to_json, to_text
 from gitdns.core.statusdoc import StatusTree
 from gitdns.errors import ConfigError
 
@@ -107,6 +110,8 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
         if cluster is not None:
             check_cluster(cluster, trees, flog.cluster_docs(head) if head else [], known)
         agg = with_lag(aggregate(trees, cluster, known), head, branch)
+        if head is not None and cluster is None:
+            with_unpublished(agg, unpublished(trees, flog.cluster_docs(head)))
         when = time.time() if now is None else now
         for cid, c in agg["clusters"].items():
             with_history(c, flog.entries(cid), flog, head, when)
@@ -191,7 +196,7 @@ def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[
     for name, cid in docs:
         if cluster in (name, cid):
             raise ConfigError(f"--cluster {cluster}: cluster {name or cid} ({cid or 'no spec.id'}) is in git but has "
-                              "no status branch: its agent has not published its status yet")
+                              f"no status branch: {UNPUBLISHED}")
     listed = [f"{name} ({cid}{', retired' if known is not None and cid not in known and name not in known else ''})"
               for cid, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0]))]
     published = set(names) | set(names.values())
@@ -199,6 +204,31 @@ def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[
                for name, cid in sorted(docs, key=lambda d: (d[0] or "", d[1] or ""))
                if cid not in published and name not in published]
     raise ConfigError(f"--cluster {cluster}: no cluster has that id or name; the clusters: {', '.join(listed)}")
+
+
+def unpublished(trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
+    """The Clusters git names (``docs``: `FleetLog.cluster_docs`) that have no status branch:
+    their agent has not published a status yet (not started, or not reaching the repository)."""
+    names = cluster_names(trees)
+    published = set(names) | set(names.values())
+    seen: set[tuple[str | None, str | None]] = set()
+    out = []
+    for name, cid in sorted(docs, key=lambda d: (d[0] or "", d[1] or "")):
+        if cid in published or name in published or (name, cid) in seen:
+            continue
+        seen.add((name, cid))
+        out.append({"cluster": name or cid, "id": cid})
+    return out
+
+
+def with_unpublished(agg: dict[str, Any], waiting: list[dict[str, Any]]) -> None:
+    """Count the clusters git names but that never published a status as not ready: none of
+    their records can be said to be served."""
+    agg["unpublished"] = waiting
+    if waiting:
+        agg["counts"]["clusters"] += len(waiting)
+        agg["counts"]["clustersUnpublished"] = len(waiting)
+        agg["ready"] = False
 
 
 def _aliases(branch: str, local: LocalRefs | None) -> list[str]:
@@ -292,6 +322,9 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
         else:
             row["state"] = "pending"
         out[cid] = row
+    for waiting in agg.get("unpublished", ()):
+        out[waiting["id"] or waiting["cluster"]] = {"cluster": waiting["cluster"], "appliedRevision": None,
+                                                    "state": "pending", "unpublished": True}
     asked = "" if sha.startswith(revision.strip().lower()) else revision.strip()
     return {"revision": sha, "asked": asked or None, "committedAt": iso(when), "desiredBranch": branch,
             "clusters": out, "counts": {state: sum(1 for r in out.values() if r["state"] == state) for state in STATES}}
@@ -357,6 +390,8 @@ def revision_text(rev: Mapping[str, Any]) -> str:
 
 def _detail(r: Mapping[str, Any]) -> str:
     state = r["state"]
+    if r.get("unpublished"):
+        return f"no status branch: {UNPUBLISHED}"
     if state in ("applied", "pending"):
         return f"applied {_short(r.get('appliedRevision'))}"
     if state == "failed":
@@ -411,7 +446,10 @@ def lag_text(agg: Mapping[str, Any]) -> str:
     if held:
         lines.append("zones held at their last good revision (the revision does not validate for them): " + ", ".join(
             f"{name} ({', '.join(zones)})" for name, zones in held))
-    if active and not behind and not held:
+    waiting = [w["cluster"] for w in agg.get("unpublished", ())]
+    if waiting:
+        lines.append(f"no status yet: {', '.join(waiting)}")
+    if active and not behind and not held and not waiting:
         lines.append(f"every cluster has applied {head[:7]}")
     return "\n".join(lines) + "\n"
 

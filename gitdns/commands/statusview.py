@@ -29,6 +29,7 @@ from gitdns.core.statusdoc import StatusDocError, StatusTree, load
 
 SUMMARY = "summary.yaml"
 ZONES = "zones/"
+UNPUBLISHED = "its agent has not published a status yet"  # a Cluster in git with no status branch
 # Conditions that are bad when True (Flux's abnormal-true polarity); all others are bad unless True.
 ABNORMAL_TRUE = frozenset(
     {"Stalled", "Reconciling", "Degraded", "UnresolvedConflictDiscovered", "GroupsDivergedFromGit"}
@@ -226,6 +227,9 @@ def to_text(agg: Mapping[str, Any]) -> str:
             behind += f" ({len(c['heldZones'])} zone{'s' if len(c['heldZones']) != 1 else ''} held)"
         rows.append((c["cluster"], cid[:13], ready, applied, c.get("appliedAt") or "-", behind,
                      str(len(c["zones"])), "; ".join(bad) or "-"))
+    for waiting in agg.get("unpublished", ()):
+        rows.append((waiting["cluster"], (waiting["id"] or "-")[:13], "NoStatus", "-", "-", "-", "-",
+                     f"no status branch: {UNPUBLISHED}"))
     lines = _table(rows)
     holding = [(c["cluster"], zone, c["zones"][zone]) for c in agg["clusters"].values() if not c.get("retired")
                for zone in c["heldZones"]]
@@ -272,6 +276,8 @@ def to_text(agg: Mapping[str, Any]) -> str:
     lines += ["", f"{counts['clustersReady']}/{counts['clusters']} clusters ready, "
                   f"{counts['policiesReady']}/{counts['policies']} policies ready"
                   + (f", {counts['clustersRetired']} retired" if counts.get("clustersRetired") else "")
+                  + (f", {counts['clustersUnpublished']} without a status yet" if counts.get("clustersUnpublished")
+                     else "")
                   + ("" if agg["ready"] else " — NOT READY")]
     return "\n".join(lines) + "\n"
 

@@ -144,15 +144,22 @@ def test_fresh_clone_reads_the_remote_tracking_status_branches(story: Story, cap
     assert code == 1 and err == ""  # us-east-1 still holds example.com
     clusters = out.split("\n\n")[0].splitlines()[1:]
     ready = {line.split()[0]: line.split()[2] for line in clusters}
-    assert ready == {"eu-west-1": "Ready", "us-east-1": "NotReady", "eu-central-1": "Retired"}
-    assert "1/2 clusters ready" in out and f"desired head (main): {story.shas['c4'][:7]}" in out
+    # ap-south-1 is in git but its agent never published: not ready, counted, said why
+    assert ready == {"eu-west-1": "Ready", "us-east-1": "NotReady", "eu-central-1": "Retired", "ap-south-1": "NoStatus"}
+    assert re.search(r"ap-south-1 +5e7f9a1b-3c2d +NoStatus .* no status branch: its agent has not published", out)
+    assert "1/3 clusters ready, 1/2 policies ready, 1 retired, 1 without a status yet — NOT READY" in out
+    assert "no status yet: ap-south-1" in out
+    assert f"desired head (main): {story.shas['c4'][:7]}" in out
     assert ("3 status branches (refs/remotes/origin/gitdns-status/*), the desired branch refs/remotes/origin/main"
             in out)
 
     code, out, err = run(capsys, "--revision", story.shas["c1"], "--format", "json")
     rev = json.loads(out)
     states = {r["cluster"]: r["state"] for r in rev["clusters"].values()}
-    assert states == {"eu-west-1": "applied", "us-east-1": "applied", "eu-central-1": "retired"} and code == 0
+    # every cluster git names must have applied it: ap-south-1 (added later) has not yet
+    assert states == {"eu-west-1": "applied", "us-east-1": "applied", "eu-central-1": "retired",
+                      "ap-south-1": "pending"} and code == 1
+    assert rev["clusters"][NEW_ID]["unpublished"] is True
     assert rev["source"]["statusRefs"] == {cid: f"refs/remotes/origin/gitdns-status/{cid}" for cid in IDS.values()}
 
 
@@ -173,6 +180,8 @@ def test_a_local_branch_left_behind_and_unpushed_commits(story: Story, tmp_path:
     assert agg["source"]["statusRefs"][cid] == f"refs/remotes/origin/gitdns-status/{cid}"
     assert agg["clusters"][cid]["appliedRevision"] == story.shas["c4"]  # the newer tip
     assert agg["desiredHead"] == story.shas["c4"] and agg["source"]["desiredRef"] == "refs/remotes/origin/main"
+    assert agg["unpublished"] == [{"cluster": "ap-south-1", "id": NEW_ID}] and not agg["ready"]
+    assert agg["counts"]["clustersUnpublished"] == 1 and agg["counts"]["clusters"] == 3
     assert "the local branch main has 1 commit(s) that origin/main has not" in err
 
     # the local branch alone (no remote-tracking copy) is read as it is
@@ -274,7 +283,8 @@ def test_held_zone_is_not_applied(story: Story, capsys: pytest.CaptureFixture[st
     assert re.search(r"eu-west-1 +\S+ +held +\S+ +zone example\.com stays at its last good revision: "
                      r"records/example-com\.yaml:\d+: ", out)
     code, out, _ = run(capsys, "--repo", held, "--revision", story.shas["c1"])
-    assert code == 0 and "2 applied, 1 retired" in out  # the zones were good at c1
+    assert code == 1 and "2 applied, 1 pending, 1 retired" in out  # the zones were good at c1; ap-south-1 never ran
+    assert re.search(r"ap-south-1 +5e7f9a1b-3c2d +pending +- +no status branch: its agent has not published", out)
 
 
 def test_a_fix_applies_the_held_revision(story: Story, capsys: pytest.CaptureFixture[str]) -> None:

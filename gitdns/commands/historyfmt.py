@@ -9,7 +9,8 @@ from typing import Any
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands import Result
-from gitdns.commands.history import Applied, Entry, History, Merged, RecordDiff, history, iso_date
+from gitdns.commands.history import History, history
+from gitdns.commands.historydiff import Applied, Entry, Merged, RecordDiff, iso_date
 from gitdns.commands.historywalk import Commit
 from gitdns.core.planfmt import record_dict
 from gitdns.core.records import RecordSet

@@ -17,18 +17,15 @@ commits that touched ``*.yaml``/``*.yml`` below ``path`` come from one path-limi
 one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level,
 the YAML blobs' sizes at once, the blobs of one commit at once, every status blob at once; each
 object is read once.  What history needs of each status document (`DocFacts`) is kept by blob
-id in ``status-facts.json`` beside the cache, so a warm run parses only the new ones.  Nothing
-is checked out.
+id in ``status-facts.json`` beside the cache (`gitdns.commands.historyfacts`), so a warm run
+parses only the new ones.  Nothing is checked out.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
 import re
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,8 @@ from typing import Any
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
 from gitdns.adapters.statusrefs import local_refs
+from gitdns.commands.historyfacts import NO_FACTS, read_facts
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
-from gitdns.core.statusdoc import load as load_status
 from gitdns.errors import ConfigError
 
 STATUS_PREFIX = "gitdns-status/"
@@ -427,99 +424,15 @@ class Walk:
                     else:
                         blobs[name] = fields[3]
             steps.append((sha, cid, ctime, dict(blobs)))
-        facts = self._facts([blob for _, _, _, blobs in steps for blob in blobs.values()])
+        facts = read_facts(self._git, self._facts_file,
+                           [blob for _, _, _, blobs in steps for blob in blobs.values()])
         found: list[StatusCommit] = []
         for sha, cid, ctime, blobs in steps:
-            summary = facts.get(blobs.get("summary.yaml", ""), _NO_FACTS)
-            health = facts.get(blobs.get("health.yaml", ""), _NO_FACTS)
+            summary = facts.get(blobs.get("summary.yaml", ""), NO_FACTS)
+            health = facts.get(blobs.get("health.yaml", ""), NO_FACTS)
             found.append(StatusCommit(cid, sha, int(ctime), summary.cluster or cid, summary.applied,
                                       frozenset(health.unhealthy), "health.yaml" in blobs))
         return found
-
-    def _facts(self, blobs: Sequence[str]) -> dict[str, DocFacts]:
-        """What history needs of each status blob: from the facts file kept beside the cache
-        (blob ids name contents, so a kept entry never goes stale), the rest read in one go and
-        parsed; the file is rewritten with this run's blobs when something was new."""
-        wanted = list(dict.fromkeys(blobs))
-        kept = _load_facts(self._facts_file)
-        out = {b: kept[b] for b in wanted if b in kept}
-        new = [b for b in wanted if b not in out]
-        sizes = self._git.sizes(new)
-        small = [b for b in new if sizes[b] <= DEFAULT_LIMITS.file_bytes]  # a larger one: an empty document
-        out.update({b: _NO_FACTS for b in new})
-        for blob, (_, data) in self._git.objects(small).items():
-            try:
-                doc = load_status(data.decode("utf-8", errors="replace"))
-            except ValueError:
-                continue
-            out[blob] = facts_of(doc)
-        if new or len(kept) != len(out):
-            _save_facts(self._facts_file, out)
-        return out
-
-
-_FACTS_VERSION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class DocFacts:
-    """What history reads of a status document: summary.yaml's appliedRevision and cluster,
-    health.yaml's targets in state unhealthy."""
-
-    applied: str = ""
-    cluster: str = ""
-    unhealthy: tuple[str, ...] = ()
-
-
-_NO_FACTS = DocFacts()
-
-
-def facts_of(doc: object) -> DocFacts:
-    if not isinstance(doc, dict):
-        return _NO_FACTS
-    revision, who, targets = doc.get("appliedRevision"), doc.get("cluster"), doc.get("targets")
-    unhealthy = sorted(str(t) for t, v in (targets if isinstance(targets, dict) else {}).items()
-                       if isinstance(v, dict) and v.get("state") == "unhealthy")
-    return DocFacts(revision if isinstance(revision, str) else "", str(who) if who else "", tuple(unhealthy))
-
-
-def _load_facts(path: Path) -> dict[str, DocFacts]:
-    """The facts file, or nothing when it is missing, unreadable, of another version or malformed."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("version") != _FACTS_VERSION or not isinstance(doc.get("facts"), dict):
-        return {}
-    out: dict[str, DocFacts] = {}
-    for blob, row in doc["facts"].items():
-        if isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and isinstance(row[1], str) \
-                and isinstance(row[2], list) and all(isinstance(t, str) for t in row[2]):
-            out[blob] = DocFacts(row[0], row[1], tuple(row[2]))
-    return out
-
-
-def _save_facts(path: Path, facts: dict[str, DocFacts]) -> None:
-    """Written whole to a temporary file and renamed over the old one: a crash leaves one or the other."""
-    doc = {"version": _FACTS_VERSION, "facts": {b: [f.applied, f.cluster, list(f.unhealthy)] for b, f in facts.items()}}
-    try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".facts-",
-                                         delete=False) as tmp:
-            json.dump(doc, tmp, separators=(",", ":"))
-        os.replace(tmp.name, path)
-    except OSError:
-        return  # a cache only: the next run reads the blobs again
-
-
-def resolve(revision: str, shas: Sequence[str]) -> str:
-    """The full sha among ``shas`` that ``revision`` names (a sha, an abbreviation, or a
-    ``<time>.<sha7>`` label), else ""."""
-    text = revision.strip().lower()
-    if "." in text:
-        text = text.rsplit(".", 1)[1]
-    if len(text) < 7:
-        return ""
-    return next((s for s in shas if s.startswith(text)), "")
 
 
 def _tree_entries(data: bytes, width: int) -> tuple[tuple[int, str, str], ...]:

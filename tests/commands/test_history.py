@@ -15,6 +15,7 @@ import pytest
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.cli import main
 from gitdns.commands import history as hist
+from gitdns.commands import historydiff as histdiff
 from gitdns.commands import historyfmt as histfmt
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Revision
@@ -125,7 +126,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     return r
 
 
-def _lines(entry: hist.Entry) -> list[str]:
+def _lines(entry: histdiff.Entry) -> list[str]:
     return [histfmt.change_line(c) for c in entry.changes]
 
 
@@ -230,7 +231,7 @@ def test_unchanged_trees_are_loaded_once(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_merge_unites_multi_values_and_marks_disagreement() -> None:
-    merged = hist.merge([
+    merged = histdiff.merge([
         ("a", [RecordSet("h.example.com", "A", 60, ("1.1.1.1",)),
                RecordSet("w.example.com", "CNAME", 60, ("x.example.com",))]),
         ("b", [RecordSet("h.example.com", "A", 60, ("2.2.2.2",)),
@@ -240,6 +241,6 @@ def test_merge_unites_multi_values_and_marks_disagreement() -> None:
     a_rec, cname = merged
     assert not a_rec.conflict and a_rec.variants[0].values == ("1.1.1.1", "2.2.2.2")
     assert cname.conflict and cname.owners == (("a", "c"), ("b",))
-    line = histfmt.change_line(hist.RecordDiff("+", cname.key, None, cname))
+    line = histfmt.change_line(histdiff.RecordDiff("+", cname.key, None, cname))
     assert line == ("+ w.example.com CNAME CONFLICT: clusters disagree: ttl=60 [x.example.com] wanted by a, c"
                     " | ttl=60 [y.example.com] wanted by b")

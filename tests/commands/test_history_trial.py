@@ -11,6 +11,7 @@ import pytest
 
 from gitdns.cli import main
 from gitdns.commands import history as hist
+from gitdns.commands import historydiff as histdiff
 from gitdns.commands import historyfmt as histfmt
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git
@@ -20,7 +21,7 @@ API = "policies/api.yaml"
 
 
 def _iso(when: int) -> str:
-    return hist.iso_date(when)
+    return histdiff.iso_date(when)
 
 
 @pytest.fixture(scope="module")

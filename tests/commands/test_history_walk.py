@@ -174,7 +174,7 @@ def test_a_file_over_the_read_cap_is_held_unread(tmp_path: Path) -> None:
 
 def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitdns.commands import historywalk
+    from gitdns.commands import historyfacts
     from tests.commands.test_history_audit import _status_commit
 
     r = _repo(tmp_path)
@@ -185,7 +185,7 @@ def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
     cid = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"
     one = _status_commit(r, cid, "eu-west-1", first_sha, [f"{HOST}|192.0.2.10"], "", 1_700_100_000)
     _status_commit(r, cid, "eu-west-1", second_sha, [], one, 1_700_200_000)
-    parsed = record_calls(monkeypatch, historywalk, "load_status")
+    parsed = record_calls(monkeypatch, historyfacts, "load_status")
     state = tmp_path / "state"
 
     def run() -> list[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]]]:

@@ -1,0 +1,105 @@
+"""The status-branch side of `gitdns history`: when each cluster applied a commit of the
+branch (`AppliedIndex`), and the entries for the health checks that withdrew or restored a
+target of the names followed (`health_entries`).
+
+    AppliedIndex(rows, order).applied(sha, in_git) -> tuple[Applied, ...]
+    health_entries(query, rows, names) -> list[Entry]
+    resolve(revision, shas) -> full sha | ""       an appliedRevision among the branch's commits
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+
+from gitdns.commands.historydiff import Applied, Entry, Query, canonical_value
+from gitdns.commands.historywalk import Commit, StatusCommit
+from gitdns.core.names import root_host_of
+
+
+class AppliedIndex:
+    """Per cluster, when it first applied each commit of the branch: built once from the status
+    rows (oldest first), asked once per entry.
+
+    A cluster applied ``sha`` at the first status commit whose appliedRevision is ``sha`` or a
+    later commit of the branch (``exact`` False then); a cluster that never got there is
+    Applied(cluster) alone."""
+
+    def __init__(self, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> None:
+        self.order = order
+        self.names: dict[str, str] = {}
+        # cluster id -> (running maximum of the applied position, the row that raised it, its full sha)
+        self.reached: dict[str, tuple[list[int], list[StatusCommit], list[str]]] = {}
+        shas = list(order)
+        full_of: dict[str, str] = {}
+        for row in rows:
+            self.names[row.cluster_id] = row.cluster
+            if not row.applied:
+                continue
+            full = full_of.get(row.applied)
+            if full is None:
+                full = full_of[row.applied] = resolve(row.applied, shas) if len(row.applied) < 40 else row.applied
+            index = order.get(full)
+            if index is None:
+                continue
+            highs, firsts, fulls = self.reached.setdefault(row.cluster_id, ([], [], []))
+            if not highs or index > highs[-1]:
+                highs.append(index)
+                firsts.append(row)
+                fulls.append(full)
+
+    def applied(self, sha: str, in_git: frozenset[str] | None = None) -> tuple[Applied, ...]:
+        """``in_git``: the Clusters git names at ``sha`` (ids and names); a cluster outside it
+        that never applied ``sha`` is said to be not in git then, rather than never applied."""
+        at = self.order.get(sha)
+        out: dict[str, Applied] = {}
+        if at is not None:
+            for cid, (highs, firsts, fulls) in self.reached.items():
+                i = bisect.bisect_left(highs, at)
+                if i < len(highs):
+                    row, full = firsts[i], fulls[i]
+                    out[cid] = Applied(row.cluster, full, row.time, row.sha, full == sha)
+        names = self.names
+
+        def missing(cid: str) -> Applied:
+            return Applied(names[cid], in_git=in_git is None or cid in in_git or names[cid] in in_git)
+
+        return tuple(out.get(cid) or missing(cid) for cid in sorted(names, key=lambda c: names[c]))
+
+
+def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:
+    """A status commit that withdrew or restored a target of the names followed: one entry."""
+    def wanted(target: str) -> bool:
+        host, _, address = target.partition("|")
+        if query.by_value:
+            return host in names or canonical_value(address) == query.text
+        return root_host_of(host) == root_host_of(query.text) or host in names
+
+    out: list[Entry] = []
+    last: dict[str, frozenset[str]] = {}
+    for row in rows:
+        if not row.health_known and row.cluster_id not in last:
+            continue
+        before = last.get(row.cluster_id, frozenset())
+        now = row.unhealthy
+        last[row.cluster_id] = now
+        down = sorted(t for t in now - before if wanted(t))
+        up = sorted(t for t in before - now if wanted(t))
+        if not down and not up:
+            continue
+        notes = tuple([f"withdrawn {t.replace('|', ' ')} (unhealthy)" for t in down]
+                      + [f"restored {t.replace('|', ' ')} (healthy again)" for t in up])
+        commit = Commit(row.sha, (), row.time, f"gitdns agent ({row.cluster})", row.time, "", "")
+        out.append(Entry(commit, "", "health", notes=notes, cluster=row.cluster))
+    return out
+
+
+def resolve(revision: str, shas: Sequence[str]) -> str:
+    """The full sha among ``shas`` that ``revision`` names (a sha, an abbreviation, or a
+    ``<time>.<sha7>`` label), else ""."""
+    text = revision.strip().lower()
+    if "." in text:
+        text = text.rsplit(".", 1)[1]
+    if len(text) < 7:
+        return ""
+    return next((s for s in shas if s.startswith(text)), "")

@@ -1,0 +1,95 @@
+"""What `gitdns history` keeps of each status document, by blob id: summary.yaml's
+appliedRevision and cluster, health.yaml's unhealthy targets (`DocFacts`), in
+``status-facts.json`` beside the history cache, so a warm run parses only the blobs it has not
+seen.  Blob ids name contents: a kept entry never goes stale.
+
+    read_facts(git, path, blobs) -> {blob: DocFacts}    kept ones from ``path``, the rest read and parsed
+    facts_of(doc) -> DocFacts                          of one parsed status document
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitdns.adapters.gitcache import GitCache
+from gitdns.core.limits import DEFAULT_LIMITS
+from gitdns.core.statusdoc import load as load_status
+
+_FACTS_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DocFacts:
+    """What history reads of a status document: summary.yaml's appliedRevision and cluster,
+    health.yaml's targets in state unhealthy."""
+
+    applied: str = ""
+    cluster: str = ""
+    unhealthy: tuple[str, ...] = ()
+
+
+NO_FACTS = DocFacts()
+
+
+def facts_of(doc: object) -> DocFacts:
+    if not isinstance(doc, dict):
+        return NO_FACTS
+    revision, who, targets = doc.get("appliedRevision"), doc.get("cluster"), doc.get("targets")
+    unhealthy = sorted(str(t) for t, v in (targets if isinstance(targets, dict) else {}).items()
+                       if isinstance(v, dict) and v.get("state") == "unhealthy")
+    return DocFacts(revision if isinstance(revision, str) else "", str(who) if who else "", tuple(unhealthy))
+
+
+def _load_facts(path: Path) -> dict[str, DocFacts]:
+    """The facts file, or nothing when it is missing, unreadable, of another version or malformed."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("version") != _FACTS_VERSION or not isinstance(doc.get("facts"), dict):
+        return {}
+    out: dict[str, DocFacts] = {}
+    for blob, row in doc["facts"].items():
+        if isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and isinstance(row[1], str) \
+                and isinstance(row[2], list) and all(isinstance(t, str) for t in row[2]):
+            out[blob] = DocFacts(row[0], row[1], tuple(row[2]))
+    return out
+
+
+def _save_facts(path: Path, facts: dict[str, DocFacts]) -> None:
+    """Written whole to a temporary file and renamed over the old one: a crash leaves one or the other."""
+    doc = {"version": _FACTS_VERSION, "facts": {b: [f.applied, f.cluster, list(f.unhealthy)] for b, f in facts.items()}}
+    try:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".facts-",
+                                         delete=False) as tmp:
+            json.dump(doc, tmp, separators=(",", ":"))
+        os.replace(tmp.name, path)
+    except OSError:
+        return  # a cache only: the next run reads the blobs again
+
+
+def read_facts(git: GitCache, path: Path, blobs: Sequence[str]) -> dict[str, DocFacts]:
+    """What history needs of each status blob: from the facts file kept beside the cache
+    (blob ids name contents, so a kept entry never goes stale), the rest read in one go and
+    parsed; the file is rewritten with this run's blobs when something was new."""
+    wanted = list(dict.fromkeys(blobs))
+    kept = _load_facts(path)
+    out = {b: kept[b] for b in wanted if b in kept}
+    new = [b for b in wanted if b not in out]
+    sizes = git.sizes(new)
+    small = [b for b in new if sizes[b] <= DEFAULT_LIMITS.file_bytes]  # a larger one: an empty document
+    out.update({b: NO_FACTS for b in new})
+    for blob, (_, data) in git.objects(small).items():
+        try:
+            doc = load_status(data.decode("utf-8", errors="replace"))
+        except ValueError:
+            continue
+        out[blob] = facts_of(doc)
+    if new or len(kept) != len(out):
+        _save_facts(path, out)
+    return out

@@ -24,7 +24,8 @@ Hostile clients (`Limits`)
     * at most ``connections`` connections are served at once, ``per_peer`` of them from one
       address; one more is answered 503 and closed by the accepting thread, without a thread
       of its own, and never waits.
-    Each served connection has one daemon thread; ``stop()`` closes them all.
+    Each served connection has one daemon thread; ``stop()`` closes them all.  The connection
+    handling that enforces them is `gitdns.adapters.httphandler`.
 
 ``on_push`` runs on the request thread and must be cheap (set a "fetch now" flag); it is
 called for every accepted delivery and the caller coalesces. Secrets come in as values in
@@ -34,22 +35,16 @@ logged; requests are logged at debug as method, path (no query) and status, neve
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import logging
-import math
-import socket
-import socketserver
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
+from gitdns.adapters.httphandler import MAX_BODY, _Handler, _Reply, _Server, _text
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
 from gitdns.core.webhook import PushEvent, ReplayGuard
@@ -59,17 +54,11 @@ __all__ = ["ADMIN_ROUTES", "ALL_ROUTES", "MAX_BODY", "WEBHOOK_ROUTES", "HttpServ
 
 log = logging.getLogger(__name__)
 
-MAX_BODY = 1024 * 1024
-LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
 POLL_SECONDS = 0.1  # how soon stop() is noticed
-REFUSAL_LOG_SECONDS = 60.0  # refused connections are logged as a count at most this often
 
 ALL_ROUTES = frozenset({"health", "status", "metrics", "webhook"})
 WEBHOOK_ROUTES = frozenset({"health", "webhook"})
 ADMIN_ROUTES = frozenset({"health", "status", "metrics"})
-
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-         b"Content-Length: 5\r\nRetry-After: 1\r\nCache-Control: no-store\r\nConnection: close\r\n\r\nbusy\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +82,6 @@ class MetricsPage(Protocol):
     def render(self) -> bytes: ...
 
     def record_webhook(self, provider: str, result: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Reply:
-    status: int
-    body: bytes = b""
-    content_type: str = "text/plain; charset=utf-8"
 
 
 class HttpServer:
@@ -236,247 +218,3 @@ class HttpServer:
 
 
 _GROUPS = {"/healthz": "health", "/readyz": "health", "/status": "status", "/metrics": "metrics"}
-
-
-def _text(status: int, text: str) -> _Reply:
-    return _Reply(status, (text + "\n").encode("utf-8"))
-
-
-class _Server(ThreadingHTTPServer):
-    """One thread per connection, up to ``Limits.connections`` (``per_peer`` per address); the
-    accepting thread answers one more 503 itself and closes it."""
-
-    daemon_threads = True
-    block_on_close = False  # stop() closes the connections instead of waiting for them
-    request_queue_size = 128  # a burst waits in the backlog, not in threads
-    app: HttpServer
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        self._lock = threading.Lock()
-        self._open: dict[socket.socket, str] = {}  # served connection -> peer address
-        self._peers: dict[str, int] = {}
-        self.refused = 0
-        self._refusals_logged = 0
-        self._refusal_logged_at = -math.inf
-        super().__init__(address, handler)
-
-    def server_bind(self) -> None:
-        """Bind without http.server's reverse lookup of the listen address (``getfqdn``),
-        which would ask the resolver about ``0.0.0.0`` at every start."""
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name, self.server_port = str(host), int(port)
-
-    @property
-    def open_connections(self) -> int:
-        with self._lock:
-            return len(self._open)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """On the accepting thread: admit the connection to a thread of its own, or refuse it."""
-        limits = self.app.limits
-        peer = str(client_address[0])
-        with self._lock:
-            admitted = len(self._open) < limits.connections and self._peers.get(peer, 0) < limits.per_peer
-            if admitted:
-                self._open[request] = peer
-                self._peers[peer] = self._peers.get(peer, 0) + 1
-        if not admitted:
-            self._refuse(request, peer)
-            return
-        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
-                                  name=f"gitdns-{self.app.name}-conn", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # no thread to be had: refuse rather than fail the accept loop
-            self._release(request)
-            self._refuse(request, peer)
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._release(request)
-
-    def _release(self, request: socket.socket) -> None:
-        with self._lock:
-            peer = self._open.pop(request, None)
-            if peer is not None:
-                left = self._peers.get(peer, 1) - 1
-                if left > 0:
-                    self._peers[peer] = left
-                else:
-                    self._peers.pop(peer, None)
-
-    def _refuse(self, request: socket.socket, peer: str) -> None:
-        """503 and close, without blocking: what the send buffer takes now is all it gets."""
-        try:
-            request.setblocking(False)
-            request.send(_BUSY)
-        except OSError:
-            pass
-        self.shutdown_request(request)
-        self.refused += 1
-        now = time.monotonic()
-        if now - self._refusal_logged_at >= REFUSAL_LOG_SECONDS:
-            log.warning("connections refused: name=%s count=%d peer=%s (limits: %d at once, %d per address)",
-                        self.app.name, self.refused - self._refusals_logged, peer,
-                        self.app.limits.connections, self.app.limits.per_peer)
-            self._refusal_logged_at, self._refusals_logged = now, self.refused
-
-    def close_connections(self) -> None:
-        """Wake every connection thread (their reads fail) so none outlives stop() for long."""
-        with self._lock:
-            requests = list(self._open)
-        for request in requests:
-            with contextlib.suppress(OSError):
-                request.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that resets or vanishes mid-request: one debug line, not socketserver's
-        traceback on stderr; anything else is logged as the error it is."""
-        import sys
-
-        exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
-            log.debug("connection ended: name=%s error=%s", self.app.name, type(exc).__name__)
-        else:
-            log.error("request failed: name=%s", self.app.name, exc_info=exc)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The socket's reads under a total deadline: each read waits at most ``read_seconds`` and
-    never past ``deadline`` (``time.monotonic()``), after which every read raises TimeoutError."""
-
-    def __init__(self, sock: socket.socket, read_seconds: float) -> None:
-        super().__init__()
-        self._sock = sock
-        self.read_seconds = read_seconds
-        self.deadline = math.inf
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("request deadline passed")
-        self._sock.settimeout(min(self.read_seconds, left))
-        return self._sock.recv_into(buffer)
-
-    def start(self, seconds: float) -> None:
-        self.deadline = time.monotonic() + seconds
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-    timeout = None  # setup() sets the socket's (Limits.read_seconds); the reader adjusts it per read
-    server_version = "gitdns"
-    sys_version = ""
-    _reader: _DeadlineReader
-    _served: int
-
-    def setup(self) -> None:
-        limits = self.server.app.limits
-        super().setup()
-        self.connection.settimeout(limits.read_seconds)
-        self.rfile.close()  # http.server's own buffered reader: replaced by one with deadlines
-        self._reader = _DeadlineReader(self.connection, limits.read_seconds)
-        self.rfile = io.BufferedReader(self._reader)
-        self._served = 0
-
-    def handle_one_request(self) -> None:
-        """One request: its request line and headers under the header deadline (which also
-        bounds a keep-alive connection's idle wait), its body under the body deadline."""
-        self._reader.start(self.server.app.limits.header_seconds)
-        self._served += 1
-        super().handle_one_request()
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        try:
-            reply = self.server.app.handle_get(path)
-        except Exception:
-            log.exception("request failed: method=GET path=%s", path)
-            reply = _text(500, "internal error")
-        self._send(reply)
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_POST(self) -> None:
-        path = urlsplit(self.path).path
-        if path not in WEBHOOK_PATHS:
-            self._read_body()  # consumed (or dropped) so the 404 reaches the client
-            self.close_connection = True
-            self._send(_text(404, "not found"))
-            return
-        body = self._read_body()
-        if isinstance(body, _Reply):
-            self._send(body)
-            return
-        headers = dict(self.headers.items())
-        try:
-            reply = self.server.app.handle_webhook(path, headers, body)
-        except Exception:
-            log.exception("request failed: method=POST path=%s", path)
-            reply = _text(500, "internal error")
-        self._send(reply)
-
-    def _read_body(self) -> bytes | _Reply:
-        if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
-            return _text(411, "Content-Length required (no chunked bodies)")
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            self.close_connection = True
-            return _text(411, "Content-Length required")
-        try:
-            length = int(raw)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            return _text(400, "bad Content-Length")
-        self._reader.start(self.server.app.limits.body_seconds)
-        if length > self.server.app.max_body:
-            self._discard(length)
-            return _text(413, f"body over {self.server.app.max_body} bytes")
-        return self.rfile.read(length)
-
-    def _discard(self, length: int) -> None:
-        """Read and drop a refused body up to LINGER_BYTES so the client gets to read the
-        refusal (closing on unread data resets the connection); then close."""
-        self.close_connection = True
-        if length > LINGER_BYTES:
-            return
-        while length > 0:
-            chunk = self.rfile.read(min(length, 64 * 1024))
-            if not chunk:
-                return
-            length -= len(chunk)
-
-    def _send(self, reply: _Reply) -> None:
-        self.connection.settimeout(self.server.app.limits.read_seconds)  # reads may have left less
-        if self._served >= self.server.app.limits.requests_per_connection:
-            self.close_connection = True
-        self.send_response(reply.status)
-        if reply.status != HTTPStatus.NO_CONTENT:
-            self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(reply.body)))
-        if reply.status == HTTPStatus.METHOD_NOT_ALLOWED:
-            self.send_header("Allow", "POST")
-        self.send_header("Cache-Control", "no-store")
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD" and reply.status != HTTPStatus.NO_CONTENT:
-            self.wfile.write(reply.body)
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        # The request line may carry a query string; log the path only, and never headers.
-        log.debug("request: method=%s path=%s status=%s", self.command, urlsplit(self.path).path, code)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http: %s", format % args)

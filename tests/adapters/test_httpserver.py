@@ -367,11 +367,11 @@ def test_binding_asks_no_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
     that is a resolver query for 0.0.0.0.  The endpoint binds without it."""
     import socket
 
-    from gitdns.adapters import httpserver
+    from gitdns.adapters import httphandler
 
     asked: list[str] = []
     monkeypatch.setattr(socket, "getfqdn", lambda name="": asked.append(name) or name)
-    httpd = httpserver._Server(("127.0.0.1", 0), httpserver._Handler)
+    httpd = httphandler._Server(("127.0.0.1", 0), httphandler._Handler)
     try:
         assert asked == []
         assert httpd.server_name == "127.0.0.1" and httpd.server_port > 0

@@ -221,8 +221,9 @@ class Counting:
 def bench_tick(root: Path, ticks: int) -> None:
     from gitdns.agent.config import AgentConfig
     from gitdns.agent.cycle import Agent
-    from gitdns.agent.main import StatusPublisher, make_lease, make_source
+    from gitdns.agent.main import make_lease, make_source
     from gitdns.agent.ports import AgentPorts
+    from gitdns.agent.publisher import StatusPublisher
 
     repo = new_repo(root / "tick")
     state = root / "tick" / "state"

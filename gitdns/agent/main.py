@@ -1,4 +1,5 @@
-"""Wiring for `gitdns agent`: the only place that picks the concrete adapters.
+"""Wiring for `gitdns agent`: the only place that picks the concrete adapters (with the hooks it
+plugs in, `gitdns.agent.hooks`, and the status branch, `gitdns.agent.publisher`).
 
 Start-up: resolve the configuration, check the cluster identity, build the git source,
 the status branch, the providers, the lease and the HTTP endpoint, then either run one
@@ -13,19 +14,29 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.leases import KubeLease, Lease, NoLease
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, Cycle
+from gitdns.agent.hooks import (
+    FleetSize,
+    configmap_reader,
+    delegation_source,
+    fleet_health_reader,
+    gateway_hook,
+    kube_delegation_hook,
+    make_health,
+)
 from gitdns.agent.lease import TxtLease
 from gitdns.agent.metrics import Metrics
 from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
+from gitdns.agent.publisher import StatusPublisher, git_auth
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
-from gitdns.core.status import ClusterReport, summary_document, summary_line
+from gitdns.core.status import ClusterReport
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.reconcile.engine import ProviderFactory, default_factory
 
@@ -109,19 +120,6 @@ def _local_path(url: str) -> bool:
     return ":" not in head
 
 
-def git_auth(config: AgentConfig) -> Any:
-    """The one git transport of the agent — the desired branch's fetch, the status branch's
-    push, the primaries' and the fleet's reads of the status branches: SSH key + pinned
-    known_hosts, HTTPS token (file or environment) + CA bundle, or the ambient git config."""
-    from gitdns.adapters.gitauth import GitAuth
-
-    def path(value: str) -> Path | None:
-        return Path(value) if value else None
-    return GitAuth(token_env=config.token_env or None, token_file=path(config.token_file),
-                   ssh_key=path(config.ssh_key), known_hosts=path(config.known_hosts), ca_file=path(config.ca_file),
-                   username=config.git_username or "git")
-
-
 def make_source(config: AgentConfig) -> Any:
     from gitdns.adapters.gitsource import GitSource, VerifyPolicy
 
@@ -147,65 +145,6 @@ def read_limits(config: AgentConfig) -> Any:
                           else DEFAULT_LIMITS.commit_bytes)
     except ValueError as exc:
         raise ConfigError(f"--max-file-bytes / --max-commit-bytes: {exc}") from None
-
-
-class StatusPublisher:
-    """Serialises a report deterministically and pushes it to the cluster's status branch."""
-
-    def __init__(self, config: AgentConfig) -> None:
-        self.config = config
-        self.branch: Any = None
-        self.last: Mapping[str, str] | None = None
-
-    def _branch(self, cluster_id: str) -> Any:
-        from gitdns.adapters.statusbranch import StatusBranch
-
-        if self.branch is None or self.branch.cluster_id != cluster_id:
-            self.branch = StatusBranch(self.config.status_repo or self.config.repo, cluster_id,
-                                       auth=git_auth(self.config),
-                                       workdir=Path(self.config.state_dir) / "status",
-                                       timeout=self.config.git_timeout)
-        return self.branch
-
-    def applied_revision(self, cluster: str) -> str | None:
-        """The applied revision our status branch recorded (survives a restart).  ``cluster`` is
-        our id, or our name when nothing else is known (a new state directory, a refused head to
-        learn nothing from): then the one status branch whose summary names us is used."""
-        from gitdns.core.statusdoc import load as load_yaml
-
-        tree = self._branch(cluster).read_one()
-        if tree is None:
-            tree = self._named(cluster)
-        if tree is None or "summary.yaml" not in tree.files:
-            return None
-        summary = load_yaml(str(tree.files["summary.yaml"]))
-        value: object = summary.get("appliedRevision")
-        return value if isinstance(value, str) and value else None
-
-    def _named(self, name: str) -> Any:
-        from gitdns.adapters.statusbranch import read_all
-        from gitdns.core.statusdoc import load as load_yaml
-
-        trees = read_all(self.config.status_repo or self.config.repo, workdir=Path(self.config.state_dir) / "status",
-                         auth=git_auth(self.config), timeout=self.config.git_timeout)
-        ours = [tree for tree in trees.values()
-                if "summary.yaml" in tree.files and load_yaml(str(tree.files["summary.yaml"])).get("cluster") == name]
-        return ours[0] if len(ours) == 1 else None
-
-    def publish(self, report: ClusterReport) -> str | None:
-        from gitdns import __version__
-        from gitdns.agent.cycle import files_of
-        from gitdns.core.statusdoc import commit_message, dump
-
-        files = files_of(report, dump)
-        if files == self.last:
-            return None
-        trailers = {"Desired-Revision": report.desired_revision or "none", "Agent": f"gitdns/{__version__}"}
-        message = commit_message(report.cluster, report.ready, (report.attempted_revision or "none")[:7],
-                                 summary_line(report), trailers)
-        sha: str | None = self._branch(report.cluster_id).publish(files, message)
-        self.last = files
-        return sha
 
 
 def instance_identity(state_dir: Path) -> str:
@@ -294,119 +233,6 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
         report_hooks=(gateway_hook(),) if in_cluster() else (),
         poll_hooks=tuple(hooks), wake=wake)
     return Agent(config, ports)
-
-
-class FleetSize:
-    """The clusters that write (remotes never call a provider), from the revision in force:
-    an account's request budget is shared among them."""
-
-    def __init__(self) -> None:
-        self.size = 1
-
-    def get(self) -> int:
-        return self.size
-
-    def update(self, view: AgentView) -> None:
-        if view.current is not None:
-            self.size = max(1, sum(1 for c in view.current.state.clusters if c.mode is not Mode.REMOTE))
-
-
-def kube_delegation_hook(config: AgentConfig, metrics: Metrics) -> Callable[[AgentView], None]:
-    """The Kubernetes delegation path: while this agent is a primary, merge the Kuadrant
-    DNSRecords of the remote clusters behind the kubeconfig Secrets."""
-    built: dict[str, Any] = {}
-
-    def run(view: AgentView) -> None:
-        cluster = view.cluster
-        if view.mode is not Mode.PRIMARY or cluster is None:
-            return
-        if cluster.id not in built:
-            from gitdns.kubedelegation.delegation import build_kube_delegation
-
-            built.clear()
-            built[cluster.id] = build_kube_delegation(config, cluster.id, metrics)
-        built[cluster.id].run_once(view.current.state if view.current is not None else None)  # git's ActiveGroups too
-
-    return run
-
-
-def configmap_reader(config: AgentConfig) -> Callable[[], str | None]:
-    """The mode ConfigMap (keys GITDNS_MODE / DNS_MODE) in the pod's namespace."""
-    from gitdns.agent.modes import configmap_mode
-
-    namespace = config.pod_namespace or os.environ.get("POD_NAMESPACE", "")
-    return lambda: configmap_mode(namespace, config.mode_configmap)
-
-
-def delegation_source(config: AgentConfig) -> Any:
-    """A primary's view of its remotes: every status branch, read with one fetch."""
-    from gitdns.agent.delegate import DelegationSource, status_reader
-
-    if not config.status:
-        return None
-    read = status_reader(config.status_repo or config.repo, Path(config.state_dir) / "delegation", config.git_timeout,
-                         git_auth(config))
-    return DelegationSource(read, stale_after=config.stale_after, default_poll=config.poll_interval, clock=time.time)
-
-
-def make_health(config: AgentConfig, wake: Wake) -> Any:
-    """DNSPolicy probes; a state change marks them changed and wakes the scheduler."""
-    from gitdns.agent.health import MonitorHealth, secret_headers
-
-    return MonitorHealth(lambda: wake.fire("health"), secret_headers(config.state_dir))
-
-
-def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[int, int]]]:
-    """The fleet's (unhealthy, total) targets per host, from every other cluster's
-    ``health.yaml`` on the status branches; read at most once a minute, only when needed."""
-    cache: dict[str, Any] = {"at": 0.0, "value": {}}
-
-    def read(own: str) -> dict[str, tuple[int, int]]:
-        if time.monotonic() - cache["at"] < 60:
-            return dict(cache["value"])
-        from gitdns.adapters.statusbranch import read_all
-        from gitdns.core.statusdoc import load as load_yaml
-
-        trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",
-                         auth=git_auth(config),
-                         timeout=config.git_timeout)
-        shares: dict[str, tuple[int, int]] = {}
-        for cluster_id, tree in trees.items():
-            if cluster_id == own or "health.yaml" not in tree.files:
-                continue
-            targets = load_yaml(tree.files["health.yaml"]).get("targets") or {}
-            for target_id, doc in targets.items():
-                host = str(target_id).split("|", 1)[0]
-                bad, total = shares.get(host, (0, 0))
-                shares[host] = (bad + (1 if doc.get("state") == "unhealthy" else 0), total + 1)
-        cache.update(at=time.monotonic(), value=shares)
-        return shares
-
-    return read
-
-
-def gateway_hook() -> Any:
-    """The Gateway condition ``gateway.networking.k8s.io/PolicyAffected`` (Kuadrant's DNSPolicy RFC)
-    on this cluster's Gateways, True once the policy covering each is published."""
-    from gitdns.adapters.gateways import GatewayReporter
-    from gitdns.core import builder
-
-    reporter = GatewayReporter(None)
-
-    def hook(report: ClusterReport, desired: Desired | None) -> None:
-        if desired is None:
-            return
-        cluster = desired.state.cluster(report.cluster_id)
-        if cluster is None:
-            return
-        owners: dict[tuple[str, str], str] = {}
-        for zone in desired.state.zones:
-            for host in builder.build_hosts(desired.state, cluster, zone):
-                owners[(host.namespace, host.gateway)] = host.policy
-        ready = {name: bool(doc["ready"]) for name, doc in summary_document(report)["policies"].items()}
-        reporter.report(cluster, ready, owners)
-
-    return hook
 
 
 def http_endpoints(config: AgentConfig, make: Callable[[str, int, frozenset[str], str], Any]) -> list[Any]:

@@ -11,7 +11,7 @@ import pytest
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
-from gitdns.agent.main import gateway_hook
+from gitdns.agent.hooks import gateway_hook
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.providers.base import Provider

@@ -182,9 +182,7 @@ class ZoneWork:
         changes = farewell(snapshot, cluster.id, zone.domain)
         if not changes:
             return True
-        result = provider.apply(zone.domain, changes)
-        outcome.applied += len(result.applied)
-        return result.ok
+        return outcome.record(provider.apply(zone.domain, changes), changes, "leaving the zone")
 
     def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
@@ -199,6 +197,9 @@ class ZoneWork:
         result = provider.apply(zone.domain, [heartbeat_change(snapshot, cluster.id, zone.domain, now)])
         if result.ok:
             self.state.heartbeats[zone.name] = now
+        elif result.failed:  # refused as stale: written again next pass
+            log.warning("heartbeat not written: zone=%s owner=%s error=%s", zone.domain, cluster.id,
+                        "; ".join(why for _, why in result.failed))
         if after <= 0:
             return
         known = {c.id for c in desired.state.clusters}
@@ -211,7 +212,10 @@ class ZoneWork:
                 found = provider.read(zone.domain)
                 plan = make_plan(Intent(row.owner, (), None), found, pol)
                 last = heartbeat_removal(found, row.owner, zone.domain, "stale owner pruned")
-                provider.apply(zone.domain, [*plan.changes, *last], plan.guards)
+                pruned = provider.apply(zone.domain, [*plan.changes, *last], plan.guards)
+                if pruned.failed:
+                    log.warning("stale owner not pruned: zone=%s owner=%s error=%s", zone.domain, row.owner,
+                                "; ".join(why for _, why in pruned.failed))
 
 
 def _role(remote: bool, zpass: ZonePass) -> pipeline.Role:

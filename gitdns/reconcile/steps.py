@@ -65,7 +65,7 @@ def groups(p: ZonePass) -> Result:
     if p.groups.write and p.can_write:
         p.memory.groups_seen = None  # the zone changes now: the next check takes a new baseline
         result = p.provider.apply(p.zone.domain, p.groups.write)
-        p.outcome.applied += len(result.applied)
+        p.outcome.record(result, p.groups.write, "mirroring the active groups")
         if result.refused:
             p.notes.append("active groups: the zone changed while mirroring; the next pass re-reads it")
     return Result.CONTINUE
@@ -75,8 +75,7 @@ def _inactive(p: ZonePass) -> Result:
     if p.can_write:
         fixes = relabel(p.provider.read(p.zone.domain), p.cluster.id, p.cluster.group)
         if fixes:
-            result = p.provider.apply(p.zone.domain, fixes)
-            p.outcome.applied += len(result.applied)
+            p.outcome.record(p.provider.apply(p.zone.domain, fixes), fixes, "relabelling its claims as inactive")
     p.notes.append(f"group {p.cluster.group} is not active in {p.zone.domain}: nothing published")
     p.outcome.plan = Plan(zone=p.zone.domain, owner=p.cluster.id, authority=Authority.OWN, notes=tuple(p.notes))
     return Result.DONE
@@ -149,7 +148,7 @@ def retire_primaries(p: ZonePass) -> Result:
         retire = make_plan(Intent(owner, (), None), p.provider.read(p.zone.domain), policy)
         if retire.changes and not retire.stalled:
             result = p.provider.apply(p.zone.domain, retire.applicable, retire.guards)
-            p.outcome.applied += len(result.applied)
+            p.outcome.record(result, retire.applicable, f"retiring former primary {owner}")
             p.notes.append(f"retired the claims of former primary {owner} ({len(result.applied)} change(s))")
     return Result.CONTINUE
 
@@ -272,7 +271,7 @@ def prune_inactive(p: ZonePass) -> Result:
                 and c.action is Action.DELETE)]
     if changes:
         result = p.provider.apply(p.zone.domain, changes, [g for g in plan_.guards if g.group not in failed])
-        p.outcome.applied += len(result.applied)
+        p.outcome.record(result, changes, "removing inactive groups")
         if removals:
             p.notes.append(f"removed {len(removals)} change(s) of inactive groups")
         if not result.ok:
@@ -292,7 +291,7 @@ def peers(p: ZonePass) -> Result:
                              names=p.names, reviewed=p.reviewed)
         if plan_.changes and not plan_.stalled:
             result = p.provider.apply(p.zone.domain, plan_.applicable, plan_.guards)
-            p.outcome.applied += len(result.applied)
+            p.outcome.record(result, plan_.applicable, f"keeping peer primary {peer}'s claims")
     return Result.CONTINUE
 
 
@@ -315,8 +314,7 @@ def clean_remote_claims(p: ZonePass) -> Result:
         beat = next((r for r in snapshot.records if r.name == heartbeat_name(remote, p.zone.domain)), None)
         changes = [*plan_.changes, *([Change(Action.DELETE, beat, None, beat.key)] if beat else [])]
         result = p.provider.apply(p.zone.domain, changes, plan_.guards)
-        p.outcome.applied += len(result.applied)
-        ok = ok and result.ok
+        ok = p.outcome.record(result, changes, f"removing the old claims of {remote}") and ok
         p.notes.append(f"removed the old claims of {remote}, now a remote ({len(result.applied)} change(s))")
         snapshot = p.provider.read(p.zone.domain)
     if ok:

@@ -92,11 +92,13 @@ class ZoneOutcome:
     def ok(self) -> bool:
         return not self.errors and (self.plan is None or not self.plan.stalled)
 
-    def fail(self, group: RecordKey, why: str, changes: Sequence[Change]) -> None:
+    def fail(self, group: RecordKey, why: str, changes: Sequence[Change], context: str = "") -> None:
         """Record that the provider did not write ``group``: one error, the group named once
-        (providers may name it in ``why`` already), however many times the pass tried it."""
+        (providers may name it in ``why`` already), however many times the pass tried it.
+        ``context`` says which write it was when not the plan's (``retiring former primary x``)."""
         prefix = f"{group}:"
         why = why[len(prefix):].lstrip() if why.startswith(prefix) else why
+        why = f"{context}: {why}" if context else why
         failure = Failure(group, tuple(c for c in changes if c.group == group), why)
         for i, known in enumerate(self.failed):
             if known.group == group:  # tried again this pass: its latest reason, in its place
@@ -110,6 +112,16 @@ class ZoneOutcome:
     @property
     def failed_groups(self) -> frozenset[RecordKey]:
         return frozenset(f.group for f in self.failed)
+
+    def record(self, result: ApplyResult, changes: Sequence[Change], context: str) -> bool:
+        """Count a write made beside the plan (mirroring the active groups, retiring a former
+        primary, a peer's claims, leaving a zone): its applied changes, and each group the
+        provider failed as one error saying which write it was.  Stale refusals are not errors
+        (the next pass re-reads).  Returns whether everything landed."""
+        self.applied += len(result.applied)
+        for group, why in result.failed:
+            self.fail(group, why, changes, context)
+        return result.ok
 
 
 @dataclass(slots=True)

@@ -65,7 +65,7 @@ def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) 
     return parent
 
 
-def _provider_fences(verb: str = "") -> argparse.ArgumentParser:
+def provider_fences(verb: str = "") -> argparse.ArgumentParser:
     """The fence flags (docs/providers.md, "What a Zone may name"), --store-dir's help as ``verb`` uses it."""
     from gitdns.providers.fences import SETTINGS
 
@@ -78,7 +78,7 @@ FROM_WORKTREE_HELP = ("act on the work tree as it is: uncommitted files, or a co
                       "\"Committed state only\")")
 
 
-def _committed_only() -> argparse.ArgumentParser:
+def committed_only() -> argparse.ArgumentParser:
     """--from-worktree, shared by the verbs that write to a zone (apply, prune-owner, adopt,
     groups --direct): by default they act on committed, merged state only."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -86,17 +86,17 @@ def _committed_only() -> argparse.ArgumentParser:
     return parent
 
 
-def _git_transport() -> argparse.ArgumentParser:
+def git_transport() -> argparse.ArgumentParser:
     """The transport flags (docs/cli.md, "Git remotes")."""
     from gitdns.commands.gitremote import TRANSPORT
 
     return _settings_parent(TRANSPORT_TITLE, TRANSPORT, TRANSPORT_HELP)
 
 
-def _add_repo(p: argparse.ArgumentParser) -> None:
+def add_repo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", type=Path, default=Path("."), metavar="PATH",
                    help="the desired-state repository (a directory; default: .)")
 
 
-def _add_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
+def add_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
     p.add_argument("--format", choices=choices, default=choices[0], help="output format")

@@ -57,7 +57,7 @@ AGENT_HELP = {
 }
 
 
-def _add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser], transport: argparse.ArgumentParser) -> None:
+def add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser], transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "agent", help="run the per-cluster agent: follow git, reconcile zones, commit status back",
         parents=[transport],
@@ -104,7 +104,7 @@ ORCHESTRATOR_HELP = {
 }
 
 
-def _add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                       transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "orchestrator", help="health-check a node pool and publish its tenants' CoreDNS hosts files (docs/health.md)",

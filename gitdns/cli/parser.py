@@ -12,9 +12,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitdns.cli.common import _add_format, _add_repo, _committed_only, _git_transport, _provider_fences
-from gitdns.cli.daemons import _add_agent, _add_orchestrator
-from gitdns.cli.verbs import _add_audit_commands, _add_cluster_secret, _add_failover_commands, _add_owner_commands
+from gitdns.cli.common import add_format, add_repo, committed_only, git_transport, provider_fences
+from gitdns.cli.daemons import add_agent, add_orchestrator
+from gitdns.cli.verbs import add_audit_commands, add_cluster_secret, add_failover_commands, add_owner_commands
 
 if TYPE_CHECKING:
     from gitdns.adapters.gitauth import GitAuth
@@ -68,32 +68,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    transport = _git_transport()
-    fences = _provider_fences()
+    transport = git_transport()
+    fences = provider_fences()
 
     p = sub.add_parser("validate", help="check the desired state: every problem at once, with file:line",
                        epilog="example: gitdns validate example-repo --format json")
     p.add_argument("path", nargs="?", type=Path, default=Path("."), help="repository path (default: .)")
-    _add_format(p, ["text", "json"])
+    add_format(p, ["text", "json"])
 
     p = sub.add_parser("plan", help="show what apply would change (nothing is written)", parents=[fences],
                        epilog="examples:\n  gitdns plan --repo example-repo --cluster eu-west-1\n"
                               "  gitdns plan --repo example-repo --all-clusters --format markdown",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_repo(p)
+    add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--cluster", metavar="ID", help="plan as this cluster (id or metadata.name)")
     who.add_argument("--all-clusters", action="store_true",
                      help="simulate every cluster in the repo and show the merged zone")
-    _add_format(p, ["text", "markdown", "json"])
+    add_format(p, ["text", "markdown", "json"])
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--exit-code", action="store_true", help="exit 3 when changes are pending")
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
     _add_mode(p)
 
-    p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences, _committed_only()],
+    p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences, committed_only()],
                        epilog="example: gitdns apply --repo example-repo --cluster eu-west-1")
-    _add_repo(p)
+    add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--cluster", metavar="ID", help="apply as this cluster (id or metadata.name)")
     who.add_argument("--all-clusters", action="store_true",
@@ -104,11 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true",
                    help="re-read and re-plan after a clean apply too (always done after refusals)")
     _add_mode(p)
-    _add_format(p, ["text", "json"])
+    add_format(p, ["text", "json"])
 
     p = sub.add_parser("render", help="render Kuadrant DNSRecord manifests for publisher: kuadrant zones",
                        epilog="example: gitdns render --repo example-repo --cluster eu-west-1 --out out/")
-    _add_repo(p)
+    add_repo(p)
     p.add_argument("--cluster", metavar="ID", required=True)
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     p.add_argument("--namespace", default="default", help="namespace of the DNSRecords (default: default)")
@@ -121,16 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     zs = zsub.add_parser("show", help="what the zone publishes and who owns each value", parents=[fences],
                          epilog="example: gitdns zone show example.com --repo example-repo")
     zs.add_argument("zone", help="zone domain or Zone metadata.name")
-    _add_repo(zs)
-    _add_format(zs, ["text", "json"])
+    add_repo(zs)
+    add_format(zs, ["text", "json"])
 
-    _add_agent(sub, transport)
-    _add_orchestrator(sub, transport)
-    _add_owner_commands(sub, fences)
-    _add_audit_commands(sub, transport)
-    _add_failover_commands(sub, transport, fences)
+    add_agent(sub, transport)
+    add_orchestrator(sub, transport)
+    add_owner_commands(sub, fences)
+    add_audit_commands(sub, transport)
+    add_failover_commands(sub, transport, fences)
 
     sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
                    epilog="uses in-cluster credentials, else the current kubeconfig context")
-    _add_cluster_secret(sub)
+    add_cluster_secret(sub)
     return parser

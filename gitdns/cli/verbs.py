@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from gitdns.cli.common import _add_format, _add_repo, _committed_only, _provider_fences
+from gitdns.cli.common import add_format, add_repo, committed_only, provider_fences
 
 
 def _count(text: str) -> int:
@@ -23,30 +23,30 @@ def _count(text: str) -> int:
     return value
 
 
-def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         fences: argparse.ArgumentParser) -> None:
     p = sub.add_parser("owners",
                        help="list a zone's owners: kind (gitdns, dns-operator, legacy, unknown), records, "
                             "heartbeat, whether git knows them",
                        parents=[fences], epilog="example: gitdns owners example.com --repo example-repo")
     p.add_argument("zone", help="zone domain or Zone metadata.name")
-    _add_repo(p)
-    _add_format(p, ["text", "json"])
+    add_repo(p)
+    add_format(p, ["text", "json"])
 
     p = sub.add_parser("prune-owner", help="remove a dead cluster's records and ownership TXT from a zone",
-                       parents=[_provider_fences("prune-owner"), _committed_only()],
+                       parents=[provider_fences("prune-owner"), committed_only()],
                        epilog="shows the plan and asks for confirmation (or --yes). Only this owner's values\n"
                               "go; shared records keep every other owner's values.\n"
                               "example: gitdns prune-owner 5e1f...-uid --zone example.com --repo example-repo",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("owner", help="the owner id (a cluster id) to remove")
     p.add_argument("--zone", required=True, help="zone domain or Zone metadata.name")
-    _add_repo(p)
+    add_repo(p)
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--force", action="store_true", help="prune even though a Cluster in git names this owner")
 
     p = sub.add_parser("adopt", help="take over foreign records (records without an ownership TXT)",
-                       parents=[_provider_fences("adopt"), _committed_only()],
+                       parents=[provider_fences("adopt"), committed_only()],
                        epilog="the cluster's next apply then manages them like its own.\n"
                               "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
                               "--repo example-repo",
@@ -55,12 +55,12 @@ def _add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--zone", required=True, help="zone domain or Zone metadata.name")
     p.add_argument("--cluster", required=True, metavar="ID", help="the cluster that takes them over")
     p.add_argument("--type", dest="rtype", default=None, help="only this record type")
-    _add_repo(p)
+    add_repo(p)
     p.add_argument("--force", action="store_true",
                    help="adopt records the cluster's desired state does not contain (its next apply deletes them)")
 
 
-def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         transport: argparse.ArgumentParser) -> None:
     p = sub.add_parser("status", help="aggregate every cluster's status branch (exit 0 when the fleet is ready)",
                        parents=[transport],
@@ -83,7 +83,7 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--revision", metavar="REV",
                    help="where this desired commit stands in each cluster (a sha or an abbreviation, a tag, HEAD "
                         "or the branch): applied / pending / held / failed / retired")
-    _add_format(p, ["text", "json"])
+    add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
     p = sub.add_parser("history", help="who changed a name (or every name holding a value), when, and where it applied",
@@ -102,11 +102,11 @@ def _add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                    "(a bare day: until 23:59:59 UTC)")
     p.add_argument("--max-commits", type=_count, default=0, metavar="N",
                    help="newest N YAML commits (default: all)")
-    _add_format(p, ["text", "json"])
+    add_format(p, ["text", "json"])
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
 
-def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            transport: argparse.ArgumentParser, fences: argparse.ArgumentParser) -> None:
     p = sub.add_parser("groups", help="active failover groups of a zone (docs/failover.md): get, change through a PR",
                        epilog="add/remove/set edit the ActiveGroups file, bump its serial and commit on a new\n"
@@ -121,14 +121,14 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
                        ("remove", "make groups inactive"), ("set", "make exactly these groups active"),
                        ("reconcile", "after --direct: write git level with the zone (a new branch)")):
         # every verb talks to origin: get and the changes fetch first; the status branches (health), --push
-        store = _provider_fences("groups get" if name == "get" else "groups")
+        store = provider_fences("groups get" if name == "get" else "groups")
         g = gsub.add_parser(name, help=text, parents=[transport, store] + (
-            [_committed_only()] if name in ("add", "remove", "set") else []))
+            [committed_only()] if name in ("add", "remove", "set") else []))
         g.add_argument("zone", help="zone domain or Zone metadata.name")
         if name in ("add", "remove", "set"):
             g.add_argument("groups", nargs="*" if name == "set" else "+", metavar="GROUP",
                            help="group names (set with none: every group active)")
-        _add_repo(g)
+        add_repo(g)
         if name == "get":
             continue
         g.add_argument("--push", action="store_true", help="push the branch to the origin remote")
@@ -148,12 +148,12 @@ def _add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (docs/failover.md)")
     fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)
     f = fsub.add_parser("simulate", help="the zone after switching to GROUP(s): endpoints added and removed",
-                        parents=[_provider_fences("failover simulate")],
+                        parents=[provider_fences("failover simulate")],
                         epilog="example: gitdns failover simulate example.com --to site-b --repo example-repo")
     f.add_argument("zone", help="zone domain or Zone metadata.name")
     f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")
-    _add_repo(f)
-    _add_format(f, ["text", "markdown"])
+    add_repo(f)
+    add_format(f, ["text", "markdown"])
 
 
 CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster's DNSRecords"
@@ -171,7 +171,7 @@ examples:
 """
 
 
-def _add_cluster_secret(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_cluster_secret(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from gitdns.commands.clusters import (
         DEFAULT_LABEL,
         DEFAULT_REMOTE_NAMESPACE,

@@ -1,7 +1,7 @@
 """The connection handling under `gitdns.adapters.httpserver.HttpServer`: the threading server
-that admits each connection or refuses it (`_Server`, `_BUSY`), the socket reader with
+that admits each connection or refuses it (`Server`, `_BUSY`), the socket reader with
 per-request deadlines (`_DeadlineReader`), the request handler that reads, bounds and answers
-each request (`_Handler`), the reply it sends (`_Reply`, `_text`), and the body caps
+each request (`Handler`), the reply it sends (`Reply`, `text_reply`), and the body caps
 (`MAX_BODY`, which `httpserver` exports, and `LINGER_BYTES`).  The limits it enforces are
 `httpserver.Limits`; the routes and their answers are `HttpServer`'s (`_App` says what the
 handling needs of it).  It logs under ``gitdns.adapters.httpserver``, the server's logger.
@@ -37,7 +37,7 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset
 
 
 @dataclass(frozen=True, slots=True)
-class _Reply:
+class Reply:
     status: int
     body: bytes = b""
     content_type: str = "text/plain; charset=utf-8"
@@ -71,16 +71,16 @@ class _App(Protocol):
     @property
     def max_body(self) -> int: ...
 
-    def handle_get(self, path: str) -> _Reply: ...
+    def handle_get(self, path: str) -> Reply: ...
 
-    def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> _Reply: ...
-
-
-def _text(status: int, text: str) -> _Reply:
-    return _Reply(status, (text + "\n").encode("utf-8"))
+    def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> Reply: ...
 
 
-class _Server(ThreadingHTTPServer):
+def text_reply(status: int, text: str) -> Reply:
+    return Reply(status, (text + "\n").encode("utf-8"))
+
+
+class Server(ThreadingHTTPServer):
     """One thread per connection, up to ``Limits.connections`` (``per_peer`` per address); the
     accepting thread answers one more 503 itself and closes it."""
 
@@ -206,8 +206,8 @@ class _DeadlineReader(io.RawIOBase):
         self.deadline = time.monotonic() + seconds
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+class Handler(BaseHTTPRequestHandler):
+    server: Server
     protocol_version = "HTTP/1.1"
     timeout = None  # setup() sets the socket's (Limits.read_seconds); the reader adjusts it per read
     server_version = "gitdns"
@@ -237,7 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
             reply = self.server.app.handle_get(path)
         except Exception:
             log.exception("request failed: method=GET path=%s", path)
-            reply = _text(500, "internal error")
+            reply = text_reply(500, "internal error")
         self._send(reply)
 
     def do_HEAD(self) -> None:
@@ -248,10 +248,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in WEBHOOK_PATHS:
             self._read_body()  # consumed (or dropped) so the 404 reaches the client
             self.close_connection = True
-            self._send(_text(404, "not found"))
+            self._send(text_reply(404, "not found"))
             return
         body = self._read_body()
-        if isinstance(body, _Reply):
+        if isinstance(body, Reply):
             self._send(body)
             return
         headers = dict(self.headers.items())
@@ -259,28 +259,28 @@ class _Handler(BaseHTTPRequestHandler):
             reply = self.server.app.handle_webhook(path, headers, body)
         except Exception:
             log.exception("request failed: method=POST path=%s", path)
-            reply = _text(500, "internal error")
+            reply = text_reply(500, "internal error")
         self._send(reply)
 
-    def _read_body(self) -> bytes | _Reply:
+    def _read_body(self) -> bytes | Reply:
         if self.headers.get("Transfer-Encoding"):
             self.close_connection = True
-            return _text(411, "Content-Length required (no chunked bodies)")
+            return text_reply(411, "Content-Length required (no chunked bodies)")
         raw = self.headers.get("Content-Length")
         if raw is None:
             self.close_connection = True
-            return _text(411, "Content-Length required")
+            return text_reply(411, "Content-Length required")
         try:
             length = int(raw)
         except ValueError:
             length = -1
         if length < 0:
             self.close_connection = True
-            return _text(400, "bad Content-Length")
+            return text_reply(400, "bad Content-Length")
         self._reader.start(self.server.app.limits.body_seconds)
         if length > self.server.app.max_body:
             self._discard(length)
-            return _text(413, f"body over {self.server.app.max_body} bytes")
+            return text_reply(413, f"body over {self.server.app.max_body} bytes")
         return self.rfile.read(length)
 
     def _discard(self, length: int) -> None:
@@ -295,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             length -= len(chunk)
 
-    def _send(self, reply: _Reply) -> None:
+    def _send(self, reply: Reply) -> None:
         self.connection.settimeout(self.server.app.limits.read_seconds)  # reads may have left less
         if self._served >= self.server.app.limits.requests_per_connection:
             self.close_connection = True

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol
 
-from gitdns.adapters.httphandler import MAX_BODY, _Handler, _Reply, _Server, _text
+from gitdns.adapters.httphandler import MAX_BODY, Handler, Reply, Server, text_reply
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
 from gitdns.core.webhook import PushEvent, ReplayGuard
@@ -122,7 +122,7 @@ class HttpServer:
         self.name = name
         self._guard = ReplayGuard(webhook.replay_memory if webhook is not None else 1)
         self._guard_lock = threading.Lock()
-        self._httpd: _Server | None = None
+        self._httpd: Server | None = None
         self._thread: threading.Thread | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -135,7 +135,7 @@ class HttpServer:
     def start(self) -> None:
         if self._httpd is not None:
             raise RuntimeError("HttpServer already started")
-        httpd = _Server((self.host, self._port), _Handler)
+        httpd = Server((self.host, self._port), Handler)
         httpd.app = self
         self._httpd = httpd
         self._thread = threading.Thread(
@@ -178,31 +178,31 @@ class HttpServer:
         group = _GROUPS.get(path, "webhook" if path in WEBHOOK_PATHS else None)
         return group is not None and group in self.routes
 
-    def handle_get(self, path: str) -> _Reply:
+    def handle_get(self, path: str) -> Reply:
         if not self.serves(path):
-            return _text(404, "not found")
+            return text_reply(404, "not found")
         if path == "/healthz":
-            return _text(200, "ok") if self.live() else _text(503, "not live")
+            return text_reply(200, "ok") if self.live() else text_reply(503, "not live")
         if path == "/readyz":
-            return _text(200, "ready") if self.ready() else _text(503, "not ready")
+            return text_reply(200, "ready") if self.ready() else text_reply(503, "not ready")
         if path == "/status":
             body = json.dumps(self.status(), sort_keys=True, indent=2, default=str) + "\n"
-            return _Reply(200, body.encode("utf-8"), "application/json")
+            return Reply(200, body.encode("utf-8"), "application/json")
         if path == "/metrics":
-            return _Reply(200, self.metrics.render(), self.metrics.content_type)
-        return _text(405, "use POST")  # a webhook path
+            return Reply(200, self.metrics.render(), self.metrics.content_type)
+        return text_reply(405, "use POST")  # a webhook path
 
-    def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> _Reply:
+    def handle_webhook(self, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         if not self.serves(path):
-            return _text(404, "not found")
+            return text_reply(404, "not found")
         if self.webhook is None:
-            return _text(404, "webhook endpoint is off")
+            return text_reply(404, "webhook endpoint is off")
         verdict = judge(self.webhook, path, headers, body, now=int(self.clock()), seen=self._seen)
         if verdict.event is not None:
             self.on_push(verdict.event)  # raising: 500, and the delivery is not counted accepted
             log.debug("webhook push: provider=%s ref=%s after=%s",
                       verdict.provider, verdict.event.ref, verdict.event.after[:12])
-        reply = _Reply(204) if verdict.status == HTTPStatus.NO_CONTENT else _text(verdict.status, verdict.text)
+        reply = Reply(204) if verdict.status == HTTPStatus.NO_CONTENT else text_reply(verdict.status, verdict.text)
         if verdict.provider is None or verdict.result is None:
             return reply
         return self._count(verdict.provider, verdict.result, reply)
@@ -211,7 +211,7 @@ class HttpServer:
         with self._guard_lock:
             return self._guard.seen(ident)
 
-    def _count(self, provider: str, result: str, reply: _Reply) -> _Reply:
+    def _count(self, provider: str, result: str, reply: Reply) -> Reply:
         self.metrics.record_webhook(provider, result)
         log.debug("webhook: provider=%s result=%s status=%d", provider, result, reply.status)
         return reply

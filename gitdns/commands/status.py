@@ -56,7 +56,7 @@ from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.history import repo_url, scratch_dir
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog, ZoneState
-from gitdns.commands.statusview import UNPUBLISHED, _table, aggregate, cluster_names, label_sha, to_json, to_text
+from gitdns.commands.statusview import UNPUBLISHED, aggregate, cluster_names, label_sha, table, to_json, to_text
 from gitdns.core.statusdoc import StatusTree
 from gitdns.errors import ConfigError
 
@@ -383,7 +383,7 @@ def revision_text(rev: Mapping[str, Any]) -> str:
     counts = rev["counts"]
     asked = f" = {rev['asked']}" if rev.get("asked") else ""
     lines = [f"revision {rev['revision'][:7]}{asked} ({rev['desiredBranch']}, committed {rev['committedAt']})", "",
-             *_table(rows), "",
+             *table(rows), "",
              ", ".join(f"{counts[s]} {s}" for s in STATES if counts.get(s)) or "no cluster"]
     return "\n".join(lines) + "\n"
 

@@ -230,14 +230,14 @@ def to_text(agg: Mapping[str, Any]) -> str:
     for waiting in agg.get("unpublished", ()):
         rows.append((waiting["cluster"], (waiting["id"] or "-")[:13], "NoStatus", "-", "-", "-", "-",
                      f"no status branch: {UNPUBLISHED}"))
-    lines = _table(rows)
+    lines = table(rows)
     holding = [(c["cluster"], zone, c["zones"][zone]) for c in agg["clusters"].values() if not c.get("retired")
                for zone in c["heldZones"]]
     if holding:  # the revision does not validate for the zone: its last good one stays
         hrow = [("HELD", "ZONE", "LAST GOOD", "WHY")]
         hrow += [(name, zone, _short(label_sha(z.get("appliedRevision"))) if z.get("appliedRevision") else "unknown",
                   held_reason(z)) for name, zone, z in holding]
-        lines += ["", *_table(hrow)]
+        lines += ["", *table(hrow)]
     if agg["policies"]:
         prow = [("POLICY", "READY", "CLUSTERS", "LAGGING")]
         names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
@@ -245,7 +245,7 @@ def to_text(agg: Mapping[str, Any]) -> str:
             lag = [f"{names.get(cid, cid)}" + (f" ({p['messages'][cid]})" if cid in p["messages"] else "")
                    for cid in p["lagging"]]
             prow.append((name, _yes(p["ready"]), str(len(p["clusters"])), ", ".join(lag) or "-"))
-        lines += ["", *_table(prow)]
+        lines += ["", *table(prow)]
     remotes = {cid: c for cid, c in agg["clusters"].items() if "carriedBy" in c}
     if remotes:
         names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
@@ -254,7 +254,7 @@ def to_text(agg: Mapping[str, Any]) -> str:
             carried = ", ".join(names.get(p, p) for p in c["carriedBy"]) or "-"
             missing = ", ".join(f"{names.get(p, p)} ({'/'.join(s)})" for p, s in c["notCarriedBy"].items())
             drow.append((c["cluster"], carried, missing or "-"))
-        lines += ["", *_table(drow)]
+        lines += ["", *table(drow)]
     retired = {cid: c for cid, c in agg["clusters"].items() if c.get("retired")}
     if retired:
         rrow = [("RETIRED", "ID", "REMOVED FROM GIT", "RECORDS REMOVED", "LAST STATUS")]
@@ -265,13 +265,13 @@ def to_text(agg: Mapping[str, Any]) -> str:
             done = (f"{records['at']} (applied {_short(records['appliedRevision'])})" if records
                     else "not by its agent: gitdns prune-owner " + cid)
             rrow.append((c["cluster"], cid[:13], removed, done, c.get("committedAt") or "-"))
-        lines += ["", *_table(rrow)]
+        lines += ["", *table(rrow)]
     errors = [(c["cluster"], c["lastError"]) for c in agg["clusters"].values() if c.get("lastError")]
     if errors:
         erow = [("LAST ERROR", "AT", "NOW", "REASON: MESSAGE")]
         erow += [(name, e["at"], "yes" if e["current"] else "no", f"{e['reason']}: {e['message']}".strip(": "))
                  for name, e in errors]
-        lines += ["", *_table(erow)]
+        lines += ["", *table(erow)]
     counts = agg["counts"]
     lines += ["", f"{counts['clustersReady']}/{counts['clusters']} clusters ready, "
                   f"{counts['policiesReady']}/{counts['policies']} policies ready"
@@ -328,7 +328,7 @@ def _yes(flag: bool) -> str:
     return "Ready" if flag else "NotReady"
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+def table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Columns two spaces apart, each as wide as its widest cell (the last one unpadded)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join([*(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()

@@ -371,7 +371,7 @@ def test_binding_asks_no_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
 
     asked: list[str] = []
     monkeypatch.setattr(socket, "getfqdn", lambda name="": asked.append(name) or name)
-    httpd = httphandler._Server(("127.0.0.1", 0), httphandler._Handler)
+    httpd = httphandler.Server(("127.0.0.1", 0), httphandler.Handler)
     try:
         assert asked == []
         assert httpd.server_name == "127.0.0.1" and httpd.server_port > 0

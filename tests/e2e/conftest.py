@@ -31,6 +31,7 @@ from gitdns.adapters.zonefile import write_views
 from gitdns.core.records import Action, Change
 from gitdns.providers.local import LocalProvider
 from tests.conftest import worked_example_records
+from tests.e2e.dns_servers import stop_process
 
 ZONE = "example.com"
 GEO_CLIENTS = {"GEO-EU": "127.0.0.2", "US": "127.0.0.3"}
@@ -119,16 +120,6 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
     raise RuntimeError(f"named did not answer on port {port}:\n{log.read_text()}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
 @pytest.fixture(scope="session")
 def rendered_store(tmp_path_factory: pytest.TempPathFactory) -> LocalProvider:
     """A local store holding the worked example, its views rendered to disk."""
@@ -160,4 +151,4 @@ def bind_views(
         _wait_ready(proc, port, log)
         yield BindViews(port, directory, zone_files)
     finally:
-        _stop(proc)
+        stop_process(proc)

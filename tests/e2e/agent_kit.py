@@ -54,38 +54,51 @@ def drop_health_checks(tree: Path) -> list[Path]:
     return changed
 
 
-class DesiredRepo:
+class WorkTree:
+    """A desired repository's work tree on ``main`` and, with ``bare``, the bare remote it pushes
+    to (``origin``): write files, commit everything (and push)."""
+
+    def __init__(self, work: Path, bare: Path | None = None) -> None:
+        self.work, self.bare = work, bare
+        if bare is not None:
+            git("init", "-q", "--bare", "-b", "main", str(bare))
+        git("init", "-q", "-b", "main", str(work))
+        if bare is not None:
+            git("remote", "add", "origin", str(bare), cwd=work)
+
+    def write(self, rel: str, text: str) -> None:
+        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.work / rel).write_text(text)
+
+    def commit(self, message: str) -> str:
+        """Commit the whole tree (an empty commit when nothing changed), push it; its sha."""
+        git("add", "-A", cwd=self.work)
+        git("commit", "-q", "--allow-empty", "-m", message, cwd=self.work)
+        if self.bare is not None:
+            git("push", "-q", "origin", "main", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+
+class DesiredRepo(WorkTree):
     """A bare remote holding example-repo/ (its policies without health checks, see above) and
     a work tree to change and push it."""
 
     def __init__(self, root: Path) -> None:
-        self.bare = root / "desired.git"
-        self.work = root / "desired"
-        git("init", "-q", "--bare", "-b", "main", str(self.bare))
-        shutil.copytree(ROOT / "example-repo", self.work, ignore=shutil.ignore_patterns(".gitdns"))
-        drop_health_checks(self.work)
-        for zone in (self.work / "zones").glob("*.yaml"):
+        work = root / "desired"
+        shutil.copytree(ROOT / "example-repo", work, ignore=shutil.ignore_patterns(".gitdns"))
+        drop_health_checks(work)
+        for zone in (work / "zones").glob("*.yaml"):
             zone.write_text(zone.read_text().replace("path: .gitdns/zones", f"path: {root / 'zones'}"))
-        git("init", "-q", "-b", "main", str(self.work))
-        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        super().__init__(work, root / "desired.git")
+        self.bare: Path = root / "desired.git"
         self.commit("initial desired state")
 
     @property
     def zones(self) -> Path:
         return self.bare.parent / "zones"
 
-    def commit(self, message: str) -> str:
-        git("add", "-A", cwd=self.work)
-        git("commit", "-q", "--allow-empty", "-m", message, cwd=self.work)
-        git("push", "-q", "origin", "main", cwd=self.work)
-        return git("rev-parse", "HEAD", cwd=self.work)
-
     def force_push(self, sha: str) -> None:
         git("push", "-q", "--force", "origin", f"{sha}:refs/heads/main", cwd=self.work)
-
-    def write(self, rel: str, text: str) -> None:
-        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (self.work / rel).write_text(text)
 
 
 def free_port() -> int:

@@ -43,7 +43,7 @@ from gitdns.core.names import short_hash
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet
 from tests.e2e import dns_servers
 from tests.e2e import dnsoperator_zone as dz
-from tests.e2e.agent_kit import git
+from tests.e2e.agent_kit import WorkTree
 from tests.e2e.dns_servers import DnsServer
 
 ZONE = dz.ZONE
@@ -89,7 +89,7 @@ def policies(lb_host: str, flattened: bool, weight: int) -> str:
 
 
 @dataclass
-class Fleet:
+class Fleet(WorkTree):
     tmp: Path
     backend: dz.Backend
     env: dict[str, str] = field(default_factory=dict)
@@ -102,7 +102,7 @@ class Fleet:
         self.work.mkdir()
         self.secrets.mkdir()
         self.lb_host = dz.LB if self.backend.routing else FLAT
-        git("init", "-q", "-b", "main", str(self.work))
+        WorkTree.__init__(self, self.work)
         if isinstance(self.backend, dz.BindBackend):
             secret = self.secrets / "tsig.env"
             secret.write_text(f"TSIG_SECRET={dns_servers.SECRET}\n")
@@ -125,14 +125,6 @@ class Fleet:
         self.write("clusters/g1.yaml", cluster_doc("g1", [dz.API, self.lb_host, dz.JOINT_HOST, dz.GROUPED_HOST]))
         self.write("clusters/g2.yaml", cluster_doc("g2", [dz.API, self.lb_host, dz.LEGACY_HOST]))
         self.commit("g1 and g2 join the zone dns-operator serves")
-
-    def write(self, rel: str, text: str) -> None:
-        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (self.work / rel).write_text(text)
-
-    def commit(self, message: str) -> None:
-        git("add", "-A", cwd=self.work)
-        git("commit", "-q", "--allow-empty", "-m", message, cwd=self.work)
 
     def cli(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}

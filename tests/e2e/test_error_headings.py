@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import dns_servers
-from tests.e2e.agent_kit import git
+from tests.e2e.agent_kit import WorkTree
 from tests.e2e.dns_servers import DnsServer
 
 ZONE = dns_servers.ZONE  # example.test, on BIND
@@ -50,7 +50,7 @@ def bind(tmp_path: Path) -> Iterator[DnsServer]:
         yield server
 
 
-class Repo:
+class Repo(WorkTree):
     """The desired repository (a work tree and its bare remote) and how the CLI is run on it."""
 
     def __init__(self, tmp: Path, bind: DnsServer) -> None:
@@ -60,9 +60,7 @@ class Repo:
         for path in (self.work, self.store, self.secrets):
             path.mkdir()
         (self.secrets / "tsig.env").write_text(f"TSIG_SECRET={dns_servers.SECRET}\n")
-        git("init", "-q", "--bare", "-b", "main", str(self.bare))
-        git("init", "-q", "-b", "main", str(self.work))
-        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        WorkTree.__init__(self, self.work, self.bare)
         self.write("zones/example-test.yaml",
                    "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata: {name: example-test}\n"
                    f"spec:\n  domain: {ZONE}\n  provider:\n    type: rfc2136\n"
@@ -75,10 +73,6 @@ class Repo:
                    "apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: web}\n"
                    "spec:\n  targetRef: {gateway: gw, namespace: ingress}\n  strategy: simple\n")
 
-    def write(self, rel: str, text: str) -> None:
-        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (self.work / rel).write_text(text)
-
     def cluster(self, name: str, hosts: list[str]) -> None:
         ident, address = CLUSTERS[name]
         listeners = "".join(f"\n        - hostname: {h}" for h in hosts)
@@ -86,11 +80,6 @@ class Repo:
                    f"apiVersion: gitdns.io/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\n"
                    f"spec:\n  id: {ident}\n  gateways:\n    - name: gw\n      namespace: ingress\n"
                    f"      addresses: [{address}]\n      listeners:{listeners}\n")
-
-    def commit(self, message: str) -> None:
-        git("add", "-A", cwd=self.work)
-        git("commit", "-q", "-m", message, cwd=self.work)
-        git("push", "-q", "origin", "main", cwd=self.work)
 
     def fences(self) -> list[str]:
         return ["--store-dir", str(self.store), "--rfc2136-servers", f"127.0.0.1:{self.bind.port}",

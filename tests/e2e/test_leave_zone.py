@@ -33,7 +33,7 @@ from gitdns.adapters.zonefile import write_views
 from gitdns.core.names import short_hash
 from gitdns.providers.local import LocalProvider
 from tests.e2e import dns_servers
-from tests.e2e.agent_kit import git
+from tests.e2e.agent_kit import WorkTree
 from tests.e2e.dns_servers import DnsServer
 
 ZONE = dns_servers.ZONE  # example.test: BIND's zone, and the local store's under test
@@ -75,7 +75,7 @@ def cluster_doc(name: str, hosts: list[str]) -> str:
 
 
 @dataclass
-class Fleet:
+class Fleet(WorkTree):
     """The desired repository (a work tree and its bare remote), the one store directory of
     every `local` zone, and how each cluster's pass is run (``flow``: apply or agent)."""
 
@@ -91,9 +91,7 @@ class Fleet:
             path.mkdir()
         secret = self.secrets / "tsig.env"
         secret.write_text(f"TSIG_SECRET={dns_servers.SECRET}\n")
-        git("init", "-q", "--bare", "-b", "main", str(self.bare))
-        git("init", "-q", "-b", "main", str(self.work))
-        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        WorkTree.__init__(self, self.work, self.bare)
         self.write("zones/example-test.yaml", zone_doc("zones", self.bind, secret if self.bind else None))
         self.write("zones/other-test.yaml", OTHER_ZONE)
         self.write("policies/web.yaml", POLICY)
@@ -101,15 +99,6 @@ class Fleet:
             hosts = [HOST, f"app.{OTHER}"] if name == "c2" else [HOST]
             self.write(f"clusters/{name}.yaml", cluster_doc(name, hosts))
         self.commit("four clusters share www")
-
-    def write(self, rel: str, text: str) -> None:
-        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (self.work / rel).write_text(text)
-
-    def commit(self, message: str) -> None:
-        git("add", "-A", cwd=self.work)
-        git("commit", "-q", "--allow-empty", "-m", message, cwd=self.work)
-        git("push", "-q", "origin", "main", cwd=self.work)
 
     def fences(self) -> list[str]:
         out = ["--store-dir", str(self.store)]

@@ -31,7 +31,7 @@ from gitdns.core import builder
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import decode_entry, txt_name
 from gitdns.providers.local import LocalProvider
-from tests.e2e.agent_kit import git
+from tests.e2e.agent_kit import WorkTree
 from tests.e2e.dns_servers import ToolMissing, find_tool, free_port
 
 ZONE = "example.com"
@@ -106,7 +106,7 @@ class Bind:
 
 
 @dataclass
-class Fleet:
+class Fleet(WorkTree):
     tmp: Path
     flow: str  # "apply" or "agent"
     with_bind: bool = False
@@ -117,9 +117,7 @@ class Fleet:
         self.work, self.bare, self.store = self.tmp / "desired", self.tmp / "desired.git", self.tmp / "store"
         for path in (self.work, self.store):
             path.mkdir()
-        git("init", "-q", "--bare", "-b", "main", str(self.bare))
-        git("init", "-q", "-b", "main", str(self.work))
-        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        WorkTree.__init__(self, self.work, self.bare)
         self.write("zones/example-com.yaml", ZONE_DOC)
         for name in CLUSTERS:
             self.write(f"clusters/{name}.yaml", cluster_doc(name))
@@ -130,15 +128,9 @@ class Fleet:
     def provider(self) -> LocalProvider:
         return LocalProvider(self.store / "zones")
 
-    def write(self, rel: str, text: str) -> None:
-        (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (self.work / rel).write_text(text)
-
     def switch(self, strategy: str) -> None:
         self.write("policies/api.yaml", policy_doc(strategy))
-        git("add", "-A", cwd=self.work)
-        git("commit", "-q", "-m", f"api: {strategy}", cwd=self.work)
-        git("push", "-q", "origin", "main", cwd=self.work)
+        self.commit(f"api: {strategy}")
         time.sleep(1.1)  # the next commit is on a later second: revisions compare by commit time
 
     def run(self, name: str) -> None:

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth, check_url
+from gitdns.adapters.repo import load_schemas
 from gitdns.adapters.statusbranch import READ_CACHE, TRACK, read_all
 from gitdns.adapters.statuscache import StatusCache, fetch_error, run_remote, sanitize
 from gitdns.adapters.statusobjects import read_trees
@@ -57,7 +58,9 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.history import repo_url, scratch_dir
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog, ZoneState
 from gitdns.commands.statusview import UNPUBLISHED, aggregate, cluster_names, label_sha, table, to_json, to_text
+from gitdns.core.builder import build_hosts
 from gitdns.core.statusdoc import StatusTree
+from gitdns.core.validate import check
 from gitdns.errors import ConfigError
 
 STATES = ("applied", "pending", "held", "failed", "retired")
@@ -111,7 +114,8 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
             check_cluster(cluster, trees, flog.cluster_docs(head) if head else [], known)
         agg = with_lag(aggregate(trees, cluster, known), head, branch)
         if head is not None and cluster is None:
-            with_unpublished(agg, unpublished(trees, flog.cluster_docs(head)))
+            waiting = unpublished(trees, flog.cluster_docs(head))
+            with_unpublished(agg, waiting, served_by(flog.desired_files(head), waiting) if waiting else {})
         when = time.time() if now is None else now
         for cid, c in agg["clusters"].items():
             with_history(c, flog.entries(cid), flog, head, when)
@@ -221,14 +225,44 @@ def unpublished(trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None
     return out
 
 
-def with_unpublished(agg: dict[str, Any], waiting: list[dict[str, Any]]) -> None:
+def served_by(files: Mapping[str, str], waiting: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Per DNSPolicy, the ``waiting`` clusters (`unpublished`) with hosts for it in the desired
+    head ``files`` (by id, else name).  A head that does not validate says what it can."""
+    state = check(files, load_schemas()).state
+    out: dict[str, list[str]] = {}
+    for w in waiting:
+        member = state.cluster(w["id"] or w["cluster"])
+        if member is None:
+            continue
+        for zone in state.zones:
+            for policy in sorted({h.policy for h in build_hosts(state, member, zone)}):
+                if (key := w["id"] or w["cluster"]) not in out.setdefault(policy, []):
+                    out[policy].append(key)
+    return out
+
+
+def with_unpublished(agg: dict[str, Any], waiting: list[dict[str, Any]],
+                     serving: Mapping[str, list[str]] | None = None) -> None:
     """Count the clusters git names but that never published a status as not ready: none of
-    their records can be said to be served."""
+    their records can be said to be served; nor can the policies they have hosts for
+    (``serving``: `served_by`)."""
     agg["unpublished"] = waiting
-    if waiting:
-        agg["counts"]["clusters"] += len(waiting)
-        agg["counts"]["clustersUnpublished"] = len(waiting)
-        agg["ready"] = False
+    if not waiting:
+        return
+    agg["counts"]["clusters"] += len(waiting)
+    agg["counts"]["clustersUnpublished"] = len(waiting)
+    agg["ready"] = False
+    for policy, keys in sorted((serving or {}).items()):
+        p = agg["policies"].setdefault(policy, {"ready": False, "clusters": [], "lagging": [], "hosts": [],
+                                                "messages": {}})
+        for key in keys:
+            p["clusters"].append(key)
+            p["lagging"].append(key)
+            p["messages"][key] = "no status yet"
+        p["ready"] = False
+    agg["policies"] = dict(sorted(agg["policies"].items()))
+    agg["counts"]["policies"] = len(agg["policies"])
+    agg["counts"]["policiesReady"] = sum(1 for p in agg["policies"].values() if p["ready"])
 
 
 def _aliases(branch: str, local: LocalRefs | None) -> list[str]:

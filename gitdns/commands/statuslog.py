@@ -90,6 +90,7 @@ class FleetLog:
         self.cache = cache
         self._contains: dict[tuple[str, str], bool] = {}
         self._clusters: dict[str, list[tuple[str | None, str | None]]] = {}
+        self._files: dict[str, dict[str, str]] = {}
         self._zone_files: dict[str, dict[str, dict[str, str]]] = {}
         self._facts: dict[str, ZoneState] = {}
         self.desired_ref: str | None = None
@@ -175,20 +176,28 @@ class FleetLog:
         """Every ``spec.id`` and ``metadata.name`` of a Cluster document in the head's YAML files."""
         return {value for pair in self.cluster_docs(head) for value in pair if value}
 
+    def desired_files(self, head: str) -> dict[str, str]:
+        """The head's YAML files (each up to ``_MAX_FILE`` bytes), by path."""
+        if head not in self._files:
+            listing = self.cache.run(["ls-tree", "-r", "-z", "-l", head])
+            rows = []
+            for line in listing.stdout.decode("utf-8", "replace").split("\0"):
+                meta, _, path = line.partition("\t")
+                fields = meta.split()
+                if len(fields) == 4 and fields[1] == "blob":
+                    rows.append((fields[3], path))
+            paths = [p for size, p in rows
+                     if p.endswith((".yaml", ".yml")) and size.isdigit() and int(size) <= _MAX_FILE]
+            texts = self._blobs(f"{head}:{p}" for p in paths)
+            self._files[head] = {p: texts[f"{head}:{p}"] for p in paths if f"{head}:{p}" in texts}
+        return self._files[head]
+
     def cluster_docs(self, head: str) -> list[tuple[str | None, str | None]]:
         """``(metadata.name, spec.id)`` of every Cluster document in the head's YAML files."""
         if head in self._clusters:
             return self._clusters[head]
-        listing = self.cache.run(["ls-tree", "-r", "-z", "-l", head])
-        rows = []
-        for line in listing.stdout.decode("utf-8", "replace").split("\0"):
-            meta, _, path = line.partition("\t")
-            fields = meta.split()
-            if len(fields) == 4 and fields[1] == "blob":
-                rows.append((fields[3], path))
-        paths = [p for size, p in rows if p.endswith((".yaml", ".yml")) and size.isdigit() and int(size) <= _MAX_FILE]
         found: list[tuple[str | None, str | None]] = []
-        for text in self._blobs(f"{head}:{p}" for p in paths).values():
+        for text in self.desired_files(head).values():
             if "Cluster" not in text:
                 continue
             try:

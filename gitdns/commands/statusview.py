@@ -241,6 +241,7 @@ def to_text(agg: Mapping[str, Any]) -> str:
     if agg["policies"]:
         prow = [("POLICY", "READY", "CLUSTERS", "LAGGING")]
         names = {cid: c["cluster"] for cid, c in agg["clusters"].items()}
+        names |= {w["id"] or w["cluster"]: w["cluster"] for w in agg.get("unpublished", ())}
         for name, p in agg["policies"].items():
             lag = [f"{names.get(cid, cid)}" + (f" ({p['messages'][cid]})" if cid in p["messages"] else "")
                    for cid in p["lagging"]]

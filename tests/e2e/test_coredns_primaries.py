@@ -23,7 +23,8 @@ import pytest
 
 from gitdns.core.zonecorefile import parse_view_clients
 from tests.agent.coredns_kit import EU_CLIENT, SERVED, SERVED_ZONE, PrimariesFleet, start
-from tests.e2e.conftest import _free_port, _stop, query, require_tool
+from tests.e2e.conftest import _free_port, query, require_tool
+from tests.e2e.dns_servers import stop_process
 
 pytestmark = pytest.mark.bind
 DEFAULT_CLIENT = "127.0.0.1"
@@ -93,7 +94,7 @@ def servers(fleet: PrimariesFleet, tmp_path_factory: pytest.TempPathFactory) -> 
         yield out
     finally:
         for proc in procs:
-            _stop(proc)
+            stop_process(proc)
 
 
 def answer(server: Server, name: str, rdtype: str, source: str) -> tuple[int, list[str]]:

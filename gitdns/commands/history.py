@@ -27,13 +27,15 @@ The branch's commits that touched ``*.yaml``/``*.yml`` below ``path`` are walked
 newest (at most ``max_commits``; one more older commit, when there is one, is the baseline the
 first is compared with).  Each commit is loaded with the agent's loader (`engine.from_files`);
 a commit whose problems hold NAME's zone is reported ``invalid`` with its problems and skipped —
-the agents keep the last valid revision for that zone — and the next valid commit is compared
-with the last valid one (and reported ``fixed`` even when nothing changed).  Trees are memoised
+the agents keep the last valid revision for that zone — and a valid commit whose parent was
+invalid is compared with the last valid state before it (and reported ``fixed`` even when
+nothing changed).  Trees are memoised
 on the hashes of their files' contents, so a revision is validated once however often it recurs.
 
-The walk follows ``git log`` order.  With merge commits, side-branch commits are listed between
-mainline ones and each is compared with the commit listed before it, so a change may show on
-the side-branch commit that wrote it rather than on the merge that brought it to the branch.
+The walk follows ``git log`` order, but each commit is compared with its first parent's state
+(the last valid one when that parent does not validate), not with the commit listed before it:
+a side-branch commit shows what its author changed, and a merge what it changed on the branch
+(its first parent's state to its own).
 """
 
 from __future__ import annotations
@@ -131,22 +133,48 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
         last = base if not base.problems else Snapshot("", base.zone_name)
     entries: list[Entry] = []
     held = False
+    # per commit: the state the agents keep after it (its own, or the last valid one before it
+    # when it is invalid) and whether it is held; each commit is compared with its first parent's
+    kept: dict[str, tuple[Snapshot, bool]] = {}
     for commit in commits:
-        snap = loader.at(commit.sha, last.zone_name)
+        base, held = _parent_state(commit, kept, loader, last, held)
+        snap = loader.at(commit.sha, base.zone_name or last.zone_name)
         if snap.problems:
-            entries.append(Entry(commit, snap.zone or last.zone, "invalid", problems=snap.problems))
+            entries.append(Entry(commit, snap.zone or base.zone or last.zone, "invalid", problems=snap.problems))
+            kept[commit.sha] = (base, True)
             held = True
             continue
-        changes = diff(last.records, snap.records)
+        changes = diff(base.records, snap.records)
         if changes or held:
-            notes = tuple(n for n in snap.notes if n not in last.notes) if changes else ()
+            notes = tuple(n for n in snap.notes if n not in base.notes) if changes else ()
             # the clusters git names before or at the commit: a cluster's own removal counts as its
-            named = snap.clusters if last.clusters is None or snap.clusters is None else snap.clusters | last.clusters
-            entries.append(Entry(commit, snap.zone or last.zone, "fixed" if held else "changed", changes,
+            named = snap.clusters if base.clusters is None or snap.clusters is None else snap.clusters | base.clusters
+            entries.append(Entry(commit, snap.zone or base.zone, "fixed" if held else "changed", changes,
                                  notes=notes, in_git=named))
+        kept[commit.sha] = (snap, False)
         held = False
         last = snap
     return entries
+
+
+def _parent_state(commit: CommitInfo | Commit, kept: Mapping[str, tuple[Snapshot, bool]], loader: _Loader,
+                  last: Snapshot, held: bool) -> tuple[Snapshot, bool]:
+    """The state ``commit`` is compared with: its first parent's as the agents keep it (the last
+    valid one when the parent does not validate), and whether that parent is held.  A commit
+    without parents starts from nothing; one that does not know its parents (a `CommitInfo`)
+    from the commit walked before it."""
+    if not isinstance(commit, Commit):
+        return last, held
+    if not commit.parents:
+        return Snapshot("", ""), False
+    parent = commit.parents[0]
+    found = kept.get(parent)
+    if found is not None:
+        return found
+    snap = loader.at(parent, last.zone_name)
+    if not snap.problems:
+        return snap, False
+    return last, True  # a parent outside the walk that does not validate: the last valid state walked
 
 
 def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: FilesAt,

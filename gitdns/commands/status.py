@@ -79,7 +79,8 @@ def status(repo: str, *, cluster: str | None = None, branch: str = "main", fmt: 
         rev = agg["revision"]
         done = bool(rev["clusters"]) and all(v["state"] in ("applied", "retired") for v in rev["clusters"].values())
         result = Result(EXIT_OK if done else EXIT_ERROR, err=list(agg["warnings"]))
-        result.out.append(to_json({**rev, "source": agg["source"]}) if fmt == "json" else revision_text(rev) + source)
+        result.out.append(to_json({**rev, "source": agg["source"], "warnings": agg["warnings"]}) if fmt == "json"
+                          else revision_text(rev) + source)
         return result
     result = Result(EXIT_OK if agg["ready"] else EXIT_ERROR, err=list(agg["warnings"]))
     result.out.append(to_json(agg) if fmt == "json" else to_text(agg) + lag_text(agg) + source)
@@ -111,10 +112,11 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
                                   f"{where} (--branch names it)")
         known = flog.clusters_at(head) if head else None
         if cluster is not None:
-            check_cluster(cluster, trees, flog.cluster_docs(head) if head else [], known)
+            cluster = check_cluster(cluster, trees, flog.cluster_docs(head) if head else [], known)
         agg = with_lag(aggregate(trees, cluster, known), head, branch)
-        if head is not None and cluster is None:
-            waiting = unpublished(trees, flog.cluster_docs(head))
+        if head is not None:
+            waiting = [w for w in unpublished(trees, flog.cluster_docs(head))
+                       if cluster is None or cluster in (w["id"], w["cluster"])]
             with_unpublished(agg, waiting, served_by(flog.desired_files(head), waiting) if waiting else {})
         when = time.time() if now is None else now
         for cid, c in agg["clusters"].items():
@@ -123,6 +125,9 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
             assert head is not None
             found = flog.resolve(revision, branch, aliases=_aliases(branch, local),
                                  fallback=local.resolve if local else _tags_then(flog, url, auth))
+            if found is None and local is not None and (elsewhere := local.resolve(revision)):
+                raise ConfigError(f"--revision {revision} ({elsewhere[:7]}): not on the desired branch {branch}: "
+                                  f"no agent applies it until it is merged into {branch}")
             agg["revision"] = revision_status(agg, flog, revision, head, branch, found=found, where=where)
     agg["warnings"] = warnings
     agg["source"] = (local.source() | {"tracking": local.tracking, "read": local.describe()} if local
@@ -158,8 +163,9 @@ def no_status_branches(where: str, local: LocalRefs | None) -> str:
         return (f"no {PREFIX}* branches on {where}: no agent has published its status there (an agent's "
                 "--status-repo may name another repository)")
     if local.remote is None:
-        return (f"no {PREFIX}* branches in {local.repo}, and it has no remote to fetch them from; pass --repo URL "
-                "(the repository the agents push their status to)")
+        return (f"no {PREFIX}* branches in {local.repo}: no agent has published its status there yet, and it has "
+                "no remote to fetch them from (an agent's --status-repo may name another repository: pass that as "
+                "--repo)")
     return f"no {PREFIX}* branches in {local.repo}; fetch them ({local.fetch_hint()}) or pass --repo URL"
 
 
@@ -192,15 +198,18 @@ def _branches(flog: FleetLog, url: str, auth: GitAuth) -> list[str]:
 
 
 def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None, str | None]],
-                  known: set[str] | None) -> None:
-    """``--cluster`` names a cluster with a status branch, else a ConfigError listing them."""
+                  known: set[str] | None) -> str:
+    """What ``--cluster`` names: a cluster with a status branch or one git names (by id or name;
+    an id may be shortened as the ID column shows it, when only one id starts so), else a
+    ConfigError listing them."""
     names = cluster_names(trees)
-    if any(cluster in (cid, name) for cid, name in names.items()):
-        return
-    for name, cid in docs:
-        if cluster in (name, cid):
-            raise ConfigError(f"--cluster {cluster}: cluster {name or cid} ({cid or 'no spec.id'}) is in git but has "
-                              f"no status branch: {UNPUBLISHED}")
+    ids = set(names) | {cid for _, cid in docs if cid}
+    if cluster not in ids and cluster not in set(names.values()) | {n for n, _ in docs if n}:
+        longer = sorted(cid for cid in ids if len(cluster) >= 8 and cid.startswith(cluster))
+        if len(longer) == 1:
+            return longer[0]
+    if any(cluster in (cid, name) for cid, name in names.items()) or any(cluster in doc for doc in docs):
+        return cluster
     listed = [f"{name} ({cid}{', retired' if known is not None and cid not in known and name not in known else ''})"
               for cid, name in sorted(names.items(), key=lambda kv: (kv[1], kv[0]))]
     published = set(names) | set(names.values())
@@ -328,8 +337,9 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
     if found is None:
         text, there = revision.strip(), where or "the desired repository"
         if len(text) >= 7 and all(ch in "0123456789abcdefABCDEF" for ch in text):
-            raise ConfigError(f"--revision {revision}: no such commit in {there}: not a commit of the desired "
-                              f"branch {branch}")
+            raise ConfigError(f"--revision {revision}: no commit of the desired branch {branch} of {there} has "
+                              f"that sha (only {branch}'s history is read: a commit on another branch is applied "
+                              "once merged)")
         raise ConfigError(f"--revision {revision}: git cannot resolve it in {there} (give a commit sha or an "
                           f"abbreviation, a tag, HEAD or {branch})")
     if not flog.contains(found[0], head):
@@ -360,8 +370,10 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
         out[waiting["id"] or waiting["cluster"]] = {"cluster": waiting["cluster"], "appliedRevision": None,
                                                     "state": "pending", "unpublished": True}
     asked = "" if sha.startswith(revision.strip().lower()) else revision.strip()
+    counts = {state: sum(1 for r in out.values() if r["state"] == state) for state in STATES}
+    counts["unpublished"] = sum(1 for r in out.values() if r.get("unpublished"))
     return {"revision": sha, "asked": asked or None, "committedAt": iso(when), "desiredBranch": branch,
-            "clusters": out, "counts": {state: sum(1 for r in out.values() if r["state"] == state) for state in STATES}}
+            "clusters": out, "counts": counts}
 
 
 def _applied_or_held(flog: FleetLog, cid: str, sha: str, reached: Sequence[Entry]) -> dict[str, Any]:

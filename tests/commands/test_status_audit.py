@@ -201,6 +201,12 @@ def test_no_status_branches_says_how_to_fetch_them(story: Story, tmp_path: Path,
     git(*hint.split(" ", 1)[1].replace("'", "").split(), cwd=clone)  # the fetch it names brings them
     code, out, err = run(capsys, "--repo", str(clone), "--revision", "HEAD")
     assert f"revision {story.shas['c4'][:7]} = HEAD" in out and "no cluster" not in out
+    empty = tmp_path / "empty.git"  # the agents' status repository before any agent ran
+    git("init", "-q", "--bare", "-b", "main", str(empty), cwd=tmp_path)
+    code, out, err = run(capsys, "--repo", str(empty))
+    assert code == 1 and out == ""
+    assert f"no gitdns-status/* branches in {empty}: no agent has published its status there yet" in err
+    assert "pass --repo URL" not in err
 
 
 # -- 2. --branch --------------------------------------------------------------------------------------
@@ -311,8 +317,21 @@ def test_an_unknown_cluster_lists_the_known_ones(story: Story, capsys: pytest.Ca
         assert f"{name} ({cid}" in err
     assert f"eu-central-1 ({IDS['eu-central-1']}, retired)" in err
     assert f"ap-south-1 ({NEW_ID}, no status branch yet)" in err
-    code, out, err = run(capsys, "--repo", str(story.origin), "--cluster", "ap-south-1")
-    assert code == 1 and out == "" and "is in git but has no status branch" in err
+    for selector in ("ap-south-1", NEW_ID):  # in git, no status branch: its row, not ready
+        code, out, err = run(capsys, "--repo", str(story.origin), "--cluster", selector)
+        assert code == 1 and err == "", err
+        assert re.search(r"^ap-south-1 +5e7f9a1b-3c2d +NoStatus ", out, re.M) and "eu-west-1" not in out
+        assert "0/1 clusters ready" in out
+    code, out, err = run(capsys, "--repo", str(story.origin), "--cluster", "ap-south-1", "--revision", "HEAD",
+                         "--format", "json")
+    rev = json.loads(out)
+    assert code == 1 and list(rev["clusters"]) == [NEW_ID] and rev["clusters"][NEW_ID]["state"] == "pending"
+    assert rev["counts"]["unpublished"] == 1 and rev["warnings"] == []
+    # an id shortened as the ID column shows it
+    code, out, err = run(capsys, "--repo", str(story.origin), "--cluster", IDS["eu-west-1"][:13])
+    assert err == "" and re.search(r"^eu-west-1 +3f6c2b9e-5a1d +Ready ", out, re.M) and "us-east-1" not in out
+    code, out, err = run(capsys, "--repo", str(story.origin), "--cluster", "3f6")  # too short to stand for an id
+    assert code == 1 and "--cluster 3f6: no cluster has that id or name" in err
 
 
 def test_a_retired_cluster_is_not_a_failure(story: Story, capsys: pytest.CaptureFixture[str]) -> None:
@@ -346,7 +365,14 @@ def test_revision_names_git_resolves(story: Story, where: str, capsys: pytest.Ca
     git("push", "-q", "origin", f"{side}:refs/heads/side", cwd=story.work)
     try:
         code, out, err = run(capsys, "--repo", repo, "--revision", side)
-        assert code == 1 and "not a commit of the desired branch main" in err
+        if where == "origin":  # the repository holds the commit: it says so
+            assert code == 1 and f"--revision {side} ({side[:7]}): not on the desired branch main: no agent " \
+                "applies it until it is merged into main" in err, err
+            code, out, err = run(capsys, "--repo", repo, "--revision", "side")  # a branch of the repository
+            assert code == 1 and f"--revision side ({side[:7]}): not on the desired branch main" in err, err
+        else:  # only main and the status branches are fetched (the clone has not fetched side)
+            assert code == 1 and f"--revision {side}: no commit of the desired branch main of " in err, err
+            assert "a commit on another branch is applied once merged" in err
     finally:
         git("push", "-q", "origin", ":refs/heads/side", cwd=story.work)
 

@@ -128,7 +128,7 @@ def test_revision_across_the_fleet(fleet: tuple[Path, list[str]], capsys: pytest
     assert rev["revision"] == c2
     assert states == {"a": "applied", "b": "failed", "c": "retired", "d": "retired", "e": "pending"}
     assert rev["clusters"][IDS["b"]]["reason"] == "ProviderError"
-    assert rev["counts"] == {"applied": 1, "pending": 1, "held": 0, "failed": 1, "retired": 2}
+    assert rev["counts"] == {"applied": 1, "pending": 1, "held": 0, "failed": 1, "retired": 2, "unpublished": 0}
     retired_c, retired_d = rev["clusters"][IDS["c"]], rev["clusters"][IDS["d"]]
     assert retired_c["at"] and retired_c["appliedRevision"]  # c applied it before it left: when is kept
     assert "at" not in retired_d  # d never did
@@ -144,7 +144,8 @@ def test_revision_across_the_fleet(fleet: tuple[Path, list[str]], capsys: pytest
 def test_revision_not_on_the_branch(fleet: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
     bare, _ = fleet
     assert main(["status", "--repo", str(bare), "--revision", "f" * 40]) == 1
-    assert "not a commit of the desired branch main" in capsys.readouterr().err
+    assert "--revision ffffffffffffffffffffffffffffffffffffffff: no commit of the desired branch main of " in (
+        capsys.readouterr().err)
 
 
 def test_helpers_are_used_as_documented() -> None:

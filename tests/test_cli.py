@@ -212,3 +212,21 @@ def test_owners_prune_owner_and_adopt(repo: Path, capsys: pytest.CaptureFixture[
     code, out, _ = run(capsys, "adopt", "legacy.example.com", "--zone", "example.com", "--cluster", "eu-west-1",
                        "--repo", str(repo), "--force")
     assert code == EXIT_OK and "adopted" in out
+
+
+@pytest.mark.parametrize(("argv", "usage", "extras", "meant"), [
+    (["status", "--clutser", "eu-west-1"], "usage: gitdns status ", "--clutser eu-west-1", "--cluster"),
+    (["history", "api.example.com", "--sinse", "2024-05-01"], "usage: gitdns history ", "--sinse 2024-05-01",
+     "--since"),
+    (["groups", "set", "example.com", "a", "--forse"], "usage: gitdns groups set ", "--forse", "--force"),
+    (["status", "--repo=.", "stray"], "usage: gitdns status ", "stray", None),
+])
+def test_an_unknown_flag_is_reported_by_its_verb(argv: list[str], usage: str, extras: str, meant: str | None,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.startswith(usage), err
+    verb = usage[len("usage: "):].strip()
+    assert f"{verb}: error: unrecognized arguments: {extras}" in err, err
+    assert (f"(did you mean {meant}?)" in err) if meant else "did you mean" not in err

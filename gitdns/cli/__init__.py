@@ -8,6 +8,7 @@ loads a provider SDK, jinja2, jsonschema or ruamel.yaml.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -205,9 +206,35 @@ def _one_shot_logging() -> None:
     root.setLevel(min(root.level, handler.level) if root.level else handler.level)
 
 
+def _verb_parser(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)verb ``argv`` names: ``status``, ``groups set``, ..."""
+    current = parser
+    for token in argv:
+        subs = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if subs is None:
+            break
+        if not token.startswith("-") and token in subs.choices:
+            current = subs.choices[token]
+    return current
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse; an unknown flag is reported by its verb's parser (its usage line, not the top
+    level's) with the flags it may have meant."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        verb = _verb_parser(parser, list(sys.argv[1:] if argv is None else argv))
+        flags = [o for a in verb._actions for o in a.option_strings if o.startswith("--")]
+        meant = sorted({m for e in extras if e.startswith("--")
+                        for m in difflib.get_close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.6)})
+        verb.error(f"unrecognized arguments: {' '.join(extras)}"
+                   + (f" (did you mean {', '.join(meant)}?)" if meant else ""))
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if args.version:
         from gitdns import __version__
 

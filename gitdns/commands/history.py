@@ -276,7 +276,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     for e in entries:
         merge = walk.merged_by(e.commit.sha)
         done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
-                            applied=index.applied(e.commit.sha, e.in_git)))
+                            applied=index.applied(e.commit.sha, e.in_git, _zones(e))))
     names_of_interest = {d.key.name for e in entries for d in e.changes}
     done.extend(e for e in health_entries(query, rows, names_of_interest) if inside(e.time))
     done.sort(key=lambda e: (e.time, e.status == "health"))
@@ -290,6 +290,11 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
                          f"(zones: {zones}): a typo? A value (an address or a target) is searched as such")
     return History(normalize_name(text) if not by_value else canonical_value(text), branch, _clean(path),
                    examined, truncated, tuple(done), by_value, clusters, lo, hi, (*walk.notes, *hints))
+
+
+def _zones(entry: Entry) -> frozenset[str] | None:
+    """The zones whose held state decides whether a cluster applied the entry (None: every zone)."""
+    return frozenset(z.strip() for z in entry.zone.split(",") if z.strip()) or None
 
 
 def _clean(path: str) -> str:

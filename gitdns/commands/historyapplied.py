@@ -2,7 +2,7 @@
 branch (`AppliedIndex`), and the entries for the health checks that withdrew or restored a
 target of the names followed (`health_entries`).
 
-    AppliedIndex(rows, order).applied(sha, in_git) -> tuple[Applied, ...]
+    AppliedIndex(rows, order).applied(sha, in_git, zones) -> tuple[Applied, ...]
     health_entries(query, rows, names) -> list[Entry]
     resolve(revision, shas) -> full sha | ""       an appliedRevision among the branch's commits
 """
@@ -10,10 +10,12 @@ target of the names followed (`health_entries`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from gitdns.commands.historydiff import Applied, Entry, Query, canonical_value
+from gitdns.commands.historyheld import applied_or_held
 from gitdns.commands.historywalk import Commit, StatusCommit
+from gitdns.commands.statusview import label_sha
 from gitdns.core.names import root_host_of
 
 
@@ -22,15 +24,21 @@ class AppliedIndex:
     rows (oldest first), asked once per entry.
 
     A cluster applied ``sha`` at the first status commit whose appliedRevision is ``sha`` or a
-    later commit of the branch (``exact`` False then); a cluster that never got there is
+    later commit of the branch (``exact`` False then) and that does not hold the entry's zone
+    below ``sha`` (`historyheld.applied_or_held`, as `gitdns status --revision` decides); one
+    that holds it is Applied with ``held_since``; a cluster that never got there is
     Applied(cluster) alone."""
 
     def __init__(self, rows: Sequence[StatusCommit], order: Mapping[str, int]) -> None:
         self.order = order
         self.names: dict[str, str] = {}
-        # cluster id -> (running maximum of the applied position, the row that raised it, its full sha)
-        self.reached: dict[str, tuple[list[int], list[StatusCommit], list[str]]] = {}
-        shas = list(order)
+        # cluster id -> (running maximum of the applied position, where the row that raised it is
+        # in ``rows``)
+        self.reached: dict[str, tuple[list[int], list[int]]] = {}
+        # cluster id -> every row with an applied revision of the branch: (position, row, its full sha)
+        self.rows: dict[str, list[tuple[int, StatusCommit, str]]] = {}
+        self.shas = shas = list(order)
+        self.labels: dict[str, int | None] = {}
         full_of: dict[str, str] = {}
         for row in rows:
             self.names[row.cluster_id] = row.cluster
@@ -42,23 +50,50 @@ class AppliedIndex:
             index = order.get(full)
             if index is None:
                 continue
-            highs, firsts, fulls = self.reached.setdefault(row.cluster_id, ([], [], []))
+            mine = self.rows.setdefault(row.cluster_id, [])
+            mine.append((index, row, full))
+            highs, starts = self.reached.setdefault(row.cluster_id, ([], []))
             if not highs or index > highs[-1]:
                 highs.append(index)
-                firsts.append(row)
-                fulls.append(full)
+                starts.append(len(mine) - 1)
 
-    def applied(self, sha: str, in_git: frozenset[str] | None = None) -> tuple[Applied, ...]:
+    def _position(self, label: str | None) -> int | None:
+        """Where a held zone's last good revision (a ``<time>.<sha7>`` label) is in the branch."""
+        if not label:
+            return None
+        if label not in self.labels:
+            full = resolve(label_sha(label), self.shas)
+            self.labels[label] = self.order.get(full) if full else None
+        return self.labels[label]
+
+    def applied(self, sha: str, in_git: frozenset[str] | None = None,
+                zones: Collection[str] | None = None) -> tuple[Applied, ...]:
         """``in_git``: the Clusters git names at ``sha`` (ids and names); a cluster outside it
-        that never applied ``sha`` is said to be not in git then, rather than never applied."""
+        that never applied ``sha`` is said to be not in git then, rather than never applied.
+        ``zones``: the zones the entry's records are in (None: every zone), the ones whose
+        held state counts."""
         at = self.order.get(sha)
         out: dict[str, Applied] = {}
         if at is not None:
-            for cid, (highs, firsts, fulls) in self.reached.items():
+            def contains(label: str | None) -> bool:
+                where = self._position(label)
+                return where is not None and where >= at
+
+            for cid, (highs, starts) in self.reached.items():
                 i = bisect.bisect_left(highs, at)
-                if i < len(highs):
-                    row, full = firsts[i], fulls[i]
+                if i >= len(highs):
+                    continue
+                reached = ((step, step[1].zones) for step in self.rows[cid][starts[i]:] if step[0] >= at)
+                found = applied_or_held(reached, contains, zones)
+                if found.applied is not None:
+                    _, row, full = found.applied
                     out[cid] = Applied(row.cluster, full, row.time, row.sha, full == sha)
+                elif found.since is not None and found.latest is not None:
+                    zone, state = next(iter(sorted(found.held.items())))
+                    _, row, full = found.latest
+                    out[cid] = Applied(row.cluster, full, 0, row.sha, held_since=found.since[1].time,
+                                       held_zone=zone, last_good=label_sha(state.applied or "")[:7],
+                                       held_reason=state.reason)
         names = self.names
 
         def missing(cid: str) -> Applied:

@@ -47,7 +47,7 @@ class Merged:
 class Snapshot:
     """NAME's merged records at one revision; ``problems`` non-empty: the zone is held there."""
 
-    zone: str  # the zone's domain ("" when no zone holds NAME)
+    zone: str  # the zone's domain ("" when no zone holds NAME); by value, the domains of the names followed
     zone_name: str  # its metadata.name
     records: tuple[Merged, ...] = ()
     problems: tuple[str, ...] = ()
@@ -69,7 +69,10 @@ class RecordDiff:
 @dataclass(frozen=True, slots=True)
 class Applied:
     """When one cluster applied a revision: ``revision`` is the entry's commit or a later one
-    that contains it (``exact`` False); ``at`` 0 and ``status_sha`` "": it never did."""
+    that contains it (``exact`` False); ``at`` 0 and ``status_sha`` "": it never did.
+    ``held_since``: it applied such a revision (``revision``, by ``status_sha``) but held the
+    entry's zone ``held_zone`` at its last good revision ``last_good`` since then, for
+    ``held_reason``: the change is not applied there."""
 
     cluster: str
     revision: str = ""
@@ -77,6 +80,10 @@ class Applied:
     status_sha: str = ""
     exact: bool = False
     in_git: bool = True  # False: git named no such Cluster at the entry's commit nor just before it
+    held_since: int = 0
+    held_zone: str = ""
+    last_good: str = ""  # a sha7 ("" when the zone document does not say)
+    held_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +235,16 @@ def snapshot(desired: Desired, name: str | Query, fallback_zone: str = "") -> Sn
         held = blocked_zones(desired.problems, [z.name for z in state.zones])
         if any(p.blocks_all for p in desired.problems):
             return Snapshot("", "", (), tuple(p.format() for p in desired.problems if p.blocks_all))
+        # a zone holding a name followed that does not validate here is held, as by name: the
+        # agents keep its last valid revision (its records are not removed)
+        stuck = [z for z in state.zones if z.name in held and any(state.zone_for_host(n) is z for n in query.names)]
+        if stuck:
+            names = {z.name for z in stuck}
+            return Snapshot(", ".join(sorted(z.domain for z in stuck)), "", (),
+                            tuple(p.format() for p in desired.problems if p.blocks_all or names & set(p.zones)))
         found: list[Merged] = []
         notes: list[str] = []
+        domains: list[str] = []
         for zone in state.zones:
             if zone.name in held:
                 continue
@@ -238,8 +253,9 @@ def snapshot(desired: Desired, name: str | Query, fallback_zone: str = "") -> Sn
             # has just taken VALUE away: the switch is the reason)
             if got or any(state.zone_for_host(n) is zone for n in query.names):
                 notes.append(f"{zone.domain}: active groups {_groups_note(state, zone)}")
+                domains.append(zone.domain)
             found.extend(got)
-        return Snapshot("", "", tuple(sorted(found, key=lambda m: m.key)), (), tuple(notes))
+        return Snapshot(", ".join(sorted(domains)), "", tuple(sorted(found, key=lambda m: m.key)), (), tuple(notes))
     found_zone = state.zone_for_host(query.text)
     zone_name = found_zone.name if found_zone is not None else fallback_zone
     if zone_name:

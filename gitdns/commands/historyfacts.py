@@ -1,9 +1,12 @@
 """What `gitdns history` keeps of each status document, by blob id: summary.yaml's
-appliedRevision and cluster, health.yaml's unhealthy targets (`DocFacts`), in
+appliedRevision and cluster, health.yaml's unhealthy targets, a zone document's held state
+(`DocFacts`), in
 ``status-facts.json`` beside the history cache, so a warm run parses only the blobs it has not
 seen.  Blob ids name contents: a kept entry never goes stale.
 
-    read_facts(git, path, blobs) -> {blob: DocFacts}    kept ones from ``path``, the rest read and parsed
+    read_facts(git, path, blobs, zones=) -> {blob: DocFacts}    kept ones from ``path``, the rest read and
+                                                           parsed (a zone document only when it can
+                                                           say ``held: true``)
     facts_of(doc) -> DocFacts                          of one parsed status document
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,17 +23,20 @@ from gitdns.adapters.gitcache import GitCache
 from gitdns.core.limits import DEFAULT_LIMITS
 from gitdns.core.statusdoc import load as load_status
 
-_FACTS_VERSION = 1
+_FACTS_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
 class DocFacts:
     """What history reads of a status document: summary.yaml's appliedRevision and cluster,
-    health.yaml's targets in state unhealthy."""
+    health.yaml's targets in state unhealthy; a zone document's ``held`` (its appliedRevision,
+    the last good revision's label, is then ``applied``) and why (``reason``)."""
 
     applied: str = ""
     cluster: str = ""
     unhealthy: tuple[str, ...] = ()
+    held: bool = False
+    reason: str = ""
 
 
 NO_FACTS = DocFacts()
@@ -42,7 +48,14 @@ def facts_of(doc: object) -> DocFacts:
     revision, who, targets = doc.get("appliedRevision"), doc.get("cluster"), doc.get("targets")
     unhealthy = sorted(str(t) for t, v in (targets if isinstance(targets, dict) else {}).items()
                        if isinstance(v, dict) and v.get("state") == "unhealthy")
-    return DocFacts(revision if isinstance(revision, str) else "", str(who) if who else "", tuple(unhealthy))
+    held = doc.get("held") is True
+    reason = ""
+    if held:  # as `gitdns status` words it: the first problem (and how many more), else the error
+        problems = [str(p) for p in doc.get("problems") or () if p] if isinstance(doc.get("problems"), list) else []
+        reason = problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "") if problems \
+            else str(doc.get("error") or "") or "held"
+    return DocFacts(revision if isinstance(revision, str) else "", str(who) if who else "", tuple(unhealthy),
+                    held, reason)
 
 
 def _load_facts(path: Path) -> dict[str, DocFacts]:
@@ -55,15 +68,17 @@ def _load_facts(path: Path) -> dict[str, DocFacts]:
         return {}
     out: dict[str, DocFacts] = {}
     for blob, row in doc["facts"].items():
-        if isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and isinstance(row[1], str) \
-                and isinstance(row[2], list) and all(isinstance(t, str) for t in row[2]):
-            out[blob] = DocFacts(row[0], row[1], tuple(row[2]))
+        if isinstance(row, list) and len(row) == 5 and isinstance(row[0], str) and isinstance(row[1], str) \
+                and isinstance(row[2], list) and all(isinstance(t, str) for t in row[2]) \
+                and isinstance(row[3], bool) and isinstance(row[4], str):
+            out[blob] = DocFacts(row[0], row[1], tuple(row[2]), row[3], row[4])
     return out
 
 
 def _save_facts(path: Path, facts: dict[str, DocFacts]) -> None:
     """Written whole to a temporary file and renamed over the old one: a crash leaves one or the other."""
-    doc = {"version": _FACTS_VERSION, "facts": {b: [f.applied, f.cluster, list(f.unhealthy)] for b, f in facts.items()}}
+    doc = {"version": _FACTS_VERSION,
+           "facts": {b: [f.applied, f.cluster, list(f.unhealthy), f.held, f.reason] for b, f in facts.items()}}
     try:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".facts-",
                                          delete=False) as tmp:
@@ -73,10 +88,11 @@ def _save_facts(path: Path, facts: dict[str, DocFacts]) -> None:
         return  # a cache only: the next run reads the blobs again
 
 
-def read_facts(git: GitCache, path: Path, blobs: Sequence[str]) -> dict[str, DocFacts]:
+def read_facts(git: GitCache, path: Path, blobs: Sequence[str], zones: Collection[str] = ()) -> dict[str, DocFacts]:
     """What history needs of each status blob: from the facts file kept beside the cache
     (blob ids name contents, so a kept entry never goes stale), the rest read in one go and
-    parsed; the file is rewritten with this run's blobs when something was new."""
+    parsed; the file is rewritten with this run's blobs when something was new.  ``zones``:
+    the blobs that are zone documents, parsed only when they can say ``held: true``."""
     wanted = list(dict.fromkeys(blobs))
     kept = _load_facts(path)
     out = {b: kept[b] for b in wanted if b in kept}
@@ -85,6 +101,8 @@ def read_facts(git: GitCache, path: Path, blobs: Sequence[str]) -> dict[str, Doc
     small = [b for b in new if sizes[b] <= DEFAULT_LIMITS.file_bytes]  # a larger one: an empty document
     out.update({b: NO_FACTS for b in new})
     for blob, (_, data) in git.objects(small).items():
+        if blob in zones and (b"held" not in data or b"true" not in data.lower()):
+            continue  # a zone document that cannot say held: true (most are large: not parsed)
         try:
             doc = load_status(data.decode("utf-8", errors="replace"))
         except ValueError:

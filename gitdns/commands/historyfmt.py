@@ -55,6 +55,9 @@ def _who(c: CommitInfo | Commit) -> str:
 
 
 def _applied_text(a: Applied) -> str:
+    if a.held_since:
+        return (f"{a.cluster}: held {iso_date(a.held_since)}: zone {a.held_zone} stays at "
+                f"{a.last_good or 'its last good revision'} ({a.held_reason}); not applied")
     if not a.at and not a.in_git:
         return f"{a.cluster}: not in git at this revision"
     if not a.at:
@@ -81,7 +84,7 @@ def to_text(result: History) -> str:
     for name in sorted({n for e in result.entries for n in e.names}):
         lines += ["", f"== {name}"]
         for entry in result.entries:
-            if entry.status != "health" and name in entry.names:
+            if entry.status != "health" and (name in entry.names or _held_for(entry, name)):
                 lines.extend(_entry_text(entry, name))
     health = [e for e in result.entries if e.status == "health"]
     if health:  # a withdrawal names the host and the address, not one record name: listed once
@@ -89,6 +92,12 @@ def to_text(result: History) -> str:
         for entry in health:
             lines.extend(_entry_text(entry, None))
     return "\n".join(lines) + "\n"
+
+
+def _held_for(entry: Entry, name: str) -> bool:
+    """An invalid entry holds ``name``: it is in (or is) one of the entry's zones."""
+    return entry.status == "invalid" and any(name == z or name.endswith("." + z)
+                                             for z in (d.strip() for d in entry.zone.split(",")) if z)
 
 
 def _window(result: History) -> str:
@@ -167,7 +176,9 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
                      "old": _merged_json(d.old), "new": _merged_json(d.new)}
                     for d in entry.changes],
         "applied": [{"cluster": a.cluster, "revision": a.revision or None, "at": iso_date(a.at) if a.at else None,
-                     "statusCommit": a.status_sha or None, "exact": a.exact, "inGit": a.in_git}
+                     "statusCommit": a.status_sha or None, "exact": a.exact, "inGit": a.in_git,
+                     "held": {"since": iso_date(a.held_since), "zone": a.held_zone, "lastGood": a.last_good or None,
+                              "reason": a.held_reason} if a.held_since else None}
                     for a in entry.applied],
     }
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
 from gitdns.adapters.statusrefs import local_refs
 from gitdns.commands.historyfacts import NO_FACTS, read_facts
+from gitdns.commands.statuslog import NOT_HELD, ZoneState
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.errors import ConfigError
 
@@ -83,6 +84,7 @@ class StatusCommit:
     applied: str  # summary.yaml appliedRevision ("" when none)
     unhealthy: frozenset[str]  # health.yaml target ids ("host|address") in state unhealthy
     health_known: bool  # health.yaml present in this commit
+    zones: Mapping[str, ZoneState] = field(default_factory=dict)  # zones/<zone>.yaml: held or not, and why
 
 
 class Walk:
@@ -400,12 +402,13 @@ class Walk:
     # -- status branches ------------------------------------------------------------------------
 
     def status(self) -> list[StatusCommit]:
-        """Every status branch's commits that changed summary.yaml or health.yaml, oldest first."""
+        """Every status branch's commits that changed summary.yaml, health.yaml or a zone
+        document (``zones/<zone>.yaml``), oldest first."""
         refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS]).split()
         if not refs:
             return []
         out = self._run(["log", "--source", "--root", "--raw", "--no-abbrev", "--reverse", "--topo-order",
-                         f"--format={_END}%H{_SEP}%S{_SEP}%ct", *refs, "--", "summary.yaml", "health.yaml"])
+                         f"--format={_END}%H{_SEP}%S{_SEP}%ct", *refs, "--", "summary.yaml", "health.yaml", "zones/"])
         last: dict[str, dict[str, str]] = {}  # cluster id -> {file: blob}
         steps: list[tuple[str, str, str, dict[str, str]]] = []
         for entry in out.split(_END):
@@ -418,20 +421,28 @@ class Walk:
             for line in raw:
                 meta, _, name = line.partition("\t")
                 fields = meta.split()
-                if len(fields) >= 5 and name in ("summary.yaml", "health.yaml"):
+                if len(fields) >= 5 and (name in ("summary.yaml", "health.yaml")
+                                         or (name.startswith("zones/") and name.endswith(".yaml"))):
                     if fields[4].startswith("D"):
                         blobs.pop(name, None)
                     else:
                         blobs[name] = fields[3]
             steps.append((sha, cid, ctime, dict(blobs)))
+        zone_blobs = {blob for _, _, _, blobs in steps for name, blob in blobs.items() if name.startswith("zones/")}
         facts = read_facts(self._git, self._facts_file,
-                           [blob for _, _, _, blobs in steps for blob in blobs.values()])
+                           [blob for _, _, _, blobs in steps for blob in blobs.values()], zone_blobs)
         found: list[StatusCommit] = []
         for sha, cid, ctime, blobs in steps:
             summary = facts.get(blobs.get("summary.yaml", ""), NO_FACTS)
             health = facts.get(blobs.get("health.yaml", ""), NO_FACTS)
+            zones = {}
+            for name, blob in blobs.items():
+                if name.startswith("zones/"):
+                    doc = facts.get(blob, NO_FACTS)
+                    zones[name[len("zones/"):-len(".yaml")]] = \
+                        ZoneState(True, doc.applied or None, doc.reason) if doc.held else NOT_HELD
             found.append(StatusCommit(cid, sha, int(ctime), summary.cluster or cid, summary.applied,
-                                      frozenset(health.unhealthy), "health.yaml" in blobs))
+                                      frozenset(health.unhealthy), "health.yaml" in blobs, zones))
         return found
 
 

@@ -5,13 +5,17 @@ commit, a concurrent commit compared with its own parent, clusters without a sta
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from gitdns.commands import history as hist
 from gitdns.commands import historyfmt as histfmt
+from gitdns.commands.historydiff import iso_date
 from gitdns.core.statusdoc import dump
-from tests.commands.test_history import HOST, IDS, Repo, git
+from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git
 
 API = "policies/api.yaml"
 MAIL_FILE = "records/example-com.yaml"
@@ -54,6 +58,75 @@ def _status(repo: Repo, cluster: str, applied: str, parent: str, when: int,
 def _mktree(repo: Repo, listing: str) -> str:
     return subprocess.run(["git", "mktree"], cwd=repo.bare, input=listing, capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def held(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, dict[str, str]]:
+    """initial (1h), every cluster applies it; mail moves to .26 (2h); an out-of-range weight
+    (3h) that holds example.com; us-east-1 applies the head (10h) holding example.com at the
+    initial revision; the weight fixed (4h), us-east-1 applies it (20h), nothing held."""
+    r = Repo(tmp_path_factory.mktemp("held"))
+    shas = {"initial": r.commit("Alice", "initial desired state")}
+    r.write(MAIL_FILE, r.read(MAIL_FILE).replace("values: [192.0.2.25]", "values: [192.0.2.26]"))
+    shas["mail"] = r.commit("Alice", "mail moves to .26")
+    good = r.read(API)
+    r.write(API, good.replace("weight: 200", "weight: 301"))
+    shas["oops"] = r.commit("Alice", "api: 301 (oops)")
+    first = {c: _status(r, c, shas["initial"], "", EPOCH + 1800 + i) for i, c in enumerate(sorted(IDS))}
+    problem = "policies/api.yaml:19: weight 301 is out of range"
+    shas["held"] = _status(r, "us-east-1", shas["oops"], first["us-east-1"], EPOCH + 10 * 3600,
+                           {"example.com": (f"{EPOCH + 3600}.{shas['initial'][:7]}", problem)})
+    return r, shas
+
+
+def _by_cluster(entry: object) -> dict[str, object]:
+    return {a.cluster: a for a in entry.applied}  # type: ignore[attr-defined]
+
+
+def test_a_change_in_a_zone_the_cluster_held_is_not_applied(held: tuple[Repo, dict[str, str]],
+                                                            tmp_path: Path) -> None:
+    r, shas = held
+    result = hist.history(MAIL, str(r.bare), state_dir=tmp_path)
+    mail = next(e for e in result.entries if e.commit.sha == shas["mail"])
+    us = _by_cluster(mail)["us-east-1"]
+    assert not us.at and us.held_since == EPOCH + 10 * 3600, us  # type: ignore[attr-defined]
+    text = histfmt.to_text(result)
+    assert f"us-east-1: held {iso_date(EPOCH + 10 * 3600)}: zone example.com stays at {shas['initial'][:7]}" \
+        in text, text
+    assert "us-east-1: applied" not in text.split(shas["mail"][:7], 1)[1].split("\n\n", 1)[0]
+    doc = json.loads(histfmt.to_json(result))
+    row = next(a for e in doc["entries"] if e["sha"] == shas["mail"] for a in e["applied"]
+               if a["cluster"] == "us-east-1")
+    assert row["at"] is None and row["held"] == {"since": iso_date(EPOCH + 10 * 3600), "zone": "example.com",
+                                                 "lastGood": shas["initial"][:7],
+                                                 "reason": "policies/api.yaml:19: weight 301 is out of range"}
+    # the fix, applied with nothing held: the change is applied, as part of the fix
+    r.write(API, r.read(API).replace("weight: 301", "weight: 250"))
+    fix = r.commit("Alice", "api: 250")
+    try:
+        _status(r, "us-east-1", fix, shas["held"], EPOCH + 20 * 3600)
+        again = hist.history(MAIL, str(r.bare), state_dir=tmp_path)
+        us = _by_cluster(next(e for e in again.entries if e.commit.sha == shas["mail"]))["us-east-1"]
+        assert us.at == EPOCH + 20 * 3600 and us.revision == fix and not us.held_since  # type: ignore[attr-defined]
+    finally:
+        git("push", "-q", "--force", str(r.bare), f"{shas['oops']}:refs/heads/main", cwd=r.work)
+        git("reset", "-q", "--hard", shas["oops"], cwd=r.work)
+        git("update-ref", f"refs/heads/gitdns-status/{IDS['us-east-1']}", shas["held"], cwd=r.bare)
+
+
+def test_a_value_search_reports_an_invalid_commit_rather_than_a_removal(held: tuple[Repo, dict[str, str]],
+                                                                        tmp_path: Path) -> None:
+    r, shas = held
+    result = hist.history("192.0.2.26", str(r.bare), state_dir=tmp_path)
+    by = {e.commit.sha: e for e in result.entries}
+    assert by[shas["mail"]].status == "changed" and [c.op for c in by[shas["mail"]].changes] == ["~"]
+    oops = by[shas["oops"]]
+    assert oops.status == "invalid" and oops.zone == "example.com" and not oops.changes, oops
+    text = histfmt.to_text(result)
+    assert f"- {MAIL}" not in text, text
+    assert "invalid: 1 problem(s) hold zone example.com" in text
+    doc = json.loads(histfmt.to_json(result))
+    assert {e["sha"]: e["zone"] for e in doc["entries"]}[shas["mail"]] == "example.com"
 
 
 def test_a_concurrent_commit_is_compared_with_its_own_parent(tmp_path: Path) -> None:

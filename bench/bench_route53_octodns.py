@@ -604,6 +604,9 @@ def agent_child(spec_path: str) -> int:
         def files_at(self, sha: str) -> dict[str, str]:
             return dict(self.commits[sha])
 
+        def revision_at(self, sha: str) -> Revision:
+            return Revision(1_700_000_000 + self.order.index(sha) + 1, sha)
+
     providers: dict[str, Provider] = {}
 
     def factory(zone: Zone) -> Provider:

@@ -165,6 +165,15 @@ class GitSource:
 
         return self._git.with_repo(run)
 
+    def revision_at(self, sha: str) -> Revision:
+        """Commit ``sha``'s revision (its committer time), from the cache, else fetched by sha."""
+
+        def run(repo: git.Repo) -> Revision:
+            target = self._ensure(repo, sha)
+            return Revision(int(read_object(lambda: repo.commit(target)).committed_date), target)
+
+        return self._git.with_repo(run)
+
     def is_descendant(self, new: str, old: str) -> bool:
         """True when ``old`` is ``new`` or one of its ancestors; False for a force-push back
         to an older commit or onto unrelated history.  Deepens the cache as needed."""

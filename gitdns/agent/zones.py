@@ -24,7 +24,7 @@ from gitdns.agent.ports import Source
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.core import builder
-from gitdns.core.desired import Desired
+from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Cluster, DesiredState, Mode, Publisher, Zone
 from gitdns.core.planleave import holds
 from gitdns.core.records import ZoneSnapshot
@@ -185,8 +185,8 @@ class Zones:
     def desired_at(self, sha: str | None) -> Desired | None:
         if not sha:
             return None
-        try:
-            return from_files(self.root, self.source.files_at(sha), None)
+        try:  # with its revision: a zone held at it reports it as its last good revision
+            return from_files(self.root, self.source.files_at(sha), HeadInfo(self.source.revision_at(sha), "", ""))
         except GitdnsError:
             return None
 

@@ -23,6 +23,7 @@ from gitdns.adapters.gitsource import (
     SignatureRefusedError,
     VerifyPolicy,
 )
+from gitdns.core.model import Revision
 from gitdns.errors import AuthError, ConfigError, PermanentError, RetryableError, UnreachableError
 
 from .conftest import EPOCH, GpgKeys, Remote, git, ssh_sign
@@ -88,6 +89,9 @@ def test_a_pushed_commit_is_fetched_and_older_ones_stay_readable(remote: Remote,
     assert fetched.files == {"zone.yaml": "changed\n"}
     assert fetched.message.strip() == "second"
     assert src.files_at(first) == {"old.yaml": "old\n", "zone.yaml": ZONE}
+    # an older commit's revision: its own committer time (a restarted agent labels its last good revision so)
+    assert src.revision_at(first) == Revision(src.fetch(first).revision.time, first)
+    assert src.revision_at(first).time < fetched.revision.time and src.revision_at(second) == fetched.revision
 
 
 def test_path_selects_a_subdirectory(remote: Remote, workdir: Path) -> None:

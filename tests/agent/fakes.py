@@ -73,6 +73,9 @@ class FakeSource:
     def files_at(self, sha: str) -> dict[str, str]:
         return dict(self.commits[sha])
 
+    def revision_at(self, sha: str) -> Revision:
+        return Revision(1_700_000_000 + int(sha[:7]), sha)
+
 
 class Clock:
     def __init__(self, now: float = 1_000.0) -> None:

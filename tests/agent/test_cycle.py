@@ -127,6 +127,25 @@ def test_invalid_commit_holds_only_its_zone(world, tmp_path: Path) -> None:  # t
     assert any(lb in p for p in held[0].problems)
 
 
+def test_restarted_on_an_invalid_commit_reports_the_last_good_revision(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source, _, _ = world
+    first = make_agent(world, tmp_path)
+    first.run()
+    good = source.head
+    files = example_files()
+    lb = next(k for k, v in files.items() if "loadbalanced" in v and "DNSPolicy" in v)
+    files[lb] = files[lb].replace("defaultWeight: 120", "defaultWeight: -1")
+    source.commit(files, "break the loadbalanced policy")
+    restarted = make_agent(world, tmp_path)  # a new process (agent --once), the same state directory
+    restarted.run()
+    report = restarted.last_report
+    assert report is not None
+    held = next(z for z in report.zones if z.held)
+    # it was "appliedRevision: null": gitdns status showed LAST GOOD unknown
+    assert held.applied_revision == source.revision_at(good).label
+    assert held.owned  # the records it holds at that revision
+
+
 def test_unreachable_remote_keeps_the_zone_and_reports(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     source, providers, clock = world
     agent = make_agent(world, tmp_path)

@@ -41,8 +41,10 @@ a side-branch commit shows what its author changed, and a merge what it changed 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -52,10 +54,22 @@ from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands.historyapplied import AppliedIndex, health_entries
-from gitdns.commands.historydiff import Entry, Query, Snapshot, canonical_value, diff, holders, is_value, snapshot
-from gitdns.commands.historywalk import Commit, Walk
+from gitdns.commands.historydiff import (
+    Entry,
+    Query,
+    Snapshot,
+    canonical_value,
+    diff,
+    holders,
+    is_value,
+    snapshot,
+    zone_records,
+)
+from gitdns.commands.historywalk import STATUS_PREFIX, Commit, Walk
 from gitdns.core.desired import Desired
 from gitdns.core.loader import ParseMemo
+from gitdns.core.model import DesiredState, Zone
+from gitdns.core.names import root_host_of
 from gitdns.core.records import normalize_name
 from gitdns.errors import ConfigError, RetryableError
 from gitdns.reconcile.engine import from_files
@@ -115,9 +129,12 @@ class _Loader:
         memo = (tree, fallback_zone, self.query)
         found = self.snapshots.get(memo)
         if found is None:
-            known = None if any(p.blocks_all for p in desired.problems) else frozenset(
+            broken = any(p.blocks_all for p in desired.problems)
+            known = None if broken else frozenset(
                 name for c in desired.state.clusters for name in (c.id, c.name) if name)
-            found = self.snapshots[memo] = replace(snapshot(desired, self.query, fallback_zone), clusters=known)
+            roster = () if broken else tuple(sorted((c.id or "", c.name) for c in desired.state.clusters))
+            found = self.snapshots[memo] = replace(snapshot(desired, self.query, fallback_zone), clusters=known,
+                                                   roster=roster)
         return found
 
 
@@ -150,7 +167,7 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
             # the clusters git names before or at the commit: a cluster's own removal counts as its
             named = snap.clusters if base.clusters is None or snap.clusters is None else snap.clusters | base.clusters
             entries.append(Entry(commit, snap.zone or base.zone, "fixed" if held else "changed", changes,
-                                 notes=notes, in_git=named))
+                                 notes=notes, in_git=named, roster=snap.roster))
         kept[commit.sha] = (snap, False)
         held = False
         last = snap
@@ -206,10 +223,14 @@ def repo_url(repo: str) -> str:
 
 @contextlib.contextmanager
 def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
-    """``state_dir/name`` (kept, a cache for the next run), else a temporary directory removed afterwards."""
+    """``state_dir/name`` (kept, a cache for the next run), else a temporary directory removed
+    afterwards.  A ``state_dir`` where it cannot be created is a ConfigError naming --state-dir."""
     if state_dir is not None:
         path = Path(state_dir) / name
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:  # a file in the way, no permission, a read-only or pseudo file system
+            raise ConfigError(f"--state-dir {state_dir}: {path} cannot be created: {exc.strerror or exc}") from None
         yield path
         return
     with tempfile.TemporaryDirectory(prefix=f"gitdns-{name}-") as tmp:
@@ -225,6 +246,7 @@ def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_c
     from gitdns.adapters.gitauth import check_url
 
     text = name.strip()
+    _check_args(branch, path)
     check_url(repo_url(repo))  # a token or password in the URL is refused before anything runs
     with scratch_dir(state_dir, "history") as workdir:
         for attempt in (1, 2):
@@ -273,23 +295,72 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     rows = walk.status() if status else []
     index = AppliedIndex(rows, walk.order())
     done: list[Entry] = []
-    for e in entries:
+    gone: set[str] = set()  # the clusters said once to be no longer in git (not repeated after)
+    for e in sorted(entries, key=lambda e: e.time):
         merge = walk.merged_by(e.commit.sha)
-        done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge,
-                            applied=index.applied(e.commit.sha, e.in_git, _zones(e))))
+        applied = index.applied(e.commit.sha, e.in_git, _zones(e), e.roster)
+        kept = tuple(a for a in applied if a.at or a.held_since or a.in_git or a.cluster not in gone)
+        gone |= {a.cluster for a in applied if not a.at and not a.held_since and not a.in_git}
+        gone -= {a.cluster for a in applied if a.in_git}
+        done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge, applied=kept))
     names_of_interest = {d.key.name for e in entries for d in e.changes}
     done.extend(e for e in health_entries(query, rows, names_of_interest) if inside(e.time))
     done.sort(key=lambda e: (e.time, e.status == "health"))
     clusters = len({r.cluster_id for r in rows})
-    hints: list[str] = []
+    hints: list[str] = [] if rows or not status else [_no_status(walk)]
     if not by_value and not any(e.zone for e in entries) and commits:
         head = _Loader(query, walk.files_at, walk.tree_key).desired(commits[-1].sha)[1].state
-        if head.zone_for_host(query.text) is None:
+        zone = head.zone_for_host(query.text)
+        if zone is None:
             zones = ", ".join(sorted(z.domain for z in head.zones)) or "none"
             hints.append(f"{query.text} is in no zone of the desired state at {commits[-1].sha[:7]} "
                          f"(zones: {zones}): a typo? A value (an address or a target) is searched as such")
+        else:
+            hints.extend(_close_names(query.text, head, zone, commits[-1].sha))
     return History(normalize_name(text) if not by_value else canonical_value(text), branch, _clean(path),
                    examined, truncated, tuple(done), by_value, clusters, lo, hi, (*walk.notes, *hints))
+
+
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock$|/\.")
+
+
+def _check_args(branch: str, path: str) -> None:
+    """A --branch git cannot name (empty, spaces, ``..``, ``~^:?*[``...) and a --path that leaves
+    the repository (``..``) are ConfigErrors naming the flag."""
+    if not branch.strip():
+        raise ConfigError("--branch is empty: give the desired branch's name (default main)")
+    if _BAD_REF.search(branch) or branch == "@":
+        raise ConfigError(f"--branch {branch}: not a branch name git accepts (no spaces, '..', '~^:?*[\\', "
+                          "leading '-' or '/', trailing '/', '.' or '.lock')")
+    if ".." in path.strip().split("/"):
+        raise ConfigError(f"--path {path}: a directory inside the repository is wanted, relative to its top "
+                          "(without '..')")
+
+
+def _close_names(name: str, state: DesiredState, zone: Zone, sha: str) -> list[str]:
+    """A NAME under a zone's domain that no record of the zone has: said so, with the zone's
+    names (and their host families' roots) closest to it when some are close (a typo?)."""
+    names = {m.key.name for m in zone_records(state, zone, lambda r: True)}
+    if name in names:
+        return []
+    suffix = "." + zone.domain
+    relative = {n.removesuffix(suffix): n for n in sorted(names | {root_host_of(n) for n in names})
+                if n.endswith(suffix)}  # the labels below the zone's domain are compared
+    near = [relative[r] for r in difflib.get_close_matches(name.removesuffix(suffix), list(relative), n=3, cutoff=0.75)]
+    close = f"; close names: {', '.join(near)} (a typo?)" if near else ""
+    return [f"no record of zone {zone.domain} is named {name} at {sha[:7]}{close}"]
+
+
+def _no_status(walk: Walk) -> str:
+    """Why no cluster is said to have applied anything: no status branch was found, and where to get them."""
+    local, what = walk.local, f"no {STATUS_PREFIX}* branches"
+    if local is None:
+        return (f"{what} on {walk.url}: no agent has published its status there (an agent's --status-repo may name "
+                "another repository), so no cluster is known to have applied anything")
+    if local.remote is None:
+        return (f"{what} in {local.repo}: no agent has published its status there yet, and it has no remote to "
+                "fetch them from (an agent's --status-repo may name another repository: pass that as --repo)")
+    return f"{what} in {local.repo}; fetch them ({local.fetch_hint()}) or pass --repo URL"
 
 
 def _zones(entry: Entry) -> frozenset[str] | None:

@@ -66,12 +66,13 @@ class AppliedIndex:
             self.labels[label] = self.order.get(full) if full else None
         return self.labels[label]
 
-    def applied(self, sha: str, in_git: frozenset[str] | None = None,
-                zones: Collection[str] | None = None) -> tuple[Applied, ...]:
+    def applied(self, sha: str, in_git: frozenset[str] | None = None, zones: Collection[str] | None = None,
+                roster: Sequence[tuple[str, str]] = ()) -> tuple[Applied, ...]:
         """``in_git``: the Clusters git names at ``sha`` (ids and names); a cluster outside it
         that never applied ``sha`` is said to be not in git then, rather than never applied.
         ``zones``: the zones the entry's records are in (None: every zone), the ones whose
-        held state counts."""
+        held state counts.  ``roster``: the (id, name) of the Clusters git names at ``sha``; one
+        without a status branch never applied it (Applied with ``branch`` False)."""
         at = self.order.get(sha)
         out: dict[str, Applied] = {}
         if at is not None:
@@ -99,7 +100,10 @@ class AppliedIndex:
         def missing(cid: str) -> Applied:
             return Applied(names[cid], in_git=in_git is None or cid in in_git or names[cid] in in_git)
 
-        return tuple(out.get(cid) or missing(cid) for cid in sorted(names, key=lambda c: names[c]))
+        rows = [out.get(cid) or missing(cid) for cid in names]
+        known = set(names.values())
+        rows += [Applied(name or cid, branch=False) for cid, name in roster if cid not in names and name not in known]
+        return tuple(sorted(rows, key=lambda a: a.cluster))
 
 
 def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:

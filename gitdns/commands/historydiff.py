@@ -53,6 +53,7 @@ class Snapshot:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # the zone's active groups
     clusters: frozenset[str] | None = None  # ids and names of the Clusters in git (None: not known)
+    roster: tuple[tuple[str, str], ...] = ()  # (spec.id, metadata.name) of the Clusters in git
 
     def by_key(self) -> dict[RecordKey, Merged]:
         return {m.key: m for m in self.records}
@@ -80,6 +81,7 @@ class Applied:
     status_sha: str = ""
     exact: bool = False
     in_git: bool = True  # False: git named no such Cluster at the entry's commit nor just before it
+    branch: bool = True  # False: git names the Cluster at the entry's commit, but it has no status branch
     held_since: int = 0
     held_zone: str = ""
     last_good: str = ""  # a sha7 ("" when the zone document does not say)
@@ -99,6 +101,7 @@ class Entry:
     applied: tuple[Applied, ...] = ()
     cluster: str = ""  # status == "health": the cluster reporting
     in_git: frozenset[str] | None = None  # ids and names of the Clusters git names at the commit
+    roster: tuple[tuple[str, str], ...] = ()  # (spec.id, metadata.name) of the Clusters git names at the commit
 
     @property
     def time(self) -> int:

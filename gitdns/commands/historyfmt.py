@@ -58,6 +58,8 @@ def _applied_text(a: Applied) -> str:
     if a.held_since:
         return (f"{a.cluster}: held {iso_date(a.held_since)}: zone {a.held_zone} stays at "
                 f"{a.last_good or 'its last good revision'} ({a.held_reason}); not applied")
+    if not a.branch:
+        return f"{a.cluster}: never applied (no status branch)"
     if not a.at and not a.in_git:
         return f"{a.cluster}: not in git at this revision"
     if not a.at:
@@ -70,8 +72,10 @@ def to_text(result: History) -> str:
     where = f" path {result.path}" if result.path else ""
     more = ", older commits not examined (raise --max-commits)" if result.truncated else ""
     what = "value" if result.by_value else "name"
-    commits = [e for e in result.entries if e.status != "health"]
-    lines = [f"history of {what} {result.name}: {len(commits)} change(s) in {result.commits} commit(s) of branch "
+    commits = [e for e in result.entries if e.status not in ("health", "invalid")]
+    invalid = sum(1 for e in result.entries if e.status == "invalid")
+    held = f" and {invalid} invalid commit(s)" if invalid else ""
+    lines = [f"history of {what} {result.name}: {len(commits)} change(s){held} in {result.commits} commit(s) of branch "
              f"{result.branch}{where}{_window(result)}, {result.status_branches} status branch(es){more}"]
     if not result.entries:
         lines.append(f"no commit changed the desired records of {result.name}"
@@ -177,6 +181,7 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
                     for d in entry.changes],
         "applied": [{"cluster": a.cluster, "revision": a.revision or None, "at": iso_date(a.at) if a.at else None,
                      "statusCommit": a.status_sha or None, "exact": a.exact, "inGit": a.in_git,
+                     "statusBranch": a.branch,
                      "held": {"since": iso_date(a.held_since), "zone": a.held_zone, "lastGood": a.last_good or None,
                               "reason": a.held_reason} if a.held_since else None}
                     for a in entry.applied],

@@ -23,8 +23,10 @@ parses only the new ones.  Nothing is checked out.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,7 @@ from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
-from gitdns.adapters.statusrefs import local_refs
+from gitdns.adapters.statusrefs import LocalRefs, local_refs
 from gitdns.commands.historyfacts import NO_FACTS, read_facts
 from gitdns.commands.statuslog import NOT_HELD, ZoneState
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
@@ -48,6 +50,8 @@ GITLINK_MODE = 0o160000  # a submodule: not followed
 _FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
 _FEW = 8  # up to this many objects: read through the running cat-file, not a new process
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NOW = re.compile(r"now|today|0+ \w+ ago")
+_DATES = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
 
@@ -109,6 +113,7 @@ class Walk:
         self.notes: tuple[str, ...] = ()  # which refs of a local repository were read, unpushed commits
         self._head: str | None = None
         self._known: dict[str, Commit] = {}
+        self.local: LocalRefs | None = None  # the local repository's refs read (None: a URL)
 
     # -- git plumbing ---------------------------------------------------------------------------
 
@@ -147,7 +152,7 @@ class Walk:
         remote-tracking one."""
         source = self.url
         specs = [self._git.refspec] + ([f"+refs/heads/{STATUS_PREFIX}*:{STATUS_REFS}*"] if status else [])
-        local = local_refs(self.url, self._git.branch)
+        local = self.local = local_refs(self.url, self._git.branch)
         if local is not None:
             source = str(local.path)
             specs = [local.desired_refspec(self.ref) or self._git.refspec]
@@ -164,9 +169,32 @@ class Walk:
                 for ref in stale:
                     if ref[len(STATUS_REFS):] not in local.status:
                         self._git.run(repo, ["update-ref", "-d", ref])
-            self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", source, *specs])
+            try:
+                self._git.net(repo, ["fetch", "--no-tags", "--quiet", "--prune", *mode, "--", source, *specs])
+            except ConfigError:
+                self._missing_branch(repo, source, local)
+                raise
 
         self._git.with_repo(run)
+
+    def _missing_branch(self, repo: Any, source: str, local: LocalRefs | None) -> None:
+        """When the desired branch is not in the repository: a ConfigError naming --branch and
+        listing the branches it has (status branches left out), as `gitdns status` does."""
+        branch = self._git.branch
+        if local is not None:
+            if local.desired is not None:
+                return
+            others = [b for b in local.branches if not b.split("/", 1)[-1].startswith(STATUS_PREFIX)]
+        else:
+            listing = self._git.net(repo, ["ls-remote", "--heads", "--", source])
+            heads = [line.split("\t", 1)[1].removeprefix("refs/heads/")
+                     for line in listing.splitlines() if "\t" in line]
+            if branch in heads:
+                return
+            others = [h for h in heads if not h.startswith(STATUS_PREFIX)]
+        listed = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+        raise ConfigError(f"--branch {branch}: branch {branch} does not exist on {self.url} "
+                          f"({f'its branches: {listed}' if others else 'it has no branch but status branches'})")
 
     # -- the desired branch ---------------------------------------------------------------------
 
@@ -201,19 +229,32 @@ class Walk:
         """``--since``/``--until`` in unix seconds, read by git's own date parser (as ``git log``
         reads them: ISO dates, ``2 weeks ago``, ``yesterday``...); a bare day (``2024-05-07``)
         starts at 00:00:00 UTC for --since and ends at 23:59:59 UTC for --until."""
-        if not since and not until:
+        for flag, text in (("--since", since), ("--until", until)):
+            _check_date(flag, text)
+        if since is None and until is None:
             return None, None
+        asked = {"--since": since, "--until": until}
         # a bare day is that whole day in UTC (git alone would read it at the current time of day)
         since = f"{since}T00:00:00Z" if since and _DAY.fullmatch(since.strip()) else since
         until = f"{until}T23:59:59Z" if until and _DAY.fullmatch(until.strip()) else until
         args = ([f"--since={since}"] if since else []) + ([f"--until={until}"] if until else [])
         lo = hi = None
+        started = time.time()
         for word in self._run(["rev-parse", *args]).split():
             key, _, value = word.partition("=")
             if key == "--max-age" and value.isdigit():
                 lo = int(value)
             elif key == "--min-age" and value.isdigit():
                 hi = int(value)
+        for flag, when in (("--since", lo), ("--until", hi)):
+            text = asked[flag]
+            if text is None:
+                continue
+            # git reads what it does not understand as the current time: only words meaning now may
+            nonsense = when is None or (abs(when - started) <= 5 and not _NOW.fullmatch(text.strip().lower()))
+            if nonsense:
+                raise ConfigError(f"{flag} {text}: git reads no date in it (give a date such as 2024-05-07 or "
+                                  "2024-05-07T09:00:00Z, or a relative one such as '2 weeks ago' or yesterday)")
         if lo is not None and hi is not None and lo > hi:
             raise ConfigError(f"--since {since} is after --until {until}: the window is empty")
         return lo, hi
@@ -444,6 +485,20 @@ class Walk:
             found.append(StatusCommit(cid, sha, int(ctime), summary.cluster or cid, summary.applied,
                                       frozenset(health.unhealthy), "health.yaml" in blobs, zones))
         return found
+
+
+def _check_date(flag: str, text: str | None) -> None:
+    """What git's lenient date parser would read as something else: an empty value, and a
+    calendar date that does not exist (git reads ``2024-13-45`` as another day)."""
+    if text is None:
+        return
+    if not text.strip():
+        raise ConfigError(f"{flag} is empty: give a date such as 2024-05-07 (or leave {flag} out)")
+    for year, month, day in _DATES.findall(text):
+        try:
+            datetime.date(int(year), int(month), int(day))
+        except ValueError as exc:
+            raise ConfigError(f"{flag} {text}: {year}-{month}-{day} is not a date ({exc})") from None
 
 
 def _tree_entries(data: bytes, width: int) -> tuple[tuple[int, str, str], ...]:

@@ -183,7 +183,8 @@ def test_history_text_and_json_through_the_cli(repo: Repo, capsys: pytest.Captur
 
     assert main(["history", HOST, "--repo", str(repo.bare)]) == 0
     out = capsys.readouterr().out
-    assert f"history of name {HOST}: 5 change(s) in 6 commit(s) of branch main, 0 status branch(es)" in out
+    assert (f"history of name {HOST}: 4 change(s) and 1 invalid commit(s) in 6 commit(s) of branch main, "
+            "0 status branch(es)") in out
     assert "Bob <bob@example.com> (committed by CI <ci@example.com>)  [unsigned]" in out
     assert "invalid: 1 problem(s) hold zone example.com" in out
     assert "valid again; no change since the last valid revision" in out

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from gitdns.cli import main
 from gitdns.commands import history as hist
 from gitdns.commands import historyfmt as histfmt
 from gitdns.commands.historydiff import iso_date
 from gitdns.core.statusdoc import dump
+from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git
 
 API = "policies/api.yaml"
@@ -152,3 +154,136 @@ def test_a_concurrent_commit_is_compared_with_its_own_parent(tmp_path: Path) -> 
     assert changed(direct, 200, 220), weights[direct]  # its author never saw 210
     assert changed(side, 200, 210), weights[side]
     assert changed(merge, 220, 230), weights[merge]  # on the branch: from its first parent
+
+
+AP_SOUTH = """\
+apiVersion: gitdns.io/v1alpha1
+kind: Cluster
+metadata:
+  name: ap-south-1
+spec:
+  id: 11111111-2222-4333-8444-555555555555
+  geo: US
+  group: site-b
+  gateways:
+    - name: api-gw
+      namespace: ingress
+      addresses: [198.51.100.77]
+      listeners:
+        - hostname: api.example.com
+"""
+
+
+def test_a_cluster_without_a_status_branch_is_listed_and_no_status_branch_at_all_is_said(tmp_path: Path) -> None:
+    r = Repo(tmp_path)
+    initial = r.commit("Alice", "initial desired state")
+    for i, cluster in enumerate(sorted(IDS)):
+        _status(r, cluster, initial, "", EPOCH + 1800 + i)
+    r.write("clusters/ap-south-1.yaml", AP_SOUTH)
+    added = r.commit("Alice", "ap-south-1")
+    result = hist.history("198.51.100.77", str(r.bare), state_dir=tmp_path / "state")
+    entry = next(e for e in result.entries if e.commit.sha == added)
+    assert [(a.cluster, a.branch) for a in entry.applied] == [
+        ("ap-south-1", False), ("eu-central-1", True), ("eu-west-1", True), ("us-east-1", True)]
+    text = histfmt.to_text(result)
+    assert "  ap-south-1: never applied (no status branch)" in text, text
+    assert json.loads(histfmt.to_json(result))["entries"][0]["applied"][0]["statusBranch"] is False
+    # a clone of the desired branch alone: no status branch at all is said, with the fetch that brings them
+    clone = tmp_path / "c3"
+    git("clone", "-q", "--single-branch", "-b", "main", str(r.bare), str(clone), cwd=tmp_path)
+    alone = hist.history(HOST, str(clone), state_dir=tmp_path / "state2")
+    assert alone.status_branches == 0
+    fetch = "git fetch origin 'refs/heads/gitdns-status/*:refs/remotes/origin/gitdns-status/*'"
+    assert any(h.startswith(f"no gitdns-status/* branches in {clone}; fetch them ({fetch})") for h in alone.hints), \
+        alone.hints
+    assert "hint: no gitdns-status/* branches" in histfmt.to_text(alone)
+
+
+def test_a_state_dir_that_cannot_be_created_is_a_config_error(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    r = Repo(tmp_path)
+    r.commit("Alice", "initial desired state")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(ConfigError, match=r"--state-dir .*afile: .*afile/history cannot be created: Not a directory"):
+        hist.history(HOST, str(r.bare), state_dir=afile)
+    for command in ("history", "status"):
+        args = [command, *([HOST] if command == "history" else []), "--repo", str(r.bare), "--state-dir", str(afile)]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert f"gitdns: --state-dir {afile}: " in err and "Not a directory" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--since", "garbage", "--since garbage: git reads no date in it"),
+    ("--since", "2024-13-45", "--since 2024-13-45: 2024-13-45 is not a date"),
+    ("--since", "", "--since is empty"),
+    ("--until", "2024-02-30T10:00:00Z", "--until 2024-02-30T10:00:00Z: 2024-02-30 is not a date"),
+    ("--until", "next blursday", "--until next blursday: git reads no date in it"),
+])
+def test_a_date_git_would_read_as_nonsense_is_refused(flag: str, value: str, says: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    r = Repo(tmp_path)
+    r.commit("Alice", "initial desired state")
+    assert main(["history", HOST, "--repo", str(r.bare), flag, value]) == 1
+    err = capsys.readouterr().err
+    assert says in err and "(reason: InvalidConfiguration)" in err, err
+    for good in ("2023-11-14", "2023-11-14T22:00:00Z", "2 weeks ago", "yesterday", "now"):
+        assert main(["history", HOST, "--repo", str(r.bare), flag, good]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+
+def test_a_typo_under_a_zone_gets_the_close_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = Repo(tmp_path)
+    r.commit("Alice", "initial desired state")
+    assert main(["history", "apii.example.com", "--repo", str(r.bare)]) == 0
+    out = capsys.readouterr().out
+    assert "no commit changed the desired records of apii.example.com" in out
+    assert "hint: no record of zone example.com is named apii.example.com at " in out
+    assert out.rstrip().endswith("close names: api.example.com (a typo?)"), out
+    assert main(["history", "zzz.example.com", "--repo", str(r.bare)]) == 0
+    out = capsys.readouterr().out
+    assert "hint: no record of zone example.com is named zzz.example.com at " in out and "close names" not in out
+    assert main(["history", HOST, "--repo", str(r.bare)]) == 0
+    assert "hint: no record" not in capsys.readouterr().out
+
+
+def test_a_bad_path_or_branch_is_blamed_on_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = Repo(tmp_path)
+    r.commit("Alice", "initial desired state")
+    cases = [(["--path", "../x"], "--path ../x: a directory inside the repository is wanted"),
+             (["--branch", ""], "--branch is empty"),
+             (["--branch", "a..b"], "--branch a..b: not a branch name git accepts"),
+             (["--branch", "mian"], f"--branch mian: branch mian does not exist on {r.bare} (its branches: main)")]
+    for args, says in cases:
+        assert main(["history", HOST, "--repo", str(r.bare), *args]) == 1
+        err = capsys.readouterr().err
+        assert says in err and "(reason: InvalidConfiguration)" in err, err
+    # through a URL too (the branches listed by git ls-remote)
+    assert main(["history", HOST, "--repo", f"file://{r.bare}", "--branch", "mian"]) == 1
+    assert "--branch mian: branch mian does not exist on file://" in capsys.readouterr().err
+
+
+def test_the_header_counts_invalid_commits_apart(held: tuple[Repo, dict[str, str]], tmp_path: Path) -> None:
+    r, _ = held
+    first = histfmt.to_text(hist.history(MAIL, str(r.bare), state_dir=tmp_path)).splitlines()[0]
+    assert first.startswith(f"history of name {MAIL}: 2 change(s) and 1 invalid commit(s) in 3 commit(s)"), first
+
+
+def test_a_cluster_that_left_is_said_so_once(tmp_path: Path) -> None:
+    r = Repo(tmp_path)
+    initial = r.commit("Alice", "initial desired state")
+    for i, cluster in enumerate(sorted(IDS)):
+        _status(r, cluster, initial, "", EPOCH + 1800 + i)
+    r.write("clusters/eu-central-1.yaml", None)
+    retire = r.commit("Dave", "retire eu-central-1")
+    later = []
+    for weight in (230, 240, 250):
+        r.write(API, r.read(API).replace(f"weight: {weight - 10 if weight > 230 else 200}", f"weight: {weight}"))
+        later.append(r.commit("Eve", f"api: {weight}"))
+    result = hist.history(HOST, str(r.bare), state_dir=tmp_path / "state")
+    said = {e.commit.sha: {a.cluster: a for a in e.applied} for e in result.entries}
+    assert said[retire]["eu-central-1"].in_git  # its own removal: it never applied it
+    assert not said[later[0]]["eu-central-1"].in_git
+    assert "eu-central-1" not in said[later[1]] and "eu-central-1" not in said[later[2]], said[later[1]]
+    assert histfmt.to_text(result).count("eu-central-1: not in git at this revision") == 1

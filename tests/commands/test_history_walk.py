@@ -190,7 +190,7 @@ def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
 
     def run() -> list[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]]]:
         result = hist.history(HOST, str(r.bare), state_dir=state)
-        return [(e.status, tuple((a.cluster, a.at) for a in e.applied), e.notes) for e in result.entries]
+        return [(e.status, tuple((a.cluster, a.at) for a in e.applied if a.branch), e.notes) for e in result.entries]
 
     cold = run()
     assert len(parsed) == 4  # two summaries, two health documents

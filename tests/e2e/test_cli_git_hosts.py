@@ -374,18 +374,22 @@ def test_history_with_a_wrong_known_hosts_names_the_mismatch(sshd: SshServer, gi
 # -- status: the status branches and the desired head on the server ---------------------------------
 
 
+FLEET = {"eu-west-1": CLUSTER_ID, "eu-central-1": "8a1e47d2-0c3b-4f95-a6d8-71b2c9e05f34",
+         "us-east-1": "c5d09a7f-2e64-4b18-8f3c-96a0e1d4b275"}  # example-repo/clusters/
+
+
 def status_repo(root: Path, tmp_path: Path) -> tuple[DesiredRepo, str]:
-    """example-repo on main and eu-west-1's status branch saying it applied main's head, Ready."""
+    """example-repo on main and each cluster's status branch saying it applied main's head, Ready."""
     repo = DesiredRepo(root)
     head = git("rev-parse", "main", cwd=repo.work)
-    publish(str(repo.bare), tmp_path / "agent", report("eu-west-1", CLUSTER_ID, ready=True, applied=head,
-                                                      desired=head))
+    for name, cid in FLEET.items():
+        publish(str(repo.bare), tmp_path / f"agent-{name}", report(name, cid, ready=True, applied=head, desired=head))
     return repo, head
 
 
 def assert_status(run: Run, head: str) -> None:
     assert run.done.returncode == 0, run.output[-3000:]
-    assert "eu-west-1" in run.done.stdout and "1/1 clusters ready" in run.done.stdout, run.done.stdout
+    assert "eu-west-1" in run.done.stdout and "3/3 clusters ready" in run.done.stdout, run.done.stdout
     # the desired head is listed (ls-remote) through the same transport: shown only when it worked
     assert f"desired head (main): {head[:7]}" in run.done.stdout, run.done.stdout
     assert f"every cluster has applied {head[:7]}" in run.done.stdout

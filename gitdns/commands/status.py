@@ -56,6 +56,7 @@ from gitdns.adapters.statusobjects import read_trees
 from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.commands.history import repo_url, scratch_dir
+from gitdns.commands.historyheld import applied_or_held
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog, ZoneState
 from gitdns.commands.statusview import UNPUBLISHED, aggregate, cluster_names, label_sha, table, to_json, to_text
 from gitdns.core.builder import build_hosts
@@ -377,29 +378,17 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
 
 
 def _applied_or_held(flog: FleetLog, cid: str, sha: str, reached: Sequence[Entry]) -> dict[str, Any]:
-    """The status commits whose appliedRevision contains ``sha``, oldest first: applied at the
-    first one where every zone it holds had been applied at ``sha`` or later (by an earlier one
-    that did not hold it, or as the held zone's own last good revision); held otherwise — the
-    zones still held at the latest of them, and why."""
-    done: set[str] = set()
-    since: Entry | None = None
-    held: dict[str, ZoneState] = {}
-    latest = reached[-1]
-    for entry, zones in _zones_of(flog, cid, reached):
-        held = {}
-        for zone, state in zones.items():
-            if not state.held or _label_contains(flog, sha, state.applied):
-                done.add(zone)
-            elif zone not in done:
-                held[zone] = state
-        if not held:
-            return {"state": "applied", "at": iso(entry.time), "appliedRevision": entry.applied}
-        since = since or entry
-        latest = entry
-    assert since is not None
+    """The status commits whose appliedRevision contains ``sha``, oldest first: applied or held
+    as `historyheld.applied_or_held` decides (``gitdns history`` decides so too) — when held,
+    the zones still held at the latest of them, and why."""
+    decision = applied_or_held(_zones_of(flog, cid, reached), lambda label: _label_contains(flog, sha, label))
+    if decision.applied is not None:
+        return {"state": "applied", "at": iso(decision.applied.time), "appliedRevision": decision.applied.applied}
+    since, latest = decision.since, decision.latest
+    assert since is not None and latest is not None
     return {"state": "held", "at": iso(since.time), "appliedRevision": latest.applied, "statusCommit": latest.sha,
             "heldZones": {zone: {"appliedRevision": z.applied, "reason": z.reason, "problems": list(z.problems)}
-                          for zone, z in sorted(held.items())}}
+                          for zone, z in sorted(decision.held.items())}}
 
 
 def _zones_of(flog: FleetLog, cid: str, entries: Sequence[Entry]) -> Iterator[tuple[Entry, dict[str, ZoneState]]]:

@@ -12,7 +12,8 @@ The desired branch and every ``gitdns-status/*`` branch come with ONE ``git fetc
 bare cache (`gitdns.adapters.gitcache`), unshallowed when a shallow cache is found.  The
 commits that touched ``*.yaml``/``*.yml`` below ``path`` come from one path-limited
 ``git log``; the parent graph (for the merge that brought each commit to the branch) from one
-``git rev-list --parents``; the status branches from one ``git log --raw`` over all of them
+``git log --format='%H %T %P'`` (which also gives every commit's root tree, so a first parent
+that did not touch YAML is read with the rest); the status branches from one ``git log --raw`` over all of them
 (only the commits that changed ``summary.yaml`` or ``health.yaml``).  Objects are read in bulk,
 one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level,
 the YAML blobs' sizes at once, the blobs of one commit at once, every status blob at once; each
@@ -113,6 +114,7 @@ class Walk:
         self.notes: tuple[str, ...] = ()  # which refs of a local repository were read, unpushed commits
         self._head: str | None = None
         self._known: dict[str, Commit] = {}
+        self._firsts: list[str] = []  # first parents of the YAML commits that are not YAML commits themselves
         self.local: LocalRefs | None = None  # the local repository's refs read (None: a URL)
 
     # -- git plumbing ---------------------------------------------------------------------------
@@ -204,10 +206,9 @@ class Walk:
         file at the branch's head, or that no commit ever had, is a ConfigError."""
         paths = [f"{self.path}/{p}" if self.path else p for p in ("*.yaml", "*.yml")]
         fmt = _FMT
-        if self.path:
-            self._graph()
-            if self._head is not None:
-                self._prepare([self._head])
+        self._graph()  # every commit's root tree: the first parents compared with are read with the rest
+        if self.path and self._head is not None:
+            self._prepare([self._head])
         limit = [f"--max-count={max_count + 1}"] if max_count > 0 else []
         newest_first = self._parse(self._run(["log", f"--format={fmt}", *limit, self.ref, "--", *paths]))
         if self.path and not newest_first and self._head is not None and self._base.get(self._head) is None:
@@ -223,6 +224,7 @@ class Walk:
             baseline = older[0] if older else None
         for c in newest_first:
             self._known[c.sha] = c
+        self._firsts = [c.parents[0] for c in newest_first if c.parents and c.parents[0] not in self._known]
         return list(reversed(newest_first)), baseline, truncated
 
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
@@ -317,7 +319,7 @@ class Walk:
     def _entries(self, sha: str) -> tuple[tuple[str, str, int, int], ...]:
         """(rel path, blob id, mode, size) of the YAML files below ``path`` at ``sha``, sorted."""
         if sha not in self._base:
-            self._prepare([sha, *self._known])
+            self._prepare([sha, *self._known, *self._firsts])
         base = self._base[sha]
         if base is None:
             return ()  # the directory does not exist yet at this commit: no files
@@ -423,13 +425,15 @@ class Walk:
         return brought
 
     def _graph(self) -> None:
-        """The branch's commits, oldest first (topological), with their parents: one ``git rev-list``."""
+        """The branch's commits, oldest first (topological), with their parents and root trees: one
+        ``git log``."""
         if self._order is not None:
             return
         order: dict[str, int] = {}
-        for line in self._run(["rev-list", "--topo-order", "--reverse", "--parents", self.ref]).splitlines():
-            sha, *parents = line.split()
+        for line in self._run(["log", "--topo-order", "--reverse", "--format=%H %T %P", self.ref]).splitlines():
+            sha, tree, *parents = line.split()
             self._parents[sha] = tuple(parents)
+            self._roots.setdefault(sha, tree)
             order[sha] = len(order)
         self._order = order
         self._head = next(reversed(order), None)

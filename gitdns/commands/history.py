@@ -40,19 +40,17 @@ a side-branch commit shows what its author changed, and a merge what it changed 
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
-import os
 import re
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
+from gitdns.commands.gitread import no_status_branches, repo_url, scratch_dir
 from gitdns.commands.historyapplied import AppliedIndex, health_entries
 from gitdns.commands.historydiff import (
     Entry,
@@ -65,7 +63,7 @@ from gitdns.commands.historydiff import (
     snapshot,
     zone_records,
 )
-from gitdns.commands.historywalk import STATUS_PREFIX, Commit, Walk
+from gitdns.commands.historywalk import Commit, Walk
 from gitdns.core.desired import Desired
 from gitdns.core.loader import ParseMemo
 from gitdns.core.model import DesiredState, Zone
@@ -75,6 +73,7 @@ from gitdns.errors import ConfigError, RetryableError
 from gitdns.reconcile.engine import from_files
 
 PATHS = ("*.yaml", "*.yml")
+NOBODY_APPLIED = ", so no cluster is known to have applied anything"
 GIT_TIMEOUT = 120.0  # a first run fetches the branch's full history
 
 FilesAt = Callable[[str], Mapping[str, str]]
@@ -214,27 +213,6 @@ def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: Fi
 # -- the command ---------------------------------------------------------------------------------
 
 
-def repo_url(repo: str) -> str:
-    """A local path made absolute (git runs inside its cache); URLs as given."""
-    if "://" not in repo and os.path.exists(repo):
-        return str(Path(repo).absolute())
-    return repo
-
-
-@contextlib.contextmanager
-def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
-    """``state_dir/name`` (kept, a cache for the next run), else a temporary directory removed
-    afterwards.  A ``state_dir`` where it cannot be created is a ConfigError naming --state-dir."""
-    if state_dir is not None:
-        path = Path(state_dir) / name
-        try:
-            path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:  # a file in the way, no permission, a read-only or pseudo file system
-            raise ConfigError(f"--state-dir {state_dir}: {path} cannot be created: {exc.strerror or exc}") from None
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix=f"gitdns-{name}-") as tmp:
-        yield Path(tmp)
 
 
 def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
@@ -307,7 +285,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     done.extend(e for e in health_entries(query, rows, names_of_interest) if inside(e.time))
     done.sort(key=lambda e: (e.time, e.status == "health"))
     clusters = len({r.cluster_id for r in rows})
-    hints: list[str] = [] if rows or not status else [_no_status(walk)]
+    hints: list[str] = [] if rows or not status else [no_status_branches(walk.url, walk.local, NOBODY_APPLIED)]
     if not by_value and not any(e.zone for e in entries) and commits:
         head = _Loader(query, walk.files_at, walk.tree_key).desired(commits[-1].sha)[1].state
         zone = head.zone_for_host(query.text)
@@ -349,18 +327,6 @@ def _close_names(name: str, state: DesiredState, zone: Zone, sha: str) -> list[s
     near = [relative[r] for r in difflib.get_close_matches(name.removesuffix(suffix), list(relative), n=3, cutoff=0.75)]
     close = f"; close names: {', '.join(near)} (a typo?)" if near else ""
     return [f"no record of zone {zone.domain} is named {name} at {sha[:7]}{close}"]
-
-
-def _no_status(walk: Walk) -> str:
-    """Why no cluster is said to have applied anything: no status branch was found, and where to get them."""
-    local, what = walk.local, f"no {STATUS_PREFIX}* branches"
-    if local is None:
-        return (f"{what} on {walk.url}: no agent has published its status there (an agent's --status-repo may name "
-                "another repository), so no cluster is known to have applied anything")
-    if local.remote is None:
-        return (f"{what} in {local.repo}: no agent has published its status there yet, and it has no remote to "
-                "fetch them from (an agent's --status-repo may name another repository: pass that as --repo)")
-    return f"{what} in {local.repo}; fetch them ({local.fetch_hint()}) or pass --repo URL"
 
 
 def _zones(entry: Entry) -> frozenset[str] | None:

@@ -54,7 +54,7 @@ from gitdns.adapters.statuscache import StatusCache, fetch_error, run_remote, sa
 from gitdns.adapters.statusobjects import read_trees
 from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
-from gitdns.commands.history import repo_url, scratch_dir
+from gitdns.commands.gitread import no_status_branches, repo_url, scratch_dir
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog
 from gitdns.commands.statusrevision import iso, revision_status, revision_text, short_revision
 from gitdns.commands.statusview import aggregate, cluster_names, to_json, to_text
@@ -154,17 +154,6 @@ def read_branches(url: str, workdir: Path, timeout: float, auth: GitAuth,
         listing = cache.local(["for-each-ref", "--format=%(objectname) %(refname)", TRACK]).decode()
         tips = {ref[len(TRACK):]: sha for sha, ref in (line.split(" ", 1) for line in listing.splitlines())}
         return read_trees(cache, tips)
-
-
-def no_status_branches(where: str, local: LocalRefs | None) -> str:
-    if local is None:
-        return (f"no {PREFIX}* branches on {where}: no agent has published its status there (an agent's "
-                "--status-repo may name another repository)")
-    if local.remote is None:
-        return (f"no {PREFIX}* branches in {local.repo}: no agent has published its status there yet, and it has "
-                "no remote to fetch them from (an agent's --status-repo may name another repository: pass that as "
-                "--repo)")
-    return f"no {PREFIX}* branches in {local.repo}; fetch them ({local.fetch_hint()}) or pass --repo URL"
 
 
 def desired_problem(read: DesiredRead, branch: str, where: str, local: LocalRefs | None, flog: FleetLog,

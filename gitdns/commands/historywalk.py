@@ -2,7 +2,8 @@
 
     Walk(url, branch=, path=, workdir=, auth=, timeout=)
         .commits(since=, until=, max_count=) -> (list[Commit] oldest first, baseline | None, truncated)
-        .files_at(sha) -> {rel path: text}      YAML below ``path``; subtrees and blobs memoised by id
+        .window(since, until) -> (lo, hi)       --since/--until in unix seconds (`historywindow`)
+        .files_at(sha) -> {rel path: text}      YAML below ``path`` (`historytrees.Trees`)
         .tree_key(sha) -> tuple                 the (path, blob id) pairs of those files
         .marks(shas) -> {sha: %G?}              git's signature mark, for the commits shown only
         .merged_by(sha) -> Commit | None        the first-parent merge that brought ``sha`` in
@@ -15,44 +16,34 @@ commits that touched ``*.yaml``/``*.yml`` below ``path`` come from one path-limi
 ``git log --format='%H %T %P'`` (which also gives every commit's root tree, so a first parent
 that did not touch YAML is read with the rest); the status branches from one ``git log --raw`` over all of them
 (only the commits that changed ``summary.yaml`` or ``health.yaml``).  Objects are read in bulk,
-one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level,
-the YAML blobs' sizes at once, the blobs of one commit at once, every status blob at once; each
-object is read once.  What history needs of each status document (`DocFacts`) is kept by blob
-id in ``status-facts.json`` beside the cache (`gitdns.commands.historyfacts`), so a warm run
-parses only the new ones.  Nothing is checked out.
+one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level
+(`gitdns.commands.historytrees`), the YAML blobs' sizes at once, the blobs of one commit at once,
+every status blob at once; each object is read once.  What history needs of each status document
+(`DocFacts`) is kept by blob id in ``status-facts.json`` beside the cache
+(`gitdns.commands.historyfacts`), so a warm run parses only the new ones.  Nothing is checked out.
 """
 
 from __future__ import annotations
 
-import datetime
-import functools
 import re
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line, read_object
+from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
 from gitdns.adapters.statusrefs import LocalRefs, local_refs
 from gitdns.commands.historyfacts import NO_FACTS, read_facts
+from gitdns.commands.historytrees import Trees
+from gitdns.commands.historywindow import window
 from gitdns.commands.statuslog import NOT_HELD, ZoneState
-from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.errors import ConfigError
 
 STATUS_PREFIX = "gitdns-status/"
 STATUS_REFS = "refs/gitdns-status/"
 _SEP, _END = "\x1f", "\x1e"
-_SUFFIXES = (".yaml", ".yml")
-LINK_MODE = 0o120000  # a symlink: never resolved, read as an Unread
-TREE_MODE = 0o040000
-GITLINK_MODE = 0o160000  # a submodule: not followed
 _FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
-_FEW = 8  # up to this many objects: read through the running cat-file, not a new process
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_NOW = re.compile(r"now|today|0+ \w+ ago")
-_DATES = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 _PR = re.compile(r"^Merge pull request #(\d+)")
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
 
@@ -101,12 +92,7 @@ class Walk:
         self.ref = self._git.ref
         self.url = url
         self._repo: Any = None
-        self._roots: dict[str, str] = {}  # commit -> root tree id
-        self._raw: dict[str, tuple[tuple[int, str, str], ...]] = {}  # tree id -> (mode, name, id) entries
-        self._base: dict[str, str | None] = {}  # commit -> tree id at ``path`` (None: no such directory)
-        self._yaml: dict[str, tuple[tuple[str, str, int], ...]] = {}  # tree id -> YAML (rel, blob, mode) below
-        self._sizes: dict[str, int] = {}
-        self._blobs: dict[str, str] = {}
+        self._roots: dict[str, str] = {}  # commit -> root tree id (shared with the trees)
         self._facts_file = workdir / "status-facts.json"
         self._parents: dict[str, tuple[str, ...]] = {}
         self._brought: dict[str, str] | None = None
@@ -116,6 +102,9 @@ class Walk:
         self._known: dict[str, Commit] = {}
         self._firsts: list[str] = []  # first parents of the YAML commits that are not YAML commits themselves
         self.local: LocalRefs | None = None  # the local repository's refs read (None: a URL)
+        # the YAML commits and the first parents compared with them are read with the first one asked for
+        self._trees = Trees(self._git, run=self._run, repo=self.repo, path=path, roots=self._roots,
+                            also=lambda: [*self._known, *self._firsts])
 
     # -- git plumbing ---------------------------------------------------------------------------
 
@@ -208,10 +197,10 @@ class Walk:
         fmt = _FMT
         self._graph()  # every commit's root tree: the first parents compared with are read with the rest
         if self.path and self._head is not None:
-            self._prepare([self._head])
+            self._trees.prepare([self._head])
         limit = [f"--max-count={max_count + 1}"] if max_count > 0 else []
         newest_first = self._parse(self._run(["log", f"--format={fmt}", *limit, self.ref, "--", *paths]))
-        if self.path and not newest_first and self._head is not None and self._base.get(self._head) is None:
+        if self.path and not newest_first and self._head is not None and self._trees.directory(self._head) is None:
             raise ConfigError(f"--path {self.path}: no such directory on branch {self._git.branch} "
                               f"(at {self._head[:7]}), and no commit of the branch ever had YAML below it")
         truncated = max_count > 0 and len(newest_first) > max_count
@@ -228,38 +217,8 @@ class Walk:
         return list(reversed(newest_first)), baseline, truncated
 
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
-        """``--since``/``--until`` in unix seconds, read by git's own date parser (as ``git log``
-        reads them: ISO dates, ``2 weeks ago``, ``yesterday``...); a bare day (``2024-05-07``)
-        starts at 00:00:00 UTC for --since and ends at 23:59:59 UTC for --until."""
-        for flag, text in (("--since", since), ("--until", until)):
-            _check_date(flag, text)
-        if since is None and until is None:
-            return None, None
-        asked = {"--since": since, "--until": until}
-        # a bare day is that whole day in UTC (git alone would read it at the current time of day)
-        since = f"{since}T00:00:00Z" if since and _DAY.fullmatch(since.strip()) else since
-        until = f"{until}T23:59:59Z" if until and _DAY.fullmatch(until.strip()) else until
-        args = ([f"--since={since}"] if since else []) + ([f"--until={until}"] if until else [])
-        lo = hi = None
-        started = time.time()
-        for word in self._run(["rev-parse", *args]).split():
-            key, _, value = word.partition("=")
-            if key == "--max-age" and value.isdigit():
-                lo = int(value)
-            elif key == "--min-age" and value.isdigit():
-                hi = int(value)
-        for flag, when in (("--since", lo), ("--until", hi)):
-            text = asked[flag]
-            if text is None:
-                continue
-            # git reads what it does not understand as the current time: only words meaning now may
-            nonsense = when is None or (abs(when - started) <= 5 and not _NOW.fullmatch(text.strip().lower()))
-            if nonsense:
-                raise ConfigError(f"{flag} {text}: git reads no date in it (give a date such as 2024-05-07 or "
-                                  "2024-05-07T09:00:00Z, or a relative one such as '2 weeks ago' or yesterday)")
-        if lo is not None and hi is not None and lo > hi:
-            raise ConfigError(f"--since {since} is after --until {until}: the window is empty")
-        return lo, hi
+        """``--since``/``--until`` in unix seconds, read by git's own date parser (`historywindow.window`)."""
+        return window(self._run, since, until)
 
     def _parse(self, out: str) -> list[Commit]:
         found: list[Commit] = []
@@ -273,113 +232,11 @@ class Walk:
         return found
 
     def files_at(self, sha: str) -> dict[str, str]:
-        """The YAML files of ``sha`` below ``path``, read as `gitsource.yaml_blobs` reads them
-        (the blobs not read yet in one ``git cat-file``)."""
-        entries = self._entries(sha)
-        budget = ReadBudget(DEFAULT_LIMITS)
-        files: dict[str, str] = {}
-        read: dict[str, str] = {}  # rel path -> blob, for the files read
-        for rel, blob, mode, size in entries:
-            if mode == LINK_MODE:
-                files[rel] = symlink()
-                continue
-            refused = budget.refuse(size)
-            if refused is not None:
-                files[rel] = refused
-                continue
-            read[rel] = blob
-        wanted = list(dict.fromkeys(blob for blob in read.values() if blob not in self._blobs))
-        for blob, data in self._read_blobs(wanted).items():
-            self._blobs[blob] = data.decode("utf-8", errors="replace")
-        for rel, blob in read.items():
-            files[rel] = self._blobs[blob]
-        return dict(sorted(files.items()))
-
-    def _read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
-        """A few blobs through the repository's running ``git cat-file`` (no new process); many
-        in one ``git cat-file --batch`` run."""
-        if len(blobs) > _FEW:
-            return {blob: data for blob, (_, data) in self._git.objects(blobs).items()}
-        odb = self.repo().odb
-        out: dict[str, bytes] = {}
-        def one(blob: str) -> bytes:
-            data: bytes = odb.stream(bytes.fromhex(blob)).read()
-            return data
-
-        for blob in blobs:
-            try:
-                out[blob] = read_object(functools.partial(one, blob))
-            except KeyError:
-                raise CacheCorrupt(f"object {blob} is missing") from None
-        return out
+        """The YAML files of ``sha`` below ``path`` (`historytrees.Trees.files_at`)."""
+        return self._trees.files_at(sha)
 
     def tree_key(self, sha: str) -> tuple[tuple[str, str], ...]:
-        return tuple((rel, blob) for rel, blob, _, _ in self._entries(sha))
-
-    def _entries(self, sha: str) -> tuple[tuple[str, str, int, int], ...]:
-        """(rel path, blob id, mode, size) of the YAML files below ``path`` at ``sha``, sorted."""
-        if sha not in self._base:
-            self._prepare([sha, *self._known, *self._firsts])
-        base = self._base[sha]
-        if base is None:
-            return ()  # the directory does not exist yet at this commit: no files
-        return tuple((rel, blob, mode, self._sizes[blob]) for rel, blob, mode in self._yaml[base])
-
-    def _prepare(self, shas: Iterable[str]) -> None:
-        """Read the trees of every commit of ``shas`` not read yet, level by level (one
-        ``git cat-file`` per level), and the sizes of their YAML blobs (one more)."""
-        todo = [sha for sha in dict.fromkeys(shas) if sha not in self._base]
-        unknown = [sha for sha in todo if sha not in self._roots]
-        if unknown:
-            for line in self._run(["log", "--no-walk=unsorted", "--format=%H %T", *unknown]).splitlines():
-                sha, _, tree = line.partition(" ")
-                self._roots[sha] = tree.strip()
-        bases: dict[str, str | None] = {sha: self._roots.get(sha) for sha in todo}
-        if any(tree is None for tree in bases.values()):
-            raise CacheCorrupt(f"commit {next(s for s, t in bases.items() if t is None)} is missing")
-        for part in self.path.split("/") if self.path else ():
-            self._read_trees(tree for tree in bases.values() if tree is not None)
-            for sha, at in bases.items():
-                if at is None:
-                    continue
-                found = next(((mode, oid) for mode, name, oid in self._raw[at] if name == part), None)
-                if found is not None and found[0] != TREE_MODE:
-                    raise ConfigError(f"path {self.path} in commit {sha} is not a directory")
-                bases[sha] = found[1] if found is not None else None
-        frontier = {tree for tree in bases.values() if tree is not None}
-        while frontier:
-            self._read_trees(frontier)
-            frontier = {oid for tree in frontier for mode, name, oid in self._raw[tree]
-                        if mode == TREE_MODE and not name.startswith(".") and oid not in self._raw}
-        for tree in {t for t in bases.values() if t is not None}:
-            self._below(tree)
-        self._sizes.update(self._git.sizes(blob for tree in bases.values() if tree is not None
-                                           for _, blob, _ in self._yaml[tree] if blob not in self._sizes))
-        self._base.update(bases)
-
-    def _read_trees(self, trees: Iterable[str]) -> None:
-        wanted = [tree for tree in trees if tree not in self._raw]
-        for oid, (kind, data) in self._git.objects(wanted).items():
-            if kind != "tree":
-                raise CacheCorrupt(f"object {oid} is a {kind}, not a tree")
-            self._raw[oid] = _tree_entries(data, len(oid) // 2)
-
-    def _below(self, tree: str) -> tuple[tuple[str, str, int], ...]:
-        """(rel path, blob id, mode) of the YAML files below ``tree``, sorted; per tree id."""
-        memo = self._yaml.get(tree)
-        if memo is not None:
-            return memo
-        out: list[tuple[str, str, int]] = []
-        for mode, name, oid in self._raw[tree]:
-            if name.startswith("."):
-                continue
-            if mode == TREE_MODE:
-                out.extend((f"{name}/{rel}", blob, m) for rel, blob, m in self._below(oid))
-            elif mode != GITLINK_MODE and name.endswith(_SUFFIXES):
-                out.append((name, oid, mode))
-        out.sort()
-        self._yaml[tree] = found = tuple(out)
-        return found
+        return self._trees.tree_key(sha)
 
     def marks(self, shas: Iterable[str]) -> dict[str, str]:
         """git's ``%G?`` for each commit (G good, B bad, U untrusted, E cannot check, N none...)."""
@@ -489,30 +346,3 @@ class Walk:
             found.append(StatusCommit(cid, sha, int(ctime), summary.cluster or cid, summary.applied,
                                       frozenset(health.unhealthy), "health.yaml" in blobs, zones))
         return found
-
-
-def _check_date(flag: str, text: str | None) -> None:
-    """What git's lenient date parser would read as something else: an empty value, and a
-    calendar date that does not exist (git reads ``2024-13-45`` as another day)."""
-    if text is None:
-        return
-    if not text.strip():
-        raise ConfigError(f"{flag} is empty: give a date such as 2024-05-07 (or leave {flag} out)")
-    for year, month, day in _DATES.findall(text):
-        try:
-            datetime.date(int(year), int(month), int(day))
-        except ValueError as exc:
-            raise ConfigError(f"{flag} {text}: {year}-{month}-{day} is not a date ({exc})") from None
-
-
-def _tree_entries(data: bytes, width: int) -> tuple[tuple[int, str, str], ...]:
-    """A raw tree object's entries: (mode, name, object id); ``width`` is the id's length in bytes."""
-    out: list[tuple[int, str, str]] = []
-    at, end = 0, len(data)
-    while at < end:
-        space = data.index(b" ", at)
-        nul = data.index(b"\0", space)
-        out.append((int(data[at:space], 8), data[space + 1:nul].decode("utf-8", errors="replace"),
-                    data[nul + 1:nul + 1 + width].hex()))
-        at = nul + 1 + width
-    return tuple(out)

@@ -220,6 +220,8 @@ def test_owners_prune_owner_and_adopt(repo: Path, capsys: pytest.CaptureFixture[
      "--since"),
     (["groups", "set", "example.com", "a", "--forse"], "usage: gitdns groups set ", "--forse", "--force"),
     (["status", "--repo=.", "stray"], "usage: gitdns status ", "stray", None),
+    (["status", "--json"], "usage: gitdns status ", "--json", "--format json"),
+    (["history", "api.example.com", "--cluster", "x"], "usage: gitdns history ", "--cluster x", None),
 ])
 def test_an_unknown_flag_is_reported_by_its_verb(argv: list[str], usage: str, extras: str, meant: str | None,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

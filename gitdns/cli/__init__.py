@@ -206,6 +206,9 @@ def _one_shot_logging() -> None:
     root.setLevel(min(root.level, handler.level) if root.level else handler.level)
 
 
+_FORMATS = ("json", "text", "markdown")  # --json: the verb's --format json
+
+
 def _verb_parser(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
     """The parser of the (sub)verb ``argv`` names: ``status``, ``groups set``, ..."""
     current = parser
@@ -226,7 +229,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         verb = _verb_parser(parser, list(sys.argv[1:] if argv is None else argv))
         flags = [o for a in verb._actions for o in a.option_strings if o.startswith("--")]
         meant = sorted({m for e in extras if e.startswith("--")
-                        for m in difflib.get_close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.6)})
+                        for m in ([f"--format {e[2:]}"] if e[2:] in _FORMATS and "--format" in flags else
+                                  difflib.get_close_matches(e.split("=", 1)[0], flags, n=1, cutoff=0.75))})
         verb.error(f"unrecognized arguments: {' '.join(extras)}"
                    + (f" (did you mean {', '.join(meant)}?)" if meant else ""))
     return args

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
     """``state_dir/name`` (kept, a cache for the next run), else a temporary directory removed
     afterwards.  A ``state_dir`` where it cannot be created is a ConfigError naming --state-dir."""
     if state_dir is not None:
+        if not str(state_dir).strip():
+            raise ConfigError("--state-dir is empty: give a directory for the cache, or leave the flag out (a "
+                              "temporary directory is used)")
         path = Path(state_dir) / name
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -35,6 +39,18 @@ def scratch_dir(state_dir: str | Path | None, name: str) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix=f"gitdns-{name}-") as tmp:
         yield Path(tmp)
+
+
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock$|/\.")
+
+
+def check_branch(branch: str) -> None:
+    """A --branch git cannot name (empty, spaces, ``..``, ``~^:?*[``...) is a ConfigError naming the flag."""
+    if not branch.strip():
+        raise ConfigError("--branch is empty: give the desired branch's name (default main)")
+    if _BAD_REF.search(branch) or branch == "@":
+        raise ConfigError(f"--branch {branch}: not a branch name git accepts (no spaces, '..', '~^:?*[\\', "
+                          "leading '-' or '/', trailing '/', '.' or '.lock')")
 
 
 def no_status_branches(where: str, local: LocalRefs | None, consequence: str = "") -> str:

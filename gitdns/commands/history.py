@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,7 +49,7 @@ from pathlib import Path
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
-from gitdns.commands.gitread import no_status_branches, repo_url, scratch_dir
+from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
 from gitdns.commands.historyapplied import AppliedIndex, health_entries
 from gitdns.commands.historydiff import (
     Entry,
@@ -299,17 +298,13 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
                    examined, truncated, tuple(done), by_value, clusters, lo, hi, (*walk.notes, *hints))
 
 
-_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock$|/\.")
-
-
 def _check_args(branch: str, path: str) -> None:
     """A --branch git cannot name (empty, spaces, ``..``, ``~^:?*[``...) and a --path that leaves
     the repository (``..``) are ConfigErrors naming the flag."""
-    if not branch.strip():
-        raise ConfigError("--branch is empty: give the desired branch's name (default main)")
-    if _BAD_REF.search(branch) or branch == "@":
-        raise ConfigError(f"--branch {branch}: not a branch name git accepts (no spaces, '..', '~^:?*[\\', "
-                          "leading '-' or '/', trailing '/', '.' or '.lock')")
+    check_branch(branch)
+    if path.strip().startswith("/"):
+        raise ConfigError(f"--path {path}: a directory inside the repository is wanted, relative to its top "
+                          "(not an absolute path)")
     if ".." in path.strip().split("/"):
         raise ConfigError(f"--path {path}: a directory inside the repository is wanted, relative to its top "
                           "(without '..')")

@@ -69,7 +69,7 @@ class AppliedIndex:
     def applied(self, sha: str, in_git: frozenset[str] | None = None, zones: Collection[str] | None = None,
                 roster: Sequence[tuple[str, str]] = ()) -> tuple[Applied, ...]:
         """``in_git``: the Clusters git names at ``sha`` (ids and names); a cluster outside it
-        that never applied ``sha`` is said to be not in git then, rather than never applied.
+        that never applied ``sha`` is said to be not in git then, rather than not applied yet.
         ``zones``: the zones the entry's records are in (None: every zone), the ones whose
         held state counts.  ``roster``: the (id, name) of the Clusters git names at ``sha``; one
         without a status branch never applied it (Applied with ``branch`` False)."""

@@ -59,11 +59,11 @@ def _applied_text(a: Applied) -> str:
         return (f"{a.cluster}: held {iso_date(a.held_since)}: zone {a.held_zone} stays at "
                 f"{a.last_good or 'its last good revision'} ({a.held_reason}); not applied")
     if not a.branch:
-        return f"{a.cluster}: never applied (no status branch)"
+        return f"{a.cluster}: not applied yet (no status branch)"
     if not a.at and not a.in_git:
         return f"{a.cluster}: not in git at this revision"
     if not a.at:
-        return f"{a.cluster}: never applied"
+        return f"{a.cluster}: not applied yet"
     later = "" if a.exact else f" (as part of {a.revision[:7]})"
     return f"{a.cluster}: applied {iso_date(a.at)}{later}"
 

@@ -54,7 +54,7 @@ from gitdns.adapters.statuscache import StatusCache, fetch_error, run_remote, sa
 from gitdns.adapters.statusobjects import read_trees
 from gitdns.adapters.statusrefs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
-from gitdns.commands.gitread import no_status_branches, repo_url, scratch_dir
+from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
 from gitdns.commands.statuslog import DesiredRead, Entry, FleetLog
 from gitdns.commands.statusrevision import iso, revision_status, revision_text, short_revision
 from gitdns.commands.statusview import aggregate, cluster_names, to_json, to_text
@@ -89,6 +89,7 @@ def fleet_status(repo: str, *, cluster: str | None = None, branch: str = "main",
                  state_dir: str | Path | None = None, timeout: float = 30.0,
                  auth: GitAuth | None = None, revision: str | None = None,
                  now: float | None = None) -> dict[str, Any]:
+    check_branch(branch)
     url = repo_url(repo)
     check_url(url)  # no password in --repo: the token comes from --token-file or --token-env
     auth = auth or GitAuth()
@@ -203,7 +204,9 @@ def check_cluster(cluster: str, trees: Mapping[str, StatusTree], docs: Sequence[
     listed += [f"{name or cid} ({cid or 'no spec.id'}, no status branch yet)"
                for name, cid in sorted(docs, key=lambda d: (d[0] or "", d[1] or ""))
                if cid not in published and name not in published]
-    raise ConfigError(f"--cluster {cluster}: no cluster has that id or name; the clusters: {', '.join(listed)}")
+    short = (" (an id is matched by its first 8 characters or more)"
+             if len(cluster) < 8 and any(cid.startswith(cluster) for cid in ids) else "")
+    raise ConfigError(f"--cluster {cluster}: no cluster has that id or name{short}; the clusters: {', '.join(listed)}")
 
 
 def unpublished(trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None, str | None]]) -> list[dict[str, Any]]:

@@ -186,7 +186,7 @@ def test_a_cluster_without_a_status_branch_is_listed_and_no_status_branch_at_all
     assert [(a.cluster, a.branch) for a in entry.applied] == [
         ("ap-south-1", False), ("eu-central-1", True), ("eu-west-1", True), ("us-east-1", True)]
     text = histfmt.to_text(result)
-    assert "  ap-south-1: never applied (no status branch)" in text, text
+    assert "  ap-south-1: not applied yet (no status branch)" in text, text
     assert json.loads(histfmt.to_json(result))["entries"][0]["applied"][0]["statusBranch"] is False
     # a clone of the desired branch alone: no status branch at all is said, with the fetch that brings them
     clone = tmp_path / "c3"

@@ -174,11 +174,17 @@ spec:
 """
 
 
-def test_a_cluster_without_a_status_branch_is_listed_and_no_status_branch_at_all_is_said(tmp_path: Path) -> None:
+def _published(tmp_path: Path) -> tuple[Repo, str]:
+    """The repository's first commit, applied by every cluster of ``IDS``."""
     r = Repo(tmp_path)
     initial = r.commit("Alice", "initial desired state")
     for i, cluster in enumerate(sorted(IDS)):
         _status(r, cluster, initial, "", EPOCH + 1800 + i)
+    return r, initial
+
+
+def test_a_cluster_without_a_status_branch_is_listed_and_no_status_branch_at_all_is_said(tmp_path: Path) -> None:
+    r, _ = _published(tmp_path)
     r.write("clusters/ap-south-1.yaml", AP_SOUTH)
     added = r.commit("Alice", "ap-south-1")
     result = hist.history("198.51.100.77", str(r.bare), state_dir=tmp_path / "state")
@@ -271,10 +277,7 @@ def test_the_header_counts_invalid_commits_apart(held: tuple[Repo, dict[str, str
 
 
 def test_a_cluster_that_left_is_said_so_once(tmp_path: Path) -> None:
-    r = Repo(tmp_path)
-    initial = r.commit("Alice", "initial desired state")
-    for i, cluster in enumerate(sorted(IDS)):
-        _status(r, cluster, initial, "", EPOCH + 1800 + i)
+    r, _ = _published(tmp_path)
     r.write("clusters/eu-central-1.yaml", None)
     retire = r.commit("Dave", "retire eu-central-1")
     later = []

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from gitdns.adapters.gitauth import GitAuth, check_url
 from gitdns.adapters.statuscache import run_git
+from gitdns.adapters.statusrefs import PREFIX, cluster_of
 from gitdns.core import builder
 from gitdns.core.model import DesiredState, Zone
 from gitdns.core.statusdoc import StatusTree
@@ -39,7 +40,6 @@ from gitdns.reconcile.run import applied_of, unhealthy_of
 
 log = logging.getLogger(__name__)
 
-PREFIX = "gitdns-status/"
 FILES = ("health.yaml", "summary.yaml")
 MAX_FILE = 1 << 20  # bytes: a status file larger than this is not read
 LOCAL_TIMEOUT = 15.0
@@ -64,18 +64,6 @@ NOT_READ = FleetStatus(where="nowhere", error="not asked for")
 # -- the repository's own refs ---------------------------------------------------------------
 
 
-def _cluster_of(ref: str) -> str | None:
-    """The cluster id a status ref names: ``refs/heads/gitdns-status/<id>`` or
-    ``refs/remotes/<remote>/gitdns-status/<id>``; None for any other ref."""
-    if ref.startswith("refs/heads/" + PREFIX):
-        rest = ref[len("refs/heads/" + PREFIX):]
-    elif ref.startswith("refs/remotes/") and "/" + PREFIX in ref[len("refs/remotes/"):]:
-        rest = ref[len("refs/remotes/"):].partition("/" + PREFIX)[2]
-    else:
-        return None
-    return rest if rest and "/" not in rest else None
-
-
 def _git(root: Path, args: Sequence[str], stdin: bytes | None = None) -> bytes:
     out = run_git(list(args), cwd=root, timeout=LOCAL_TIMEOUT, stdin=stdin)
     if out.rc != 0:
@@ -91,7 +79,7 @@ def _tips(root: Path) -> dict[str, tuple[str, int]]:
     found: dict[str, tuple[int, bool, str]] = {}
     for line in listing.splitlines():
         kind, sha, when, ref = [*line.split(" ", 3), "", "", ""][:4]
-        cluster = _cluster_of(ref)
+        cluster = cluster_of(ref)
         if cluster is None or kind != "commit":
             continue
         rank = (int(when) if when.isdigit() else 0, ref.startswith("refs/heads/"), sha)

@@ -8,16 +8,15 @@ cycle (``--once``) or hand over to the scheduler until SIGTERM.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gitdns.adapters import logs
 from gitdns.adapters.leases import KubeLease, Lease, NoLease
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, Cycle
@@ -43,24 +42,11 @@ from gitdns.reconcile.engine import ProviderFactory, default_factory
 log = logging.getLogger(__name__)
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
-               "logger": record.name, "message": record.getMessage()}
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, sort_keys=True)
+JsonFormatter = logs.JsonFormatter  # where it was; the formatters live in gitdns.adapters.logs
 
 
 def setup_logging(config: AgentConfig) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if config.log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(config.log_level.upper())
+    logs.install(logs.handler(config.log_format), config.log_level)
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 

@@ -98,7 +98,9 @@ def cmd_owners(args: argparse.Namespace) -> Result:
 
 
 def _ask(shown: str, question: str) -> bool:
-    print(shown, end="")
+    from gitdns.core.text import block
+
+    print(block(shown), end="")
     return input(question).strip().lower() in ("y", "yes")
 
 
@@ -172,14 +174,22 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
 
 
 def _err(message: str) -> None:
-    print(f"gitdns: {message}", file=sys.stderr)
+    """One line on stderr, through the text gate (`gitdns.core.text.inline`)."""
+    from gitdns.core.text import inline
+
+    print(f"gitdns: {inline(message)}", file=sys.stderr)
 
 
 def _print(result: Result) -> int:
+    """A command's result through the text gate: each error line with `inline`, the output with
+    `block` (its own lines kept, every other control, format or bidi character escaped), so no
+    escape sequence from a repository, a status branch or a commit reaches the terminal."""
+    from gitdns.core.text import block
+
     for line in result.err:
         _err(line)
     for text in result.out:
-        print(text, end="")
+        print(block(text), end="")
     return result.code
 
 
@@ -193,17 +203,14 @@ def _one_shot_logging() -> None:
     import logging
     import os
 
-    root = logging.getLogger()
-    if root.handlers:  # the embedding program (or a test harness) decides
+    from gitdns.adapters import logs
+
+    if logging.getLogger().handlers:  # the embedding program (or a test harness) decides
         return
     level = os.environ.get(LOG_LEVEL_ENV, "error").upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         level = "ERROR"
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("gitdns: log: %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(level)
-    root.addHandler(handler)
-    root.setLevel(min(root.level, handler.level) if root.level else handler.level)
+    logs.install(logs.handler("text", "gitdns: log: %(levelname)s %(name)s: %(message)s"), level)
 
 
 _FORMATS = ("json", "text", "markdown")  # --json: the verb's --format json

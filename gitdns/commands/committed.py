@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitdns.core.text import inline
 from gitdns.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -57,8 +58,8 @@ def acting_on(repo: Path, *, from_worktree: bool = False, env: Mapping[str, str]
     head = wt.handle.head.commit
     message = head.message if isinstance(head.message, str) else head.message.decode("utf-8", "replace")
     subject = (message.strip().splitlines() or [""])[0]
-    where = f"{head.hexsha[:7]} ({subject})"
-    dirty = _dirty(wt)
+    where = f"{head.hexsha[:7]} ({inline(subject)})"
+    dirty = [inline(name) for name in _dirty(wt)]
     if from_worktree:
         extra = f" plus {len(dirty)} uncommitted file(s): {', '.join(dirty[:5])}" if dirty else ""
         return f"acting on the work tree ({flag}): {where}{extra}"

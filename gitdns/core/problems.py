@@ -5,6 +5,8 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass
 
+from gitdns.core.text import inline
+
 Path = tuple[str | int, ...]
 
 SHOWN = 80  # characters of an untrusted value a message quotes
@@ -74,8 +76,10 @@ class Problem:
         return out or "."
 
     def format(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        text = f"{where}: {self.yaml_path}: {self.message}"
+        """One line: the file name and YAML path (a file's name and keys are the author's) through
+        the text gate, the message and hint already made safe at construction."""
+        where = f"{inline(self.file)}:{self.line}" if self.line else inline(self.file)
+        text = f"{where}: {inline(self.yaml_path)}: {self.message}"
         if self.hint:
             text += f" ({self.hint})"
         return text

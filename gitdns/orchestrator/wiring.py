@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from gitdns.adapters import logs
 from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
 from gitdns.adapters.httpserver import HttpServer, MetricsPage
 from gitdns.adapters.leases import FileLease, Lease, NoLease
@@ -142,7 +143,6 @@ def serve(orchestrator: Orchestrator, endpoints: Endpoints) -> int:
 def setup_logging(level: str = "info") -> None:
     if level.lower() not in ("debug", "info", "warning", "error"):
         raise ConfigError(f"--log-level (GITDNS_LOG_LEVEL) {level[:20]!r}: use debug, info, warning or error")
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.install(logs.handler("text"), level, keep=True)
     with contextlib.suppress(Exception):
         logging.getLogger("kubernetes").setLevel(logging.WARNING)

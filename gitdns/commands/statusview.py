@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from gitdns.core.statusdoc import StatusDocError, StatusTree, load
+from gitdns.core.text import inline
 
 SUMMARY = "summary.yaml"
 ZONES = "zones/"
@@ -330,7 +331,9 @@ def _yes(flag: bool) -> str:
 
 
 def table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    """Columns two spaces apart, each as wide as its widest cell (the last one unpadded)."""
+    """Columns two spaces apart, each as wide as its widest cell (the last one unpadded); every
+    cell through the text gate (a status branch is written by whoever can push to it)."""
+    rows = [tuple(inline(str(cell)) for cell in row) for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return ["  ".join([*(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip()
             for r in rows]

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gitdns.core.text import inline
+
 EXIT_OK = 0
 EXIT_ERROR = 1  # the desired state does not validate, or a command failed
 EXIT_USAGE = 2  # bad command line (argparse)
@@ -36,18 +38,25 @@ EXIT_CONFLICTS = 5  # plan, apply: the rest applied, conflicting names left as t
 
 @dataclass(slots=True)
 class Result:
-    """What a command produced: ``out`` is printed to stdout as it is (each piece carries its
-    own newlines), ``err`` line by line to stderr (the CLI prefixes ``gitdns: ``)."""
+    """What a command produced: ``out`` is printed to stdout (each piece carries its own
+    newlines), ``err`` line by line to stderr (the CLI prefixes ``gitdns: ``).  The CLI prints
+    both through the text gate (`gitdns.core.text`): ``block`` on ``out``, ``inline`` on each
+    ``err`` line.  `line` and `lines` take one line each and escape a line break inside it, so a
+    value with a newline cannot forge a line; `block` takes text that is lines already (JSON, a
+    formatter's output whose values went through the gate)."""
 
     code: int = EXIT_OK
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
 
     def line(self, text: str = "") -> None:
-        self.out.append(text + "\n")
+        self.out.append(inline(text) + "\n")
 
     def lines(self, texts: list[str]) -> None:
-        self.out.extend(t + "\n" for t in texts)
+        self.out.extend(inline(t) + "\n" for t in texts)
+
+    def block(self, text: str) -> None:
+        self.out.append(text + "\n")
 
     @property
     def text(self) -> str:

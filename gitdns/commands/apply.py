@@ -71,7 +71,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
         with_notes(desired, each, outcomes)
         results.extend((each.name, outcome) for outcome in outcomes)
     if fmt == "json":
-        result.line(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
+        result.block(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
     else:
         result.lines([outcome_text(c, o, dry_run, names) for c, o in results])
     result.code = apply_exit(desired, [o for _, o in results])

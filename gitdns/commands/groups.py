@@ -299,8 +299,8 @@ def change(req: Request) -> Result:
                                    status=status, absent=absent)
     branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, serial)
     title = f"DNS failover: {zone.domain} active groups {show(before)} -> {show(target)}"
-    result.lines(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
-                          {c.id: c.name for c in desired.state.clusters}))
+    result.block("\n".join(_pr_text(title, zone, before, target, (old_serial, serial), branch, req.push, sim,
+                                       {c.id: c.name for c in desired.state.clusters})))
     return result
 
 
@@ -367,7 +367,7 @@ def reconcile(req: Request) -> Result:
                                    absent=failover.absent_zone(provider, zone))
     branch, _, _ = _commit_groups(req, wt, base, desired, zone, target, state.serial)
     title = f"DNS failover: record the break-glass switch of {zone.domain} in git ({show(target)})"
-    result.lines(_pr_text(title, zone, before, target, (git_serial, state.serial), branch, req.push, sim,
-                          {c.id: c.name for c in desired.state.clusters}))
+    result.block("\n".join(_pr_text(title, zone, before, target, (git_serial, state.serial), branch, req.push,
+                                       sim, {c.id: c.name for c in desired.state.clusters})))
     return result
 

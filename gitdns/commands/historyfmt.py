@@ -14,6 +14,7 @@ from gitdns.commands.historydiff import Applied, Entry, Merged, RecordDiff, iso_
 from gitdns.commands.historywalk import Commit
 from gitdns.core.planfmt import record_dict
 from gitdns.core.records import RecordSet
+from gitdns.core.text import inline
 
 
 def _content(rec: RecordSet) -> str:
@@ -22,7 +23,7 @@ def _content(rec: RecordSet) -> str:
         routing.append(f"weight={rec.weight}")
     if rec.geo is not None:
         routing.append(f"geo={rec.geo}")
-    return f"{' '.join(routing)} [{', '.join(rec.values)}]"
+    return inline(f"{' '.join(routing)} [{', '.join(rec.values)}]")
 
 
 def _merged_text(m: Merged) -> str:

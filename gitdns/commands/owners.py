@@ -33,7 +33,7 @@ def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = S
     rows = owner_rows(provider.read(zone.domain), set(names))
     result = Result()
     if fmt == "json":
-        result.line(json.dumps([{"owner": r.owner, "kind": r.kind.value, "cluster": names.get(r.owner),
+        result.block(json.dumps([{"owner": r.owner, "kind": r.kind.value, "cluster": names.get(r.owner),
                                  "records": r.records,
                                  "recordSets": [{"name": k.name, "type": k.type,
                                                  **({"setIdentifier": k.set_id} if k.set_id else {})}

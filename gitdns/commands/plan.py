@@ -119,15 +119,15 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
             out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p, names) for p in plans],
                              "merged": json.loads(inventory.to_json(zone.domain, rows))["records"]})
         elif fmt == "markdown":
-            result.line(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster", names=names))
-            result.line("<details><summary>Merged zone after every cluster applied</summary>\n\n```")
+            result.block(planfmt.to_markdown(plans, title=f"gitdns plan: {zone.domain}, every cluster", names=names))
+            result.block("<details><summary>Merged zone after every cluster applied</summary>\n\n```")
             result.out.append(inventory.to_text(zone.domain, rows))
-            result.line("```\n</details>\n")
+            result.block("```\n</details>\n")
         else:
             result.out.append(planfmt.to_text(plans, names=names))
             result.line("merged zone after every cluster applied:")
-            result.line(inventory.to_text(zone.domain, rows))
+            result.block(inventory.to_text(zone.domain, rows))
     if fmt == "json":
-        result.line(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
+        result.block(json.dumps({"zones": out_json}, indent=2, sort_keys=True))
     result.code = plan_exit(desired, outcomes, all_plans, exit_code)
     return result

@@ -25,7 +25,7 @@ def validate(path: Path, fmt: str = "text") -> Result:
     if fmt == "json":
         doc = {"valid": not problems, "problems": [p.as_dict() for p in problems],
                "warnings": [w.as_dict() for w in notes], "blockedZones": sorted(desired.blocked)}
-        result.line(json.dumps(doc, indent=2, sort_keys=True))
+        result.block(json.dumps(doc, indent=2, sort_keys=True))
         return result
     result.lines([problem.format() for problem in problems])
     result.lines([f"warning: {w.format()}" for w in notes])

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gitdns.core.plan import Conflict, Plan
 from gitdns.core.records import Action, Change, RecordSet
+from gitdns.core.text import inline, md_code, md_text
 
 _SIGN = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-"}
 
@@ -22,12 +23,12 @@ def _values(rec: RecordSet | None) -> str:
     if rec.geo is not None:
         routing.append(f"geo={rec.geo}")
     extra = f" {' '.join(routing)}" if routing else ""
-    return f"ttl={rec.ttl}{extra} [{', '.join(rec.values)}]"
+    return inline(f"ttl={rec.ttl}{extra} [{', '.join(rec.values)}]")
 
 
 def change_line(change: Change) -> str:
     rec = change.record
-    head = f"{_SIGN[change.action]} {rec.name} {rec.type}"
+    head = f"{_SIGN[change.action]} {inline(rec.name)} {rec.type}"
     if change.action is Action.UPDATE:
         return f"{head} {_values(change.old)} -> {_values(change.new)}"
     return f"{head} {_values(rec)}"
@@ -63,7 +64,7 @@ def _headline(plan: Plan, names: Mapping[str, str] | None = None) -> str:
 
 def _conflict_line(conflict: Conflict) -> str:
     who = f" [owners: {', '.join(conflict.owners)}]" if conflict.owners else ""
-    return f"{conflict.reason}: {conflict.message}{who}"
+    return inline(f"{conflict.reason}: {conflict.message}{who}")
 
 
 def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str, str] | None = None) -> str:
@@ -75,7 +76,7 @@ def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str,
         lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
         lines.extend(f"  refused: {change_line(c)}" for c in plan.refused if show_txt or c.key == c.group)
         lines.extend(f"  ! {_conflict_line(c)}" for c in plan.conflicts)
-        lines.extend(f"  note: {n}" for n in plan.notes)
+        lines.extend(f"  note: {inline(n)}" for n in plan.notes)
     return "\n".join(lines) + "\n"
 
 
@@ -107,8 +108,8 @@ def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan", names: Mappin
             out.append("| reason | record | detail |")
             out.append("|---|---|---|")
             for c in plan.conflicts:
-                out.append(f"| {c.reason} | `{c.key}` | {c.message.replace('|', '/')} |")
-        out.extend(f"> {n}" for n in plan.notes)
+                out.append(f"| {c.reason} | {md_code(str(c.key))} | {md_text(c.message)} |")
+        out.extend(f"> {md_text(n)}" for n in plan.notes)
         out.append("")
     return "\n".join(out)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from gitdns.core.text import inline
+
 # Types whose values from several owners merge into one multi-value record.
 MULTI_VALUE_TYPES = frozenset({"A", "AAAA", "TXT", "MX", "SRV", "CAA", "NS"})
 RECORD_TYPES = frozenset(MULTI_VALUE_TYPES | {"CNAME"})
@@ -24,8 +26,9 @@ class RecordKey:
     set_id: str = ""
 
     def __str__(self) -> str:
+        """``name TYPE [set]``, through the text gate: a name read from a zone is outside text."""
         suffix = f" [{self.set_id}]" if self.set_id else ""
-        return f"{self.name} {self.type}{suffix}"
+        return inline(f"{self.name} {self.type}{suffix}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +64,7 @@ class RecordSet:
         if self.geo is not None:
             routing.append(f"geo={self.geo}")
         extra = f" ({', '.join(routing)})" if routing else ""
-        return f"{self.key} ttl={self.ttl}{extra} [{', '.join(self.values)}]"
+        return f"{self.key} ttl={self.ttl}{extra} [{inline(', '.join(self.values))}]"
 
 
 class Action(StrEnum):

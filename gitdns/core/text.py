@@ -17,8 +17,8 @@ Every text exit goes through this module:
                    an escape that a formatter let through still never reaches a terminal.
 ``md_code(text)``  an outside value in markdown: a code span (mentions, links, emphasis and HTML
                    are not markdown inside one), ``|`` escaped so it cannot end a table cell.
-``md_text(text)``  an outside value in markdown prose: `inline`, then every ASCII punctuation
-                   character markdown could read as syntax backslash-escaped.
+``md_text(text)``  an outside value in markdown prose: `inline`, then the ASCII punctuation
+                   markdown reads as syntax inside a line backslash-escaped.
 
 Unsafe characters: every character `str.isprintable` refuses — C0 controls (TAB, LF, CR and ESC
 among them), DEL, the C1 controls, the format characters (the bidi embeddings and overrides
@@ -36,7 +36,10 @@ import re
 
 __all__ = ["block", "inline", "is_clean", "md_code", "md_text", "unsafe_chars"]
 
-_MD_PUNCT = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~@&$=^\"':;/?%])")
+# What markdown reads as syntax inside a line: escapes, code, emphasis, links and images, HTML,
+# table cells, strikethrough, mentions, entities, issue references, math.  (What it reads only
+# at the start of a line — '-', '+', '#', '>', '1.' — cannot start one: a value is never first.)
+_MD_PUNCT = re.compile(r"([\\`*_\[\]<>|~@&#$])")
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -81,8 +84,9 @@ def block(text: str) -> str:
 
 
 def md_text(text: str) -> str:
-    """An outside value in markdown prose or a table cell: `inline`, then markdown's syntax
-    characters backslash-escaped (CommonMark lets any ASCII punctuation be escaped)."""
+    """An outside value in markdown prose or a table cell, never first on its line: `inline`,
+    then the characters markdown reads as syntax inside a line backslash-escaped (CommonMark
+    lets any ASCII punctuation be escaped)."""
     return _MD_PUNCT.sub(r"\\\1", inline(text))
 
 

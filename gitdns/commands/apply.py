@@ -14,6 +14,7 @@ from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, R
 from gitdns.commands.zones import problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode
+from gitdns.core.text import inline
 from gitdns.providers.fences import STRICT, Fences
 from gitdns.reconcile.zonepass import ZoneOutcome
 
@@ -93,7 +94,7 @@ def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[
 
     head = f"[{cluster}] zone {outcome.zone.domain}"
     if outcome.skipped:
-        return f"{head}: skipped: {outcome.skipped}"
+        return f"{head}: skipped: {inline(outcome.skipped)}"
     lines: list[str] = []
     if outcome.plan is not None:
         # the plan block lists what was written and, marked, what the provider refused: an
@@ -104,7 +105,7 @@ def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[
         count = len(outcome.plan.changes) if dry_run else outcome.applied
         extra = f", {outcome.refused_retries} stale write(s) re-planned" if outcome.refused_retries else ""
         lines.append(f"{head}: {verb} {count} change(s){extra}{planfmt.errors_count(outcome.errors)}")
-    lines.extend(f"{head}: error: {e}" for e in outcome.errors)
+    lines.extend(f"{head}: error: {inline(e)}" for e in outcome.errors)
     if outcome.pending_after_apply:
         lines.append(f"{head}: RecordsMissing: a fresh read still wants {outcome.pending_after_apply} "
                      "change(s); the next apply retries")

@@ -40,6 +40,7 @@ from gitdns.core.owners import HEARTBEAT_PREFIX
 from gitdns.core.plan import Plan
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
+from gitdns.core.text import inline, md_text
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
@@ -68,7 +69,7 @@ class Endpoint:
         routing = " ".join(p for p in (f"set={self.set_id}" if self.set_id else "",
                                        f"weight={self.weight}" if self.weight is not None else "",
                                        f"geo={self.geo}" if self.geo is not None else "") if p)
-        return f"{self.name} {self.type} {self.value}" + (f" ({routing})" if routing else "")
+        return inline(f"{self.name} {self.type} {self.value}" + (f" ({routing})" if routing else ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +250,7 @@ def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
     from gitdns.core import inventory, planfmt
 
     out = summary_lines(switch)
-    out += [f"note: {n}" for n in switch.notes]
+    out += [f"note: {inline(n)}" for n in switch.notes]
     out += endpoint_lines(switch.diff, switch.absent)
     out.append("")
     out.append(planfmt.to_text([p for _, p in switch.plans], show_txt=False, names=names).rstrip("\n"))
@@ -265,7 +266,7 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     title = title or f"Failover of {switch.zone.domain}: {show(switch.groups_before)} -> {show(switch.groups_after)}"
     out = [f"## {title}", ""]
     out += [f"- {line}" for line in summary_lines(switch)]
-    out += [f"> {n}" for n in switch.notes]
+    out += [f"> {md_text(n)}" for n in switch.notes]
     caveat = f" ({ABSENT_CAVEAT})" if switch.absent else ""
     out += ["", f"### Endpoints: {len(switch.diff.added)} added, {len(switch.diff.removed)} removed{caveat}", ""]
     if switch.diff.empty:

@@ -15,6 +15,7 @@ from gitdns.commands.historywalk import Commit
 from gitdns.core.planfmt import record_dict
 from gitdns.core.records import RecordSet
 from gitdns.core.text import inline
+from gitdns.core.text import lines as text_lines
 
 
 def _content(rec: RecordSet) -> str:
@@ -85,7 +86,7 @@ def to_text(result: History) -> str:
     if not result.by_value:
         for entry in result.entries:
             lines.extend(_entry_text(entry, None))
-        return "\n".join(lines) + "\n"
+        return text_lines(lines)
     for name in sorted({n for e in result.entries for n in e.names}):
         lines += ["", f"== {name}"]
         for entry in result.entries:
@@ -96,7 +97,7 @@ def to_text(result: History) -> str:
         lines += ["", f"== {result.name} withdrawn or restored by health checks (status branches)"]
         for entry in health:
             lines.extend(_entry_text(entry, None))
-    return "\n".join(lines) + "\n"
+    return text_lines(lines)
 
 
 def _held_for(entry: Entry, name: str) -> bool:

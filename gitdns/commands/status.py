@@ -60,6 +60,7 @@ from gitdns.commands.statusrevision import iso, revision_status, revision_text, 
 from gitdns.commands.statusview import aggregate, cluster_names, to_json, to_text
 from gitdns.core.builder import build_hosts
 from gitdns.core.statusdoc import StatusTree
+from gitdns.core.text import lines as text_lines
 from gitdns.core.validate import check
 from gitdns.errors import ConfigError
 
@@ -352,4 +353,4 @@ def lag_text(agg: Mapping[str, Any]) -> str:
         lines.append(f"no status yet: {', '.join(waiting)}")
     if active and not behind and not held and not waiting:
         lines.append(f"every cluster has applied {head[:7]}")
-    return "\n".join(lines) + "\n"
+    return text_lines(lines)

@@ -16,6 +16,7 @@ from typing import Any
 from gitdns.commands.historyheld import applied_or_held
 from gitdns.commands.statuslog import Entry, FleetLog, ZoneState
 from gitdns.commands.statusview import UNPUBLISHED, label_sha, table
+from gitdns.core.text import lines as text_lines
 from gitdns.errors import ConfigError
 
 STATES = ("applied", "pending", "held", "failed", "retired")
@@ -115,7 +116,7 @@ def revision_text(rev: Mapping[str, Any]) -> str:
     lines = [f"revision {rev['revision'][:7]}{asked} ({rev['desiredBranch']}, committed {rev['committedAt']})", "",
              *table(rows), "",
              ", ".join(f"{counts[s]} {s}" for s in STATES if counts.get(s)) or "no cluster"]
-    return "\n".join(lines) + "\n"
+    return text_lines(lines)
 
 
 def _detail(r: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from gitdns.core.statusdoc import StatusDocError, StatusTree, load
 from gitdns.core.text import inline
+from gitdns.core.text import lines as text_lines
 
 SUMMARY = "summary.yaml"
 ZONES = "zones/"
@@ -281,7 +282,7 @@ def to_text(agg: Mapping[str, Any]) -> str:
                   + (f", {counts['clustersUnpublished']} without a status yet" if counts.get("clustersUnpublished")
                      else "")
                   + ("" if agg["ready"] else " — NOT READY")]
-    return "\n".join(lines) + "\n"
+    return text_lines(lines)
 
 
 def held_reason(zone: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ from gitdns.core.plancontext import claimed
 from gitdns.core.planfmt import bookkeeping, record_dict
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordSet, ZoneSnapshot
+from gitdns.core.text import lines as text_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,7 @@ def to_text(zone: str, rows: list[Row]) -> str:
         lines.append(f"{head}  owners: {owners}")
         for value, who in row.value_owners:
             lines.append(f"    {value}" + (f"  <- {', '.join(who)}" if who and not row.foreign else ""))
-    return "\n".join(lines) + "\n"
+    return text_lines(lines)
 
 
 def to_json(zone: str, rows: list[Row]) -> str:

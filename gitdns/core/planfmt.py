@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from gitdns.core.plan import Conflict, Plan
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.core.text import inline, md_code, md_text
+from gitdns.core.text import lines as text_lines
 
 _SIGN = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-"}
 
@@ -76,8 +77,8 @@ def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str,
         lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
         lines.extend(f"  refused: {change_line(c)}" for c in plan.refused if show_txt or c.key == c.group)
         lines.extend(f"  ! {_conflict_line(c)}" for c in plan.conflicts)
-        lines.extend(f"  note: {inline(n)}" for n in plan.notes)
-    return "\n".join(lines) + "\n"
+        lines.extend(f"  note: {n}" for n in plan.notes)
+    return text_lines(lines)
 
 
 def to_markdown(plans: Sequence[Plan], title: str = "gitdns plan", names: Mapping[str, str] | None = None) -> str:

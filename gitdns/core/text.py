@@ -11,6 +11,7 @@ Every text exit goes through this module:
 
 ``inline(text)``   one value inside a line: every unsafe character escaped, the line breaks
                    ``\\n`` and ``\\r`` included (``'a\\nb'`` prints as ``a\\nb``).
+``lines(items)``   lines a formatter built, one per item: each through `inline`, joined.
 ``block(text)``    text that is already lines (a command's output, a traceback): ``\\n`` kept,
                    every other unsafe character escaped.  The CLI prints every result through
                    it, and the log formatters format every record through `inline` / `block`, so
@@ -33,8 +34,9 @@ C-level ``str.isprintable()`` on the whole text first, so clean text costs one s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["block", "inline", "is_clean", "md_code", "md_text", "unsafe_chars"]
+__all__ = ["block", "inline", "is_clean", "lines", "md_code", "md_text", "unsafe_chars"]
 
 # What markdown reads as syntax inside a line: escapes, code, emphasis, links and images, HTML,
 # table cells, strikethrough, mentions, entities, issue references, math.  (What it reads only
@@ -81,6 +83,13 @@ def block(text: str) -> str:
     if text.isprintable():
         return text
     return "\n".join(inline(line) for line in text.split("\n"))
+
+
+def lines(items: Iterable[str]) -> str:
+    """Lines a formatter built, each one line (none holds a line break of its own), joined with
+    a line break after each: every item through `inline`, so a value with a line break inside a
+    line cannot add one."""
+    return "".join(inline(item) + "\n" for item in items)
 
 
 def md_text(text: str) -> str:

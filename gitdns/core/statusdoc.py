@@ -24,6 +24,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
 from gitdns import __version__
+from gitdns.core.text import inline
 
 AGENT = f"gitdns/{__version__}"
 TRAILER_ORDER = ("Desired-Revision", "Agent", "Serial")
@@ -205,7 +206,9 @@ def commit_message(cluster: str, ready: bool, sha7: str, summary: str, trailers:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line through the text gate: runs of white space one space, other unsafe characters
+    escaped (`git log` shows the subject on an operator's terminal)."""
+    return inline(" ".join(text.split()))
 
 
 def parse_trailers(message: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ Routes (each server serves the groups in its ``routes``; a path of another group
                        a delivery from GitHub, GitLab or Gitea, answered as
                        `gitdns.adapters.webhooks` judges it (its docstring has the table)
     411/413            no Content-Length / body over ``max_body`` (1 MiB)
+    400/417/431/501/505  a request framed doubtfully (`gitdns.adapters.httphandler`'s table)
     404                an unknown path, a path outside ``routes``, or a webhook path while
                        ``webhook`` is None (off)
 
@@ -30,7 +31,13 @@ Hostile clients (`Limits`)
 ``on_push`` runs on the request thread and must be cheap (set a "fetch now" flag); it is
 called for every accepted delivery and the caller coalesces. Secrets come in as values in
 :class:`WebhookConfig` (read by the caller from the environment or a file) and are never
-logged; requests are logged at debug as method, path (no query) and status, never headers.
+logged; requests are logged at debug as method, path (no query) and status, never headers
+but a delivery id; every piece of a request in a log line goes through
+`gitdns.core.text.inline`, so a control character, a line break or a bidi control in it is
+written escaped.  A request is framed strictly before any route sees it
+(`gitdns.adapters.httphandler.frame_request`: 400 and the connection closed for a doubtful
+Content-Length, Transfer-Encoding, Host or field line), and a webhook body is read with
+`gitdns.core.webhook.load_json` (depth, size, NaN and duplicate keys bounded: 400).
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ from typing import Any, Protocol
 from gitdns.adapters.httphandler import MAX_BODY, Handler, Reply, Server, text_reply
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
-from gitdns.core.webhook import PushEvent, ReplayGuard
+from gitdns.core.text import inline
+from gitdns.core.webhook import PushEvent, ReplayGuard, delivery_id
 
 __all__ = ["ADMIN_ROUTES", "ALL_ROUTES", "MAX_BODY", "WEBHOOK_ROUTES", "HttpServer", "Limits", "MetricsPage",
            "WebhookConfig", "repository_of"]
@@ -201,19 +209,20 @@ class HttpServer:
         if verdict.event is not None:
             self.on_push(verdict.event)  # raising: 500, and the delivery is not counted accepted
             log.debug("webhook push: provider=%s ref=%s after=%s",
-                      verdict.provider, verdict.event.ref, verdict.event.after[:12])
+                      verdict.provider, inline(verdict.event.ref), inline(verdict.event.after[:12]))
         reply = Reply(204) if verdict.status == HTTPStatus.NO_CONTENT else text_reply(verdict.status, verdict.text)
         if verdict.provider is None or verdict.result is None:
             return reply
-        return self._count(verdict.provider, verdict.result, reply)
+        return self._count(verdict.provider, verdict.result, reply, delivery_id(verdict.provider, headers))
 
     def _seen(self, ident: str) -> bool:
         with self._guard_lock:
             return self._guard.seen(ident)
 
-    def _count(self, provider: str, result: str, reply: Reply) -> Reply:
+    def _count(self, provider: str, result: str, reply: Reply, delivery: str | None) -> Reply:
         self.metrics.record_webhook(provider, result)
-        log.debug("webhook: provider=%s result=%s status=%d", provider, result, reply.status)
+        log.debug("webhook: provider=%s result=%s status=%d delivery=%s", provider, result, reply.status,
+                  inline((delivery or "-")[:80]))
         return reply
 
 

@@ -22,6 +22,7 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, Cycle
 from gitdns.agent.gitwait import BACKOFF_MAX, BACKOFF_START, backoff
 from gitdns.agent.metrics import Metrics
+from gitdns.core.text import inline
 from gitdns.errors import ConfigError, GitdnsError, ValidationError
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class Runner:
         """Fetch now.  Coalesced with a poll already due; while one is running (apscheduler would
         skip a second instance), another runs as soon as it ends, so no push is left waiting for
         the next poll interval."""
-        log.info("poke: why=%s", why)
+        log.info("poke: why=%s", inline(why))  # a push names its ref: outside text
         if why.startswith("push"):  # a webhook delivery: git is tried at once, whatever the backoff
             self.agent.git_kicked(desired_branch=why == f"push refs/heads/{self.config.branch}")
         with self._poll_lock:

@@ -227,3 +227,33 @@ def test_names_repository_by_name_or_by_url_path() -> None:
     assert names_repository(event, "GIT/acme/dns.git")
     assert not names_repository(event, "acme/other")
     assert not names_repository(replace(event, urls=()), "git/acme/dns")
+
+
+# --- payloads read strictly ----------------------------------------------------------------------
+
+
+def test_a_signed_deep_payload_is_400_not_a_recursion_error() -> None:
+    body = b'{"ref": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    assert run(gitea_headers(body), body) == Verdict(400, "push payload nests deeper than 32 levels", GITEA,
+                                                     "ignored")
+    for lists, status in ((31, 202), (32, 400)):  # inside the payload's object: 32 deep, 33 deep
+        pad: object = "[" * 100  # brackets in a string count for nothing
+        for _ in range(lists):
+            pad = [pad]
+        body = json.dumps(json.loads(gitea_body()) | {"pad": pad}).encode()
+        assert run(gitea_headers(body), body).status == status
+
+
+@pytest.mark.parametrize(("constant", "reason"), [("NaN", "NaN"), ("Infinity", "Infinity"),
+                                                  ("-Infinity", "-Infinity")])
+def test_a_payload_with_nan_or_infinity_is_400(constant: str, reason: str) -> None:
+    body = gitea_body()[:-1] + b', "size": ' + constant.encode() + b"}"
+    assert run(gitea_headers(body), body) == Verdict(
+        400, f"push payload is not JSON: {reason} is not a JSON value", GITEA, "ignored")
+
+
+def test_a_payload_naming_a_key_twice_is_400() -> None:
+    """Which ref did the sender mean?  Python's json keeps the last, another reader the first."""
+    body = b'{"ref": "refs/heads/feature", ' + gitea_body()[1:]
+    assert run(gitea_headers(body), body) == Verdict(
+        400, "push payload is not JSON: an object names a key twice", GITEA, "ignored")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
+
+import pytest
 
 from gitdns.agent.cycle import Cycle
 from gitdns.agent.metrics import Metrics
@@ -46,3 +49,15 @@ def test_a_poke_during_a_running_poll_runs_another_right_after(tmp_path: Path) -
     finally:
         release.set()
         runner.stop()
+
+
+def test_a_pushed_ref_reaches_the_log_escaped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A webhook's ref comes from its JSON body, where any character can be written escaped."""
+    source = FakeSource()
+    source.commit(example_files(), "initial")
+    agent = make_agent((source, {}, Clock()), tmp_path, poll_interval=3600.0, listen="")
+    runner = Runner(agent, agent.config, Metrics())  # not started: the poke only logs and flags
+    caplog.set_level(logging.INFO, logger="gitdns.agent.runner")
+    runner.poke("push refs/heads/a\x1b[2J\nlevel=ERROR forged\u202e")
+    messages = [record.getMessage() for record in caplog.records]
+    assert "poke: why=push refs/heads/a\\x1b[2J\\nlevel=ERROR forged\\u202e" in messages

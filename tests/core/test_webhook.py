@@ -445,3 +445,24 @@ def test_replay_guard_holds_many_ids_within_its_bound() -> None:
 def test_replay_guard_needs_room_for_one_id() -> None:
     with pytest.raises(ValueError):
         ReplayGuard(max_ids=0)
+
+
+# --- load_json: a body read strictly --------------------------------------------------------
+
+
+def test_load_json_bounds_depth_size_and_encoding() -> None:
+    from gitdns.core.webhook import WebhookPayloadError, load_json
+
+    assert load_json(b"[" * 32 + b"]" * 32) is not None
+    for body, reason in [
+        (b"[" * 33 + b"]" * 33, "payload nests deeper than 32 levels"),
+        (b'{"a": ' * 100_000 + b"1" + b"}" * 100_000, "payload nests deeper than 32 levels"),
+        (b"[" * 200_000, "payload nests deeper than 32 levels"),  # not even JSON: still no recursion
+        (b'"' + b"[" * 200_000, "payload is not JSON: Unterminated string starting at: line 1 column 1 (char 0)"),
+        (b'["\xff"]', "payload is not UTF-8"),
+        (b" " * (1024 * 1024 + 1), "payload over 1048576 bytes"),
+    ]:
+        with pytest.raises(WebhookPayloadError) as caught:
+            load_json(body)
+        assert str(caught.value) == reason
+    assert load_json(b'["]]]]' + b"[" * 100 + b'\\"", {"a": "\\\\"}]') == ["]]]]" + "[" * 100 + '"', {"a": "\\"}]

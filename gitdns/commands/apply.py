@@ -74,7 +74,8 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     if fmt == "json":
         result.block(json.dumps([outcome_dict(c, o) for c, o in results], indent=2, sort_keys=True))
     else:
-        result.lines([outcome_text(c, o, dry_run, names) for c, o in results])
+        for cluster, outcome in results:  # each a block: leaf lines and a plan through the text gate
+            result.block(outcome_text(cluster, outcome, dry_run, names))
     result.code = apply_exit(desired, [o for _, o in results])
     return result
 

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -85,14 +86,18 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def sweep(verbs: list[tuple[str, ...]]) -> None:
-    """Run each verb line; check stdout and stderr (markdown parsed when asked for)."""
+def sweep(verbs: list[tuple[str, ...]]) -> dict[str, tuple[int, str, str]]:
+    """Run each verb line; check stdout and stderr (markdown parsed when asked for); what each
+    printed, by its first two words."""
+    seen: dict[str, tuple[int, str, str]] = {}
     for argv in verbs:
         code, out, err = run(*argv)
         what = "gitdns " + " ".join(argv)
         assert code in (0, 1, 3, 4, 5), f"{what}: exit {code}: {err[-500:]}"
         (gated_markdown if "markdown" in argv else gated)(out, what + " (stdout)")
         gated(err, what + " (stderr)")
+        seen[" ".join(argv[:2])] = (code, out, err)
+    return seen
 
 
 def _repo_verbs(work: Path, store: Path) -> list[tuple[str, ...]]:
@@ -108,6 +113,7 @@ def _repo_verbs(work: Path, store: Path) -> list[tuple[str, ...]]:
     for fmt in ("text", "markdown"):
         verbs.append(("failover", "simulate", "example.com", "--to", "site-b", "--repo", repo, "--format", fmt,
                       *fences))
+    verbs.append(("render", "--repo", repo, "--cluster", "eu-west-1", "--out", str(store / "rendered")))
     return verbs
 
 
@@ -238,7 +244,11 @@ def test_hostile_records_read_from_the_zone_are_escaped(fleet: DesiredRepo, work
     txt_owner = RecordSet("kuadrant-zzzzzzzz-a-foreign.example.com", "TXT", 60,
                           (f'"heritage=external-dns,external-dns/owner={value},external-dns/version=1"',))
     LocalProvider(zones).apply("example.com", [Change(Action.CREATE, None, txt_owner, txt_owner.key)])
-    sweep(_repo_verbs(work, store))
+    seen = sweep([*_repo_verbs(work, store),
+                  ("adopt", "foreign.example.com", "--zone", "example.com", "--cluster", "eu-west-1", "--repo",
+                   str(work), "--store-dir", str(store), "--force", "--from-worktree")])
+    assert seen["adopt foreign.example.com"][0] == 0, seen["adopt foreign.example.com"][2]
+    assert "foreign.example.com" in seen["zone show"][1]  # the hostile records were read and shown
 
 
 # --- commits: authors and messages -------------------------------------------------------------------------
@@ -278,7 +288,11 @@ def test_hostile_commit_authors_and_messages_are_escaped(work: Path, tmp_path: P
     policy = work / "policies" / "web.yaml"
     policy.write_text(policy.read_text().replace("simple: 30", "simple: 45"))
     _commit_as(work, author, f"{message}\n\n{message}\nGitdns-Allow-Mass-Change: {message}")
-    sweep(_history_verbs(str(work), tmp_path / "state") + _repo_verbs(work, tmp_path / "store"))
+    seen = sweep([*_history_verbs(str(work), tmp_path / "state"), *_repo_verbs(work, tmp_path / "store"),
+                  ("groups", "set", "example.com", "site-b", "--repo", str(work), "--store-dir",
+                   str(tmp_path / "store"), "--branch", f"failover-{uuid.uuid4().hex[:12]}")])
+    code, out, err = seen["groups set"]
+    assert code == 0 and "--- pull request ---" in out, err  # the pull request's text was written
 
 
 # --- status branches: what an agent published, and a forged commit -----------------------------------------

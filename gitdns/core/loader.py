@@ -149,7 +149,7 @@ def _parse(file: str, text: str) -> tuple[list[Document], Problem | None]:
     if isinstance(text, Unread):
         return [], Problem(file, (), text.message, hint=text.hint, blocks_all=text.blocks_all, code=text.code)
     try:
-        return parse(text), None
+        return parse(text, finite=True), None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -165,14 +165,16 @@ def _parse(file: str, text: str) -> tuple[list[Document], Problem | None]:
         return [], problem
 
 
-_REFUSED_HINTS = {"AliasRefused": "write the value out where it is used", "MergeKeyRefused": "write the keys out"}
+_REFUSED_HINTS = {"AliasRefused": "write the value out where it is used", "MergeKeyRefused": "write the keys out",
+                  "NonFiniteNumber": "write a finite number (the field's description says its range)"}
 _PLACED = frozenset(_REFUSED_HINTS)  # problems whose line is known already
 
 
 def _refused(file: str, doc: Document) -> Problem:
     assert doc.refused is not None
     hint = f"{_REFUSED_HINTS[doc.refused.code]}; until then the document is left out and the zones it touches are held"
-    return Problem(file, (), doc.refused.message, hint=hint, line=doc.refused.line, code=doc.refused.code)
+    return Problem(file, doc.refused.path, doc.refused.message, hint=hint, line=doc.refused.line,
+                   code=doc.refused.code)
 
 
 def _envelope(file: str, index: int, line: int, data: Any) -> tuple[Doc | None, Problem | None]:

@@ -267,8 +267,13 @@ class DesiredState:
         return next((z for z in self.zones if z.name == name), None)
 
     def cluster(self, ident: str) -> Cluster | None:
-        """By cluster id or by metadata.name."""
-        return next((c for c in self.clusters if ident in (c.id, c.name)), None)
+        """By cluster id or by metadata.name, ignoring letter case (as validation compares ids:
+        two ids equal but for case are refused); an exact match first."""
+        found = next((c for c in self.clusters if ident in (c.id, c.name)), None)
+        if found is None:
+            folded = ident.lower()
+            found = next((c for c in self.clusters if folded in (c.id.lower(), c.name)), None)
+        return found
 
     def zone_for_host(self, host: str) -> Zone | None:
         """The most specific zone whose domain contains ``host``."""

@@ -294,8 +294,10 @@ Observed = Mapping[tuple[str, str], tuple[tuple[str, ...], tuple[Listener, ...]]
 def with_observed(state: DesiredState, cluster_id: str, observed: Observed) -> DesiredState:
     """``state`` with the discovered gateways of the cluster ``cluster_id`` given what was
     observed of them (keyed by (namespace, name)); written addresses and listeners are never
-    replaced."""
-    cluster = next((c for c in state.clusters if c.id == cluster_id), None)
+    replaced.  Observed host names are normalised as written ones are (`host`)."""
+    folded = cluster_id.lower()
+    cluster = next((c for c in state.clusters if c.id == cluster_id), None) or next(
+        (c for c in state.clusters if c.id.lower() == folded), None)
     if cluster is None or not any(g.discovered for g in cluster.gateways):
         return state
     gateways = []
@@ -306,8 +308,9 @@ def with_observed(state: DesiredState, cluster_id: str, observed: Observed) -> D
             continue
         seen = observed[key]
         addresses, listeners = seen if seen is not None else ((), ())
-        gateways.append(replace(gateway, addresses=tuple(addresses),
-                                listeners=tuple(listeners) if gateway.discovered_listeners else gateway.listeners))
+        listeners = tuple(replace(ls, hostname=host(ls.hostname)) for ls in listeners)
+        gateways.append(replace(gateway, addresses=tuple(host(a) for a in addresses),
+                                listeners=listeners if gateway.discovered_listeners else gateway.listeners))
     changed = replace(cluster, gateways=tuple(gateways))
     if changed == cluster:
         return state

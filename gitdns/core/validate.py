@@ -16,7 +16,19 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gitdns.core.checks import addressing, groups, hosts, policies, providers, records, references, serving, tenants
+from gitdns.core.checks import (
+    addressing,
+    cnames,
+    dnsnames,
+    groups,
+    hosts,
+    policies,
+    providers,
+    records,
+    references,
+    serving,
+    tenants,
+)
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import Index
 from gitdns.core.loader import LoadResult, ParseMemo, load
@@ -57,6 +69,10 @@ CHECKS: tuple[Check, ...] = (
     hosts.static_records,
     serving.nameservers,
     tenants.tenant_zones,
+    dnsnames.zone_domains,
+    dnsnames.policy_names,
+    dnsnames.apex_records,
+    cnames.cname_loops,
 )
 
 # Warnings: worth saying, never a held zone nor a failed validation (each yields `Problem`s

@@ -17,6 +17,12 @@ is repeated:
   value an alias names is never referenced twice, copied or walked, so an alias bomb of a
   few hundred bytes costs what its text costs.
 - a **merge key** (``<<``) the same way.
+- with ``finite=True`` (the desired state, `gitdns.core.loader`), a **number that is not
+  finite** (``.nan``, ``.inf``, ``-.inf``, ``1e999``) anywhere, as a value or a key, is a
+  `Refusal` too (``NonFiniteNumber``): NaN compares false with every bound, so a schema's
+  ``minimum``/``maximum`` would let it through, and no field of desired state means one.
+
+A refusal carries the line and the YAML path of the first refused value.
 
 Nesting deeper than `MAX_DEPTH`, a duplicate or non-scalar key, and a tag outside the core
 schema end the file with a `MarkedYAMLError`, like a syntax error.
@@ -24,6 +30,7 @@ schema end the file with a `MarkedYAMLError`, like a syntax error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +77,7 @@ class Refusal:
     line: int
     message: str
     code: str
+    path: tuple[str | int, ...] = ()  # where in the document (keys and list indexes)
 
 
 @dataclass(slots=True)
@@ -155,14 +163,24 @@ class _Builder:
 
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
-        self.stack: list[list[Any]] = []  # [container, key or _NO_KEY, event of the key]
+        # [container, key or _NO_KEY, event of the key, its key or index in its parent]
+        self.stack: list[list[Any]] = []
         self.root: Any = None
         self.line = 0
         self.refused: Refusal | None = None
 
     def refuse(self, event: Event, message: str, code: str) -> None:
         if self.refused is None:
-            self.refused = Refusal(event.start_mark.line + 1, message, code)
+            self.refused = Refusal(event.start_mark.line + 1, message, code, self.path())
+
+    def path(self) -> tuple[str | int, ...]:
+        """Where the next value goes: the keys and indexes from the document's root."""
+        parts = [entry[3] for entry in self.stack[1:]]
+        if self.stack:
+            container, key = self.stack[-1][0], self.stack[-1][1]
+            parts.append(len(container) if isinstance(container, list) else key)
+        return tuple(p if isinstance(p, str | int) and not isinstance(p, bool) else str(p)
+                     for p in parts if p is not _NO_KEY)
 
     def add(self, value: Any, event: Event) -> None:
         if not self.stack:
@@ -194,16 +212,19 @@ class _Builder:
     def open(self, container: dict[Any, Any] | list[Any], event: Event) -> None:
         if len(self.stack) >= MAX_DEPTH:
             raise error(f"nested more than {MAX_DEPTH} levels deep", event)
+        top = self.stack[-1] if self.stack else None
+        place = None if top is None else len(top[0]) if isinstance(top[0], list) else top[1]
         self.add(container, event)
-        self.stack.append([container, _NO_KEY, None])
+        self.stack.append([container, _NO_KEY, None, place])
 
 
 _NO_KEY = object()
 
 
-def parse(text: str) -> list[Document]:
+def parse(text: str, finite: bool = False) -> list[Document]:
     """Every non-empty document of ``text``.  A syntax error, a duplicate key, nesting deeper
-    than `MAX_DEPTH` or an unknown tag raises `YAMLError` (with ``problem_mark``)."""
+    than `MAX_DEPTH` or an unknown tag raises `YAMLError` (with ``problem_mark``); ``finite``:
+    a number that is not finite refuses its document (``NonFiniteNumber``)."""
     loader = Loader(text)
     docs: list[Document] = []
     get = loader.get_event
@@ -220,7 +241,10 @@ def parse(text: str) -> list[Document]:
                 event = get()
                 kind = type(event)
                 if kind is ScalarEvent:
-                    build.add(scalar(loader, event), event)
+                    value = scalar(loader, event)
+                    if finite and type(value) is float and not math.isfinite(value):
+                        build.refuse(event, f"{shown(event.value)} is not a finite number", "NonFiniteNumber")
+                    build.add(value, event)
                 elif kind is MappingStartEvent or kind is SequenceStartEvent:
                     allowed = _MAPS if kind is MappingStartEvent else _SEQS
                     if event.tag not in allowed:

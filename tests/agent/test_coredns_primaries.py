@@ -101,6 +101,9 @@ def test_a_fleet_without_nameservers_renders_as_before(tmp_path: Path) -> None:
     plain = files("p1", "p2")
     for name in ("p1", "p2"):
         plain[f"clusters/{name}.yaml"] = plain[f"clusters/{name}.yaml"].split("  nameserver:")[0]
+    # no primary delegates the served zone from its parent now: git does (ZoneInsideZone otherwise)
+    plain["records/cut.yaml"] = ("apiVersion: gitdns.io/v1alpha1\nkind: RecordSet\nmetadata: {name: cut}\nspec:\n"
+                                 "  zone: example-com\n  records: [{name: app, type: NS, values: [ns1.example.net]}]\n")
     fleet.source.commit(plain, "no nameservers")
     for name in ("r1", "r2"):
         fleet.agent(name, remote=True)
@@ -109,7 +112,7 @@ def test_a_fleet_without_nameservers_renders_as_before(tmp_path: Path) -> None:
     text = (fleet.views_dir("p1") / "default.zone").read_text()
     assert "ns1" in values(master(fleet, "p1", "default"), SERVED, "NS")[0]  # the generated NS
     assert "kuadrant-" in text  # the registry stays in views of zones not served by primaries
-    assert (SERVED, "NS") not in fleet.parent()
+    assert fleet.parent()[(SERVED, "NS")] == ("ns1.example.net",)  # git's delegation; no primary's
 
 
 def test_served_views_leave_out_every_bookkeeping_record(tmp_path: Path) -> None:

@@ -122,8 +122,10 @@ def test_zones_not_served_get_no_apex_ns() -> None:
 
 
 def test_without_any_nameserver_nothing_changes() -> None:
+    # without primaries nothing delegates app.example.com from example.com (ZoneInsideZone): it stands alone here
+    alone = ZONES["zones/app.yaml"].replace("app.example.com", "app.example.net")
     state = state_of(fleet(**{"clusters/p1.yaml": cluster("p1", "primary"),
-                              "clusters/p2.yaml": cluster("p2", "primary")}))
+                              "clusters/p2.yaml": cluster("p2", "primary"), "zones/app.yaml": alone}))
     assert all(primaries_records(state, z) == () for z in state.zones)
     assert nameserver_zones(state) == []
     assert zones_for_primary(state, state.cluster("p1"), []) == []

@@ -557,9 +557,9 @@ PASSING = [
     ("excluded-addresses-and-networks",
      {"p.yaml": policy("x", "  targetRef: {hosts: [x.example.com]}\n"
                             "  excludeAddresses: [10.0.0.0/8, 192.0.2.7, '2001:db8::/32', '::1']\n")}),
-    ("reverse-zone-names-are-host-names",
-     {"z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: rev}}\nspec: {{domain: 2.0.192.in-addr.arpa, "
-                "provider: {type: memory}}\n"}),
+    ("reverse-zone-names-are-host-names",  # a Zone below arpa is refused (ReservedZone); its names are host names
+     {"r.yaml": f"{HEAD}kind: RecordSet\nmetadata: {{name: rev}}\nspec:\n  zone: example-com\n"
+                "  records: [{name: rev, type: CNAME, values: [10.2.0.192.in-addr.arpa.]}]\n"}),
     ("endpoint-zone", {"z.yaml": f"{HEAD}kind: Zone\nmetadata: {{name: z}}\nspec:\n  domain: z.test\n"
                                  "  provider: {type: endpoint, settings: {namespace: dns}}\n"}),
     ("settings-may-come-with-the-credentials",

@@ -1,13 +1,14 @@
-"""Hosts and zones: every host and static record lies in a zone, fits the ownership TXT
-registry, and static CNAMEs stand alone."""
+"""Hosts and zones: every host and static record lies in a zone (NS records delegating a child
+Zone lie in its parent), fits the ownership TXT registry, and static CNAMEs stand alone."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
 
+from gitdns.core.checks.dnsnames import enclosing_zone
 from gitdns.core.checks.index import Index, on, problem, some
-from gitdns.core.model import RecordSetDoc
+from gitdns.core.model import RecordSetDoc, StaticRecord, Zone
 from gitdns.core.names import MAX_FIRST_LABEL_ON_TXT_ZONES, first_label
 from gitdns.core.problems import Problem
 
@@ -28,11 +29,20 @@ def hosts_in_zones(ix: Index) -> Iterable[Problem]:
         zone = ix.zones.get(doc.zone) if doc.zone else None
         for i, record in enumerate(doc.records):
             found = ix.lookup.zone_of(record.name)
-            if found is None or (zone is not None and found != zone.name):
+            if found is None or (zone is not None and found != zone.name and not _cut(ix, zone, found, record)):
                 inside = f"zone {zone.domain!r}" if zone else "every zone"
                 hint = "write an absolute name in the zone, '@' for the apex, or set spec.zone"
                 message = f"record name {record.name!r} lies outside {inside}"
                 yield on(ix, doc, ("spec", "records", i, "name"), message, hint, "HostOutsideZones")
+
+
+def _cut(ix: Index, parent: Zone, child_name: str, record: StaticRecord) -> bool:
+    """``record`` is a delegation: NS records named after a child Zone, in its closest parent."""
+    child = ix.zones.get(child_name)
+    if record.type != "NS" or child is None or record.name != child.domain:
+        return False
+    above = enclosing_zone(ix, child)
+    return above is not None and above.name == parent.name
 
 
 def txt_registry_names(ix: Index) -> Iterable[Problem]:

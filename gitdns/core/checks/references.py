@@ -27,13 +27,17 @@ def duplicate_names(ix: Index) -> Iterable[Problem]:
 
 
 def duplicate_cluster_ids(ix: Index) -> Iterable[Problem]:
+    """Cluster ids are unique ignoring case (an id is a name: Kubernetes writes UIDs in lower
+    case, and an owner id differing only in case would be a second owner of the same records);
+    each id is hashed as written, so an existing deployment's owner hashes never change."""
     by_id: dict[str, Cluster] = {}
     by_hash: dict[str, Cluster] = {}
     for cluster in ix.state.clusters:
-        first = by_id.setdefault(cluster.id, cluster)
+        first = by_id.setdefault(cluster.id.lower(), cluster)
         if first is not cluster:
+            case = "" if first.id == cluster.id else f" but for letter case ({first.id!r}; ids compare ignoring case)"
             message = (
-                f"cluster id {cluster.id!r} is also the id of Cluster {first.name!r} ({where(first.origin)})"
+                f"cluster id {cluster.id!r} is also the id of Cluster {first.name!r}{case} ({where(first.origin)})"
             )
             hint = "each Cluster needs its own kube-system namespace UID (gitdns cluster-id prints it)"
             zones = ix.zones_of(cluster) + ix.zones_of(first)
@@ -54,11 +58,7 @@ def duplicate_cluster_ids(ix: Index) -> Iterable[Problem]:
 def zone_settings(ix: Index) -> Iterable[Problem]:
     policies = {p.name for p in ix.state.policies}
     domains: dict[str, Zone] = {}
-    for zone in ix.state.zones:
-        if "." not in zone.domain:
-            message = f"domain {zone.domain!r} is a top-level domain"
-            hint = "a Zone is a delegated domain below a TLD, e.g. example.com (as Kuadrant requires)"
-            yield on(ix, zone, ("spec", "domain"), message, hint, "TopLevelDomain")
+    for zone in ix.state.zones:  # a domain with one label: dnsnames.zone_domains (TopLevelDomain)
         first = domains.setdefault(zone.domain, zone)
         if first is not zone:
             message = (

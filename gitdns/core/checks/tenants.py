@@ -6,7 +6,8 @@ A tenant's zone (``spec.zone``, else the common suffix of its domains) must
 * have at least two labels and not be a public suffix (``com``, ``co.uk``, ``github.io``: the
   Public Suffix List bundled in the ``publicsuffixlist`` package, never fetched);
 * not be ``cluster.local`` or below it (Kubernetes' cluster domain), nor below ``arpa``
-  (reverse zones);
+  (reverse zones) — these two rules are `gitdns.core.checks.dnsnames.reserved_error`, the gate
+  Zones' domains pass too;
 * not be equal to or inside the domain of a gitdns Zone, nor equal to or inside the zone of a
   tenant of another node pool, unless the tenant's NodePool lists that domain in
   ``spec.tenants.allowInside``.
@@ -26,11 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
-
-from publicsuffixlist import PublicSuffixList
 
 from gitdns.core.addresses import host_error
+from gitdns.core.checks.dnsnames import CLUSTER_DOMAIN, REVERSE_ZONES, inside, public_suffixes, reserved_error
 from gitdns.core.checks.index import Index, problem
 from gitdns.core.corefile import tenant_zone
 from gitdns.core.corefilecheck import dns_name_error as name_error
@@ -38,8 +37,9 @@ from gitdns.core.corefilecheck import shown
 from gitdns.core.model import DesiredState, NodePool, Tenant
 from gitdns.core.problems import Path, Problem
 
-CLUSTER_DOMAIN = "cluster.local"
-REVERSE_ZONES = "arpa"
+__all__ = ["CLUSTER_DOMAIN", "REVERSE_ZONES", "Fence", "allowed_inside", "fences", "inside", "public_suffixes",
+           "refused_tenants", "reserved_error", "tenant_name_error", "tenant_zones"]
+
 _TENANT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _ALLOW_HINT = "list the domain in the NodePool's spec.tenants.allowInside if this pool may serve inside it"
 
@@ -56,37 +56,11 @@ class Fence:
     value: str = ""  # the offending domain, for InvalidHostname
 
 
-@cache
-def public_suffixes() -> PublicSuffixList:
-    """The Public Suffix List bundled in the package: read on the first call, never fetched
-    (a long-running caller may call this up front so its first check does not wait)."""
-    return PublicSuffixList()
-
-
 def tenant_name_error(name: str) -> str | None:
     if _TENANT_NAME.fullmatch(name):
         return None
     return (f"{shown(name)} is not a tenant name (1 to 63 lower-case letters, digits or '-', starting and "
             "ending with a letter or digit): it names the tenant's hosts file and appears in the CoreDNS files")
-
-
-def inside(name: str, domain: str) -> bool:
-    """``name`` is ``domain`` or below it."""
-    return name == domain or name.endswith("." + domain)
-
-
-def reserved_error(zone: str) -> str | None:
-    """Why ``zone`` can never be a tenant zone (whatever a NodePool allows), or None."""
-    if "." not in zone:
-        return f"zone {shown(zone)} has one label: a tenant zone has at least two (tenant-a.io)"
-    if inside(zone, CLUSTER_DOMAIN):
-        return f"zone {shown(zone)} is Kubernetes' cluster domain {CLUSTER_DOMAIN} or below it"
-    if inside(zone, REVERSE_ZONES):
-        return f"zone {shown(zone)} is a reverse zone (below {REVERSE_ZONES})"
-    if public_suffixes().is_public(zone):
-        return (f"zone {shown(zone)} is a public suffix (Public Suffix List): names below it belong to "
-                "whoever registers them")
-    return None
 
 
 def allowed_inside(pool: NodePool) -> frozenset[str]:

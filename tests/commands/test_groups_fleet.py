@@ -36,6 +36,7 @@ import gitdns
 from gitdns.adapters.statusbranch import StatusBranch
 from gitdns.commands import EXIT_OK
 from gitdns.core.statusdoc import dump, load
+from gitdns.core.text import md_text
 from gitdns.errors import UnreachableError
 from tests.commands.test_groups import GIT_ENV, _git_identity, git, run
 
@@ -266,7 +267,7 @@ def test_simulate_says_the_local_store_holds_no_zone(fleet: Fleet, capsys: pytes
     assert added.endswith(f", removed: 0 {CAVEAT}") and not added.startswith("endpoints added: 0,")
     code, md, _ = run(capsys, *SIMULATE, "--repo", str(fleet.work),
                       "--format", "markdown")
-    assert code == EXIT_OK and f"> the local store {store} {ABSENT}" in md
+    assert code == EXIT_OK and f"> {md_text(f'the local store {store} {ABSENT}')}" in md  # markdown-escaped
     assert next(line for line in md.splitlines() if line.startswith("### Endpoints:")).endswith(CAVEAT)
     # with the agents' store: the switch's real effect, and no caveat
     code, out, _ = run(capsys, *SIMULATE, "--repo", str(fleet.work),
@@ -304,7 +305,7 @@ def test_set_without_store_dir_says_so_in_the_pull_request(fleet: Fleet,
     code, out, err = run(capsys, "groups", "set", "example.com", "site-b", "--repo", str(fleet.work), "--push")
     assert code == EXIT_OK, err
     store = fleet.work / ".gitdns" / "zones"
-    assert f"> the local store {store} {ABSENT}" in out
+    assert f"> {md_text(f'the local store {store} {ABSENT}')}" in out  # markdown-escaped
     heading = next(line for line in out.splitlines() if line.startswith("### Endpoints:"))
     assert heading.endswith(f"removed {CAVEAT}") and not heading.startswith("### Endpoints: 0 added")
     assert f"warning: the local store {store} {ABSENT}; the new serial rests on git alone" in err

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
-from gitdns.commands.zones import problem_lines
+from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode
 from gitdns.core.text import inline
@@ -81,7 +81,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
 
 
 def apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
-    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
+    if held(desired, outcomes):
         return EXIT_ERROR
     if any(o.plan is not None and o.plan.stalled for o in outcomes):
         return EXIT_STALLED

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CHANGES, EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
-from gitdns.commands.zones import problem_lines
+from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import Plan, PlanMode
 from gitdns.providers.fences import STRICT, Fences
@@ -65,7 +65,7 @@ def plan(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, 
 def plan_exit(desired: Desired, outcomes: Sequence[ZoneOutcome], plans: Sequence[Plan], exit_code: bool) -> int:
     """As `apply --dry-run` would exit (held 1, stalled 4, conflicts 5); with --exit-code,
     pending changes exit 3."""
-    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
+    if held(desired, outcomes):
         return EXIT_ERROR
     if any(p.stalled for p in plans):
         return EXIT_STALLED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from gitdns.commands import EXIT_OK, Result
@@ -11,6 +12,7 @@ from gitdns.core.records import normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
+from gitdns.reconcile.zonepass import ZoneOutcome
 
 
 def find_zone(desired: Desired, ident: str) -> Zone | None:
@@ -43,6 +45,16 @@ def problem_lines(desired: Desired) -> list[str]:
     if desired.problems:
         lines.append(f"{len(desired.problems)} problem(s); zones held: {', '.join(sorted(desired.blocked)) or 'none'}")
     return lines
+
+
+def held(desired: Desired, outcomes: Sequence[ZoneOutcome]) -> bool:
+    """Whether a run must exit 1 for what it could not do: a zone it covered failed or is held,
+    or a problem holds a zone the desired state no longer has (its Zone document refused:
+    there is no outcome to show it) or every zone."""
+    if any(o.errors for o in outcomes) or any(o.zone.name in desired.blocked for o in outcomes):
+        return True
+    known = {z.name for z in desired.state.zones}
+    return bool(desired.blocked - known) or any(p.blocks_all for p in desired.problems)
 
 
 def zone_show(repo: Path, ident: str, fmt: str = "text", *, fences: Fences = STRICT) -> Result:

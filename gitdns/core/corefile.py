@@ -79,6 +79,7 @@ class ZoneBlock:
 class Skipped:
     tenant: str
     reason: str
+    code: str = ""  # the problem code `gitdns validate` reports it with (gitdns.core.checks.tenantlayout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +157,17 @@ def layout(state: DesiredState, pool: str, refused: Mapping[str, str] | None = N
         zone = tenant_zone(tenant)
         if zone is None:
             skipped.append(Skipped(tenant.name, "its domains share no parent below a top-level domain; "
-                                                "set spec.zone"))
+                                                "set spec.zone", "ReservedTenantZone"))
             continue
         if owners[zone] != pool:
             skipped.append(Skipped(tenant.name, f"zone {zone} is served by node pool {owners[zone]} "
                                                 "(one CoreDNS server block per zone); move the tenant "
-                                                "to that pool or give it its own zone"))
+                                                "to that pool or give it its own zone", "TenantZoneServedElsewhere"))
             continue
         inside = {d for d in tenant.domains if _inside(d, zone)}
         for outside in sorted(set(tenant.domains) - inside):
-            skipped.append(Skipped(tenant.name, f"domain {outside} is outside zone {zone}: left out"))
+            skipped.append(Skipped(tenant.name, f"domain {outside} is outside zone {zone}: left out",
+                                   "TenantDomainOutsideZone"))
         if not inside:
             continue
         members.setdefault(zone, []).append(tenant)

@@ -26,7 +26,7 @@ A ``kuadrant.io/coredns`` Secret therefore names no provider (`UNSERVED_SECRET_T
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -87,6 +87,7 @@ class ProviderType:
     kuadrant_secret: str | None = None  # the Secret type Kuadrant gives this provider
     required_settings: tuple[str, ...] = ()  # spec.provider.settings it cannot run without ...
     settings_from_credentials: bool = False  # ... unless its credentials (when named) may hold them
+    settings: tuple[str, ...] = ()  # every key of spec.provider.settings it reads (others are refused)
     extra: str | None = None  # the pip extra that brings its SDK (None: in the base install)
     sdk: tuple[str, ...] = ()  # the modules of that extra it imports (checked before a zone uses it)
     page: str | None = None  # its page under docs/
@@ -108,7 +109,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             "local", "gitdns.providers.local",
             "embedded record store (the default); rendered to geo views that BIND and CoreDNS serve",
             _STORE,
-            credentials=(),
+            credentials=(), settings=("path", "viewClients", "corednsDir"),
         ),
         ProviderType(
             "memory", "gitdns.providers.memory", "in-process record store (tests; lost when the process ends)",
@@ -119,6 +120,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             "rfc2136", "gitdns.providers.rfc2136", "BIND, PowerDNS or any RFC 2136 server (dynamic update, AXFR)",
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, guards=True, geo=ROUTE53_STYLE),
             required_settings=("server",), page="providers/rfc2136.md",
+            settings=("server", "port", "tsigKeyName", "tsigAlgorithm", "timeout", "zone"),
         ),
         ProviderType(
             "route53", "gitdns.providers.route53", "AWS Route53",
@@ -128,6 +130,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
                          page_size=300),  # ListResourceRecordSets pages: per-name reads win for small changes
             kuadrant_secret="kuadrant.io/aws", extra="route53", sdk=("botocore",),
             page="providers/route53.md",
+            settings=("hostedZoneId", "private", "region", "endpoint", "waitInsync", "healthChecks"),
         ),
         ProviderType(
             "google", "gitdns.providers.google", "Google Cloud DNS",
@@ -136,6 +139,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             kuadrant_secret="kuadrant.io/gcp", required_settings=("project",),  # or PROJECT_ID, the key's project_id
             settings_from_credentials=True, extra="google", page="providers/google.md",
             sdk=("google.cloud.dns", "google.auth", "google.api_core"),
+            settings=("project", "managedZone", "endpoint", "defaultGeoLocation", "timeout"),
         ),
         ProviderType(
             # Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns
@@ -147,6 +151,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             kuadrant_secret="kuadrant.io/azure", required_settings=("subscriptionId", "resourceGroup"),
             settings_from_credentials=True, extra="azure", page="providers/azure.md",  # or in azure.json
             sdk=("azure.mgmt.dns", "azure.identity", "azure.core"),
+            settings=("subscriptionId", "resourceGroup", "endpoint", "trafficManager"),
         ),
         ProviderType(
             "endpoint", "gitdns.providers.endpoint",
@@ -158,6 +163,8 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             kuadrant_secret="kuadrant.io/endpoint", required_settings=("namespace",),
             settings_from_credentials=True,  # a kuadrant.io/endpoint Secret may carry the settings
             extra="kubernetes", sdk=("kubernetes",), page="providers/endpoint.md",
+            settings=("namespace", "ENDPOINT_GVR", "ENDPOINT_GVK", "ENDPOINT_ZONE_RECORD_LABEL",
+                      "CRD_ZONE_RECORD_LABEL", "kubeconfigContext"),
         ),
     )
 }
@@ -167,6 +174,12 @@ UNSERVED_SECRET_TYPES: Mapping[str, str] = {
     "kuadrant.io/coredns": "gitdns has no coredns provider to publish through it: CoreDNS serves the zones that "
     "primaries render from the local store (docs/coredns-primaries.md)",
 }
+
+
+def missing_settings(entry: ProviderType, setting: Callable[[str], str | None]) -> list[str]:
+    """The required settings of ``entry`` that ``setting`` (key -> value) does not give: what
+    `gitdns validate` reports (``MissingSetting``) and each provider refuses."""
+    return [key for key in entry.required_settings if not (setting(key) or "").strip()]
 
 
 def known_types() -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from gitdns.core.checks import (
     records,
     references,
     serving,
+    tenantlayout,
     tenants,
 )
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
@@ -69,6 +70,7 @@ CHECKS: tuple[Check, ...] = (
     hosts.static_records,
     serving.nameservers,
     tenants.tenant_zones,
+    tenantlayout.tenant_layout,
     dnsnames.zone_domains,
     dnsnames.policy_names,
     dnsnames.apex_records,

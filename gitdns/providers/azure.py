@@ -36,14 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.errors import ConfigError, UnsupportedError
+from gitdns.errors import ConfigError
 from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, SdkClient, error_for
 from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 
 log = logging.getLogger(__name__)
@@ -285,29 +285,22 @@ def make_credential(cfg: Mapping[str, str]) -> Any:
     return DefaultAzureCredential(managed_identity_client_id=identity)
 
 
-def _true(raw: str | None) -> bool:
-    return (raw or "").strip().lower() in ("true", "yes", "1", "on")
-
-
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> AzureProvider:
     """Settings: ``subscriptionId`` and ``resourceGroup`` (else taken from ``azure.json``),
     ``endpoint`` (the ARM endpoint, an https origin the operator allows: ``fences``; default
     https://management.azure.com), ``trafficManager`` (refused: not supported yet).
     Credentials: Kuadrant's ``azure.json``, from a source the fences allow."""
-    if _true(ref.setting("trafficManager")):
-        raise UnsupportedError(f"spec.provider.settings.trafficManager: zone {zone_domain}: gitdns does not "
-                               "drive Azure Traffic Manager yet; remove the setting and use the simple strategy "
-                               "or the flattened loadbalanced form, or another provider")
+    refuse_static(zone_domain, ref)  # trafficManager, endpoint, ... as `gitdns validate` judges them
     named = ref.setting("endpoint") or None
     endpoint = fences.check_endpoint(named, zone=zone_domain) if named is not None else DEFAULT_ENDPOINT
     creds: Credentials = load_credentials(ref.credentials, provider="azure", fences=fences)
     cfg = azure_json(creds)
     subscription = ref.setting("subscriptionId") or cfg.get("subscriptionId")
     group = ref.setting("resourceGroup") or cfg.get("resourceGroup")
-    for key, value in (("subscriptionId", subscription), ("resourceGroup", group)):
-        if not value:
-            raise ConfigError(f"spec.provider.settings.{key}: required for an azure zone ({zone_domain}); "
-                              f"give it as a setting or in the credentials' azure.json")
+    for key in missing_settings(PROVIDER_TYPES["azure"], {"subscriptionId": subscription,
+                                                           "resourceGroup": group}.get):
+        raise ConfigError(f"spec.provider.settings.{key}: required for an azure zone ({zone_domain}); "
+                          f"give it as a setting or in the credentials' azure.json")
     assert subscription and group
     client = SdkClient(make_credential(cfg), subscription, group, endpoint)
     return AzureProvider(zone_domain, client, account=f"azure:{subscription}")

@@ -48,12 +48,13 @@ from gitdns.core.endpoints import (
     zone_selector,
 )
 from gitdns.core.model import ProviderRef
-from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providersettings import endpoint_resource_error, namespace_error
+from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
@@ -206,15 +207,17 @@ def api_client_for(context: str | None = None) -> Any:
 
 
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> EndpointProvider:
+    """The settings of the zone (`refuse_static`: as `gitdns validate` judges them), completed by
+    the Secret its credentials name; what the Secret gives judged by the same functions."""
+    refuse_static(zone_domain, ref)
     settings = settings_of(ref, zone_domain, fences)
     namespace = settings.get("namespace", "").strip()
-    if not namespace:
+    if missing_settings(PROVIDER_TYPES["endpoint"], settings.get):
         raise ConfigError(f"spec.provider.settings.namespace: required for an endpoint zone ({zone_domain})")
-    try:
-        gvr = endpoint_gvr(settings)
-        selector = zone_selector(settings)
-    except ValueError as exc:
-        raise ConfigError(f"spec.provider.settings (endpoint zone {zone_domain}): {exc}") from None
+    wrong = namespace_error(namespace) or endpoint_resource_error(settings)
+    if wrong is not None:
+        raise ConfigError(f"spec.provider.settings (endpoint zone {zone_domain}): {wrong}")
+    gvr, selector = endpoint_gvr(settings), zone_selector(settings)
     context = settings.get("kubeconfigContext") or None
     return EndpointProvider(api_client_for(context), namespace, gvr=gvr, selector=selector,
                             account=f"endpoint:{context or 'in-cluster'}:{namespace}")

@@ -33,16 +33,24 @@ before the checks pass.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import SplitResult, urlsplit
 
-from gitdns.errors import ConfigError
+from gitdns.core.model import ProviderRef
+from gitdns.core.providersettings import (
+    ENDPOINT_HINT,
+    credentials_file_error,
+    host_key,
+    parse_endpoint,
+    problems,
+    server_error,
+    unknown_settings,
+)
+from gitdns.errors import ConfigError, UnsupportedError
 
 # the settings, named as the agent's (flag --provider-endpoints, GITDNS_PROVIDER_ENDPOINTS,
 # providerEndpoints in the config file)
@@ -87,13 +95,8 @@ def agent_namespace(configured: str | None = None) -> str:
 
 
 def _host(text: str) -> str:
-    """A host for comparison: an IP address in its compressed form, else the name in lower
-    case without a trailing dot."""
-    bare = text.strip().strip("[]")
-    try:
-        return ipaddress.ip_address(bare).compressed
-    except ValueError:
-        return bare.lower().rstrip(".")
+    """A host for comparison (`gitdns.core.providersettings.host_key`)."""
+    return host_key(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,25 +123,20 @@ class Server:
         return f"{host}:{'*' if self.port is None else self.port}"
 
 
-def _split_url(url: str) -> SplitResult | None:
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError:
-        return None
-    return parts
-
-
 def _origin(entry: str, setting: str) -> Origin:
-    parts = _split_url(entry)
-    if parts is None or parts.scheme.lower() != "https" or not parts.hostname:
-        raise ConfigError(f"{setting}: {shown(entry)} is not an https:// origin (https://host or https://host:port; "
-                          "provider endpoints must be HTTPS)")
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment \
-            or parts.path not in ("", "/"):
-        raise ConfigError(f"{setting}: {shown(entry)}: give the origin only (https://host[:port]), without a path, "
-                          "user name, query or fragment")
-    return Origin(_host(parts.hostname), parts.port or 443)
+    """An entry of ``--provider-endpoints``: read as a Zone's endpoint is
+    (`gitdns.core.providersettings.parse_endpoint`), and an origin only."""
+    try:
+        endpoint = parse_endpoint(entry)
+    except ValueError as exc:
+        if "@" in entry:  # never quoted: it may carry a password
+            raise ConfigError(f"{setting}: an entry carries a user name or password (not shown): give the origin "
+                              "only, https://host[:port]") from None
+        raise ConfigError(f"{setting}: {shown(entry)} is not an https:// origin (https://host or https://host:port, "
+                          f"provider endpoints must be HTTPS): {exc}") from None
+    if endpoint.path not in ("", "/"):
+        raise ConfigError(f"{setting}: {shown(entry)}: give the origin only (https://host[:port]), without a path")
+    return Origin(endpoint.host, endpoint.port)
 
 
 def _server(entry: str, setting: str) -> Server:
@@ -151,8 +149,9 @@ def _server(entry: str, setting: str) -> Server:
         port_text = rest[1:]
     elif text.count(":") == 1:
         host, port_text = text.split(":")
-    if not host or any(c.isspace() or c in "/@" for c in host):
-        raise ConfigError(f"{setting}: {shown(entry)} is not host, host:port or host:*")
+    if not host or server_error(host) is not None:
+        raise ConfigError(f"{setting}: {shown(entry)} is not host, host:port or host:* (a host name or an IP "
+                          "address)")
     if port_text == "*":
         return Server(_host(host), None)
     if not port_text:
@@ -224,23 +223,21 @@ class Fences:
     # --- endpoints ---------------------------------------------------------------------------------------
 
     def check_endpoint(self, url: str, *, zone: str, field_name: str = "spec.provider.settings.endpoint") -> str:
-        """``url`` when it is an https URL on an allowed origin; else a `ConfigError` naming
-        the field and the setting.  Called before any client is made."""
-        parts = _split_url(url)
+        """``url`` when it is an https URL (`gitdns.core.providersettings.parse_endpoint`, which
+        `gitdns validate` runs too) on an origin the operator allows; else a `ConfigError`
+        naming the field and the setting.  Called before any client is made."""
         where = f"{field_name} (zone {zone})"
-        if parts is None or parts.scheme.lower() != "https" or not parts.hostname:
-            raise ConfigError(f"{where}: {shown(url)} is not an https:// URL; nothing was sent to it.  Provider "
-                              "endpoints carry credentials: they must be HTTPS and on the operator's list, "
-                              f"{setting_name('provider_endpoints')}")
-        if parts.username is not None or parts.password is not None:
-            raise ConfigError(f"{where}: a provider endpoint URL carries no user name or password")
-        origin = Origin(_host(parts.hostname), parts.port or 443)
+        try:
+            endpoint = parse_endpoint(url)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}; nothing was sent to it.  {ENDPOINT_HINT}") from None
+        origin = Origin(endpoint.host, endpoint.port)
         if origin not in self.endpoints:
             allowed = ", ".join(map(str, self.endpoints)) or "none"
             raise ConfigError(f"{where}: {shown(origin)} is not a provider endpoint the operator allows; nothing was "
                               f"sent to it.  Allow it with {setting_name('provider_endpoints')}, or remove the "
                               f"setting to use the SDK's endpoint (allowed now: {allowed})")
-        return url.strip()
+        return endpoint.url
 
     def check_server(self, server: str, port: int, *, zone: str) -> None:
         """An rfc2136 ``server``/``port`` the operator allows; else a `ConfigError`."""
@@ -275,8 +272,9 @@ class Fences:
             raise ConfigError(f"spec.provider.credentials.file: {shown(raw)}: no credentials directory is set, so "
                               f"no file is read.  Mount the credentials in a directory and name it with "
                               f"{setting_name('credentials_dir')}")
-        if ".." in Path(raw).parts:
-            raise ConfigError(f"spec.provider.credentials.file: {shown(raw)}: a path with '..' is refused")
+        wrong = credentials_file_error(raw)  # as `gitdns validate` judges it
+        if wrong is not None:
+            raise ConfigError(f"spec.provider.credentials.file: {wrong}; no file is read")
         base = Path(os.path.realpath(self.credentials_dir))
         candidate = Path(raw) if Path(raw).is_absolute() else self.credentials_dir / raw
         real = Path(os.path.realpath(candidate))
@@ -296,6 +294,31 @@ class Fences:
         raise ConfigError(f"{field_name}: namespace {shown(namespace)} is not one the operator allows credentials "
                           f"from; nothing was read.  Allow it with {setting_name('credentials_namespaces')} "
                           f"(allowed now: {allowed})")
+
+
+# --- what no operator setting allows ----------------------------------------------------------------------
+
+
+def refuse_static(zone: str, ref: ProviderRef) -> None:
+    """Refuse ``ref`` (zone ``zone``'s ``spec.provider``) when one of its values is what its
+    provider refuses whatever the operator allows (`gitdns.core.providersettings.problems`,
+    which `gitdns validate` reports with the file and line): a `ConfigError` (an
+    `UnsupportedError` for what gitdns cannot do yet) naming the field.  Every provider's
+    ``from_ref`` calls it first, before any credential is read or client made."""
+    found = problems(ref, zone)
+    if found and found[0].unsupported:
+        raise UnsupportedError(found[0].text(zone))
+    if found:
+        raise ConfigError(found[0].text(zone))
+
+
+def refuse_unknown(zone: str, ref: ProviderRef) -> None:
+    """Refuse a Zone's ``spec.provider`` naming a setting its type does not read
+    (`gitdns.core.providersettings.unknown_settings`; the default provider secret's annotations
+    are not judged by this)."""
+    found = unknown_settings(ref)
+    if found:
+        raise ConfigError(found[0].text(zone))
 
 
 def read_credentials_file(path: Path) -> str:

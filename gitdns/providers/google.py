@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providersettings import seconds_value
+from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.google_api import (
     THROTTLE_REASONS,
     CloudDnsApi,
@@ -58,6 +59,7 @@ from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 log = logging.getLogger(__name__)
 
 SCOPE = "https://www.googleapis.com/auth/ndev.clouddns.readwrite"
+DEFAULT_TIMEOUT = 30.0  # seconds per request, unless spec.provider.settings.timeout says
 CAPABILITIES = capabilities_of("google")  # declared in gitdns.core.providertypes
 
 
@@ -221,7 +223,9 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     ``managedZone`` (else found by dnsName), ``endpoint`` (another API base URL: an https
     origin the operator allows, ``fences``; anonymous credentials unless a key is given),
     ``defaultGeoLocation`` (the region that carries the default geo row, default
-    europe-west1), ``timeout`` (seconds)."""
+    europe-west1), ``timeout`` (seconds).  Each setting is judged by
+    `gitdns.core.providersettings` first (`refuse_static`, as `gitdns validate` judges it)."""
+    refuse_static(zone_domain, ref)
     endpoint = ref.setting("endpoint") or None
     if endpoint is not None:
         endpoint = fences.check_endpoint(endpoint, zone=zone_domain)
@@ -229,13 +233,11 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
 
     credentials, secret_project = _credentials(ref, endpoint, fences)
     project = ref.setting("project") or secret_project
-    if not project:
+    if missing_settings(PROVIDER_TYPES["google"], {"project": project}.get):
         raise ConfigError(f"zone {zone_domain}: spec.provider.settings.project is required (or PROJECT_ID in "
                           "the credentials)")
-    try:
-        timeout = float(ref.setting("timeout", "30") or 30)
-    except ValueError:
-        raise ConfigError(f"zone {zone_domain}: spec.provider.settings.timeout must be a number of seconds") from None
+    assert project
+    timeout = seconds_value(ref.setting("timeout"), DEFAULT_TIMEOUT)
     options = {"api_endpoint": endpoint} if endpoint else None
     client = dns.Client(project=project, credentials=credentials, client_options=options)
     location = ref.setting("defaultGeoLocation") or DEFAULT_GEO_LOCATION

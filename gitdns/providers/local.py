@@ -26,8 +26,9 @@ changes the store renders them again, the way they were last rendered
 ``prune-owner``, ``adopt``, ``groups set --direct``, a heartbeat — not only a reconcile.
 
 The store directory a Zone names (``settings.path``) lies inside a base directory: the agent's
-state directory, the repository for the one-shot verbs.  `store_directory` refuses a path with
-``..``, ``~``, a ``.git`` component or an absolute path outside the base; a provider built
+state directory, the repository for the one-shot verbs.  ``from_ref`` refuses a path with
+``..``, ``~`` or a ``.git`` component (`refuse_static`) and an absolute path outside the base
+(`store_directory`); a provider built
 with ``base`` then checks before every read and write that no component below the base — the
 store directory, the store file, its lock, the views directory and what it holds — is a
 symbolic link (``lstat``; files are opened with ``O_NOFOLLOW``), so neither the store, the
@@ -50,12 +51,13 @@ from typing import Any
 
 from gitdns import fsutil
 from gitdns.core.model import ProviderRef
+from gitdns.core.providersettings import STORE_BASE_HELP
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
-from gitdns.providers.fences import STRICT, Fences, shown
+from gitdns.providers.fences import STRICT, Fences, refuse_static, shown
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
@@ -300,28 +302,6 @@ class LocalProvider:
 
 
 DEFAULT_PATH = "store"  # the store directory when spec.provider.settings.path is not given
-_BASE_HELP = "--store-dir, else the agent's --state-dir; the repository for the one-shot verbs"
-
-
-def store_directory(base_dir: Path, raw: str, zone: str) -> Path:
-    """The store directory ``raw`` (``spec.provider.settings.path``) names: relative to
-    ``base_dir``, or an absolute path inside it; never ``..``, ``~``, a ``.git`` component or
-    outside the base.  A `ConfigError` naming the field says why not."""
-    where = f"spec.provider.settings.path (zone {zone})"
-    if "\x00" in raw or raw.startswith("~"):
-        raise ConfigError(f"{where}: {shown(raw)} is not a directory inside the base directory ({_BASE_HELP})")
-    path = Path(raw)
-    if ".." in path.parts or ".git" in path.parts:
-        raise ConfigError(f"{where}: {shown(raw)}: a path with '..' or '.git' is refused; name a directory "
-                          f"inside the base directory ({_BASE_HELP})")
-    if not path.is_absolute():
-        return base_dir / path
-    base = os.path.normpath(os.path.abspath(base_dir))
-    inside = os.path.normpath(path)
-    if os.path.commonpath([base, inside]) != base:
-        raise ConfigError(f"{where}: {shown(raw)} is outside the base directory {base} ({_BASE_HELP}); nothing "
-                          "was written.  Use a path relative to it")
-    return base_dir / os.path.relpath(inside, base)
 
 
 def check_no_links(base: Path, directory: Path) -> None:
@@ -347,12 +327,31 @@ def check_no_links(base: Path, directory: Path) -> None:
                               f"follows a link out of its base directory {base}; remove it")
 
 
+def store_directory(base_dir: Path, raw: str, zone: str) -> Path:
+    """The store directory ``raw`` (``spec.provider.settings.path``, already through
+    `refuse_static`: no ``..``, ``~`` or ``.git``) names: relative to ``base_dir``, or an
+    absolute path inside it.  Whether it is inside depends on the base the operator chose, so
+    only this can tell: a `ConfigError` naming the field says it is not."""
+    path = Path(raw)
+    if not path.is_absolute():
+        return base_dir / path
+    base = os.path.normpath(os.path.abspath(base_dir))
+    inside = os.path.normpath(path)
+    if os.path.commonpath([base, inside]) != base:
+        raise ConfigError(f"spec.provider.settings.path (zone {zone}): {shown(raw)} is outside the base directory "
+                          f"{base} ({STORE_BASE_HELP}); nothing was written.  Use a path relative to it")
+    return base_dir / os.path.relpath(inside, base)
+
+
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> LocalProvider:
-    """Settings: ``path``, the store directory (default ``store``; relative to the base
-    directory and inside it: `store_directory`).  The base is the operator's ``store_dir``
-    (``fences``), else ``base_dir``: the state directory, or the repository.  No credentials."""
-    raw = ref.setting("path", DEFAULT_PATH) or DEFAULT_PATH
+    """Settings: ``path``, the store directory (default ``store``), relative to the base
+    directory or an absolute path inside it (`store_directory`), without ``..``, ``~`` or
+    ``.git`` (`gitdns.core.providersettings.store_path_error`, checked by `refuse_static` with
+    the other settings); ``corednsDir`` (checked there too), ``viewClients`` (read when the
+    views are rendered).  The base is the operator's ``store_dir`` (``fences``), else
+    ``base_dir``: the state directory, or the repository.  No credentials."""
+    refuse_static(zone_domain, ref)
     base = fences.store_dir if fences.store_dir is not None else Path(base_dir)
-    directory = store_directory(base, raw, zone_domain)
+    directory = store_directory(base, ref.setting("path") or DEFAULT_PATH, zone_domain)
     check_no_links(base, directory)
     return LocalProvider(directory, base=base)

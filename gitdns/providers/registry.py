@@ -16,7 +16,7 @@ from gitdns.core.model import ProviderRef
 from gitdns.providers.base import Provider
 from gitdns.providers.defaultprovider import provider_for_default_zone
 from gitdns.providers.factory import build_provider
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_unknown
 
 
 def known_types() -> tuple[str, ...]:
@@ -32,7 +32,9 @@ def make_provider(zone_domain: str, ref: ProviderRef, base_dir: Path, *,
     (`gitdns.providers.fences`; default: none beyond the SDKs' own).  A zone without
     ``spec.provider`` gets the provider of its namespace's default provider secret
     (``namespace``: the agent's, unless the zone names one the fences allow), or a stand-in
-    whose calls raise why there is none (`gitdns.providers.defaultprovider`)."""
+    whose calls raise why there is none (`gitdns.providers.defaultprovider`).  A setting the
+    type does not read is refused (`refuse_unknown`, as `gitdns validate` reports it)."""
     if ref.is_default:
         return provider_for_default_zone(zone_domain, ref, base_dir, namespace=namespace, fences=fences)
+    refuse_unknown(zone_domain, ref)
     return build_provider(zone_domain, ref, base_dir, fences)

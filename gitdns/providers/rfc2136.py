@@ -32,12 +32,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gitdns.core.model import ProviderRef
+from gitdns.core.providersettings import (
+    port_value,
+    seconds_value,
+    server_zone_error,
+    tsig_algorithm,
+)
 from gitdns.core.providertypes import capabilities_of
-from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, in_zone, normalize_name
+from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import invalid_groups
 from gitdns.providers.rfc2136_native import StaleGroup, absolute, batches, build_update, snapshot, unsupported
 
@@ -49,7 +55,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CAPABILITIES = capabilities_of("rfc2136")  # declared in gitdns.core.providertypes
-TSIG_ALGORITHMS = ("hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1", "hmac-md5")
 DEFAULT_PORT = 53
 DEFAULT_TIMEOUT = 10.0
 
@@ -188,8 +193,9 @@ class Rfc2136Provider:
         self.dns_zone = normalize_name(dns_zone or domain)
         self.account = account or "rfc2136"
         self._client = client
-        if not in_zone(self.domain, self.dns_zone):
-            raise ConfigError(f"spec.provider.settings.zone: {self.dns_zone} does not contain {self.domain}")
+        wrong = server_zone_error(self.dns_zone, self.domain)
+        if wrong is not None:
+            raise ConfigError(f"spec.provider.settings.zone: {wrong}")
 
     def _server_zone(self, zone: str) -> str:
         zone = normalize_name(zone)
@@ -271,36 +277,19 @@ def tsig_secret(creds: Mapping[str, str]) -> str | None:
     return None
 
 
-def _number(ref: ProviderRef, key: str, default: float, zone: str) -> float:
-    raw = ref.setting(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"spec.provider.settings.{key}: {raw!r} is not a number (zone {zone})") from None
-    if value <= 0:
-        raise ConfigError(f"spec.provider.settings.{key}: must be positive, got {raw!r} (zone {zone})")
-    return value
-
-
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> Rfc2136Provider:
     """Settings: ``server`` (required; with ``port``, a server the operator allows:
     ``fences``), ``port`` (53), ``tsigKeyName``, ``tsigAlgorithm`` (hmac-sha256), ``timeout``
-    (seconds, 10), ``zone`` (the server's zone when it differs from the domain).  Credentials:
-    the base64 TSIG secret (see `tsig_secret`), from a source the fences allow."""
-    server = ref.setting("server")
-    if not server:
-        raise ConfigError(f"spec.provider.settings.server: required for an rfc2136 zone ({zone_domain})")
-    port = _number(ref, "port", DEFAULT_PORT, zone_domain)
-    if port != int(port) or port > 65535:
-        raise ConfigError(f"spec.provider.settings.port: {ref.setting('port')!r} is not a port (zone {zone_domain})")
-    fences.check_server(server, int(port), zone=zone_domain)
-    timeout = _number(ref, "timeout", DEFAULT_TIMEOUT, zone_domain)
-    algorithm = (ref.setting("tsigAlgorithm") or "hmac-sha256").lower().rstrip(".")
-    if algorithm not in TSIG_ALGORITHMS:
-        raise ConfigError(f"spec.provider.settings.tsigAlgorithm: {algorithm!r} is not one of "
-                          f"{', '.join(TSIG_ALGORITHMS)} (zone {zone_domain})")
+    (seconds, 10), ``zone`` (the server's zone when it differs from the domain): each judged by
+    `gitdns.core.providersettings` (`refuse_static`, as `gitdns validate` judges them) before
+    the server is checked against the fences.  Credentials: the base64 TSIG secret (see
+    `tsig_secret`), from a source the fences allow."""
+    refuse_static(zone_domain, ref)
+    server = (ref.setting("server") or "").strip()
+    port = port_value(ref.setting("port"), DEFAULT_PORT)
+    fences.check_server(server, port, zone=zone_domain)
+    timeout = seconds_value(ref.setting("timeout"), DEFAULT_TIMEOUT)
+    algorithm = tsig_algorithm(ref.setting("tsigAlgorithm"))
     key_name = ref.setting("tsigKeyName") or None
     secret: str | None = None
     if key_name:
@@ -314,6 +303,6 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
         except (binascii.Error, ValueError):
             raise ConfigError(f"spec.provider.credentials: the TSIG secret for key {key_name} is not "
                               f"valid base64 (zone {zone_domain})") from None
-    client = DnsPythonClient(server, int(port), timeout, key_name, algorithm, secret)
+    client = DnsPythonClient(server, port, timeout, key_name, algorithm, secret)
     dns_zone = ref.setting("zone") or zone_domain
-    return Rfc2136Provider(zone_domain, client, dns_zone, account=f"rfc2136:{server}:{int(port)}")
+    return Rfc2136Provider(zone_domain, client, dns_zone, account=f"rfc2136:{server}:{port}")

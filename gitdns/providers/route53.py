@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import ProviderRef
+from gitdns.core.providersettings import flag_value
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import load_credentials
-from gitdns.providers.fences import STRICT, Fences
+from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, snapshot_names
 from gitdns.providers.route53_api import Route53Client, boto3_client, map_error
 from gitdns.providers.route53_apply import ChangeApplier
@@ -257,19 +258,14 @@ def credential(creds: Mapping[str, str], key: str) -> str:
     return suffixed[0] if len(suffixed) == 1 else ""
 
 
-def _flag(ref: ProviderRef, key: str, zone: str) -> bool:
-    raw = (ref.setting(key) or "false").strip().lower()
-    if raw not in ("true", "false"):
-        raise ConfigError(f"spec.provider.settings.{key}: {raw!r} is not \"true\" or \"false\" (zone {zone})")
-    return raw == "true"
-
-
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> Route53Provider:
     """Settings: ``hostedZoneId``, ``private``, ``region``, ``endpoint`` (an https origin the
     operator allows: ``fences``), ``waitInsync``, ``healthChecks``.  Credentials (Kuadrant
     ``kuadrant.io/aws`` keys): ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``
     (optional ``AWS_SESSION_TOKEN``), from a source the fences allow; without a credentials
-    reference boto3's default chain."""
+    reference boto3's default chain.  Each setting is judged by
+    `gitdns.core.providersettings` first (`refuse_static`, as `gitdns validate` judges it)."""
+    refuse_static(zone_domain, ref)
     endpoint = ref.setting("endpoint") or None
     if endpoint is not None:
         endpoint = fences.check_endpoint(endpoint, zone=zone_domain)
@@ -282,7 +278,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     client = boto3_client(region, endpoint, creds)
     return Route53Provider(
         zone_domain, client, hosted_zone_id=ref.setting("hostedZoneId") or None,
-        private=_flag(ref, "private", zone_domain), wait_insync=_flag(ref, "waitInsync", zone_domain),
-        health_checks=_flag(ref, "healthChecks", zone_domain),
+        private=flag_value(ref.setting("private")), wait_insync=flag_value(ref.setting("waitInsync")),
+        health_checks=flag_value(ref.setting("healthChecks")),
         account=account_of(creds.get("AWS_ACCESS_KEY_ID"), region),
     )

@@ -431,7 +431,7 @@ def test_from_ref_errors(tmp_path: Path) -> None:
     require_sdk()
     with pytest.raises(UnsupportedError, match="Traffic Manager"):
         azure.from_ref(ZONE, ProviderRef("azure", (("trafficManager", "true"),)), tmp_path)
-    with pytest.raises(ConfigError, match="subscriptionId: required") as info:
+    with pytest.raises(ConfigError, match=r"needs spec\.provider\.settings subscriptionId") as info:
         azure.from_ref(ZONE, ProviderRef("azure", (("resourceGroup", "rg"),)), tmp_path)
     assert SECRET not in str(info.value)
     bad = tmp_path / "bad.json"

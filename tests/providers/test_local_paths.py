@@ -189,8 +189,9 @@ def test_apply_refuses_a_store_out_of_the_repository(tmp_path: Path, capsys: pyt
 
     repo = repo_with(tmp_path, lambda r: set_store_path(r, "../outside"))
     assert main(["apply", "--repo", str(repo), "--all-clusters"]) == 1
-    assert re.search(r"zones/example-(com|org)\.yaml:\d+: spec\.provider\.settings\.path \(zone example\.(com|org)\)",
-                     capsys.readouterr().err)
+    # refused as `gitdns validate` refuses it (the same rule), before any provider is built
+    assert re.search(r"zones/example-(com|org)\.yaml:\d+: spec\.provider\.settings\.path: '\.\./outside': a path "
+                     r"with '\.\.' or '\.git' is refused", capsys.readouterr().err)
     assert not (tmp_path / "outside").exists()
 
 

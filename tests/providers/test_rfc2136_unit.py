@@ -414,7 +414,7 @@ def test_the_secret_from_an_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({}, "settings.server: required"),
+    ({}, r"needs spec\.provider\.settings server"),
     ({"server": "h", "port": "x"}, "settings.port"),
     ({"server": "h", "port": "70000"}, "settings.port"),
     ({"server": "h", "timeout": "-1"}, "settings.timeout"),

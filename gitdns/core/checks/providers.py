@@ -1,6 +1,7 @@
 """What a zone's provider type accepts, read from the provider table
-(`gitdns.core.providertypes`): the type itself, credentials, record types, geo codes, weights
-and routing.  A zone on the default provider secret (``spec.provider`` left out) may land on
+(`gitdns.core.providertypes`): the type itself, credentials, settings
+(`gitdns.core.providersettings`: the functions the providers call), record types, geo codes,
+weights and routing.  A zone on the default provider secret (``spec.provider`` left out) may land on
 any provider: its geo codes are not checked, its weights against the widest range."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 from gitdns.core.checks.index import Index, on, problem
 from gitdns.core.model import DEFAULT_PROVIDER, Cluster, DNSPolicy, Strategy
 from gitdns.core.problems import Path, Problem
+from gitdns.core.providersettings import credentials_file_error, problems, unknown_settings
 from gitdns.core.providertypes import (
     CREDENTIAL_REFERENCES,
     PROVIDER_TYPES,
@@ -52,16 +54,21 @@ def provider_credentials(ix: Index) -> Iterable[Problem]:
 
 
 def provider_settings(ix: Index) -> Iterable[Problem]:
+    """Every setting the zone's provider refuses whatever the operator allows, with the very
+    functions the provider calls (`gitdns.core.providersettings`): a missing required setting,
+    an endpoint that is not https, a store path with ``..``, a bad port, an unknown key...  So
+    CI refuses, with the file and line, what every agent would refuse at run time; what only
+    the operator's settings decide (an endpoint's origin, an rfc2136 server) is the agent's."""
     for zone in ix.state.zones:
-        entry = PROVIDER_TYPES.get(zone.provider.type)
-        if entry is None or (entry.settings_from_credentials and zone.provider.credentials is not None):
-            continue  # the credentials may hold them: known only when the agent reads them
-        missing = [key for key in entry.required_settings if not zone.provider.setting(key)]
-        if missing:
-            elsewhere = " (or name credentials that hold them)" if entry.settings_from_credentials else ""
-            message = f"provider {entry.name} needs spec.provider.settings {', '.join(missing)}"
-            hint = f"set {', '.join(f'{key}: ...' for key in missing)} under spec.provider.settings{elsewhere}"
-            yield on(ix, zone, ("spec", "provider"), message, hint, "MissingSetting")
+        if zone.provider.is_default:
+            continue
+        for found in (*problems(zone.provider, zone.domain), *unknown_settings(zone.provider)):
+            yield on(ix, zone, ("spec", "provider", *found.path), found.message, found.hint, found.code)
+        named = zone.provider.credentials.file if zone.provider.credentials is not None else None
+        wrong = credentials_file_error(named) if named else None
+        if wrong is not None:
+            hint = "a file inside the operator's --credentials-dir, relative to it"
+            yield on(ix, zone, ("spec", "provider", "credentials", "file"), wrong, hint, "InvalidCredentialsFile")
 
 
 def record_types(ix: Index) -> Iterable[Problem]:

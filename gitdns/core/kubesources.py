@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitdns.core.endpoints import SourceEndpoints, is_authoritative, kuadrant_hash, root_host, source_endpoints
+from gitdns.core.jsonread import strict_loads
 
 OWNERS_ANNOTATION = "gitdns.io/delegation-owners"  # JSON {owner id: cluster} on the authoritative record
 REMOTE_STATUSES = "remoteRecordStatuses"  # Kuadrant's per-primary status map
@@ -127,8 +128,8 @@ def split_duplicates(sources: Sequence[SourceRecord]) -> tuple[list[SourceRecord
 
 
 def decode_owners(annotations: Mapping[str, str] | None) -> dict[str, str]:
-    try:
-        value = json.loads((annotations or {}).get(OWNERS_ANNOTATION) or "{}")
+    try:  # anyone who may edit the object wrote it: read strictly, never a RecursionError
+        value = strict_loads((annotations or {}).get(OWNERS_ANNOTATION) or "{}")
     except ValueError:
         return {}
     if not isinstance(value, dict):

@@ -41,11 +41,11 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
-import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from gitdns.core.jsonread import MAX_JSON_BYTES, MAX_JSON_DEPTH, JsonRefused, strict_loads
 
 __all__ = [
     "GITEA",
@@ -309,66 +309,14 @@ def verify_gitlab(
 # --- payloads ---------------------------------------------------------------------------
 
 
-MAX_JSON_BYTES = 1024 * 1024  # the HTTP endpoint's body cap too
-MAX_JSON_DEPTH = 32  # arrays and objects inside one another; a push payload nests 3 or 4 deep
-
-# in JSON text: a whole string, a run of opening or of closing brackets, a run of anything
-# else, or a quote that opens a string never closed (the last alternative)
-_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{]+|[\]}]+|[^"\[\]{}]+|"', re.DOTALL)
-
-
-def _nesting_over(text: str, limit: int) -> bool:
-    """Whether arrays and objects in JSON ``text`` nest deeper than ``limit``, brackets in
-    strings aside; linear in ``text``, with no recursion.  Exact for JSON; on text that is not
-    JSON it counts at least as deep as a parser gets before it fails (it stops at a string that
-    is never closed: a parser reads the rest as that string)."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        if token[0] in "[{":
-            depth += len(token)
-            if depth > limit:
-                return True
-        elif token[0] in "]}":
-            depth -= len(token)
-        elif token == '"':
-            return False
-    return False
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    data = dict(pairs)
-    if len(data) != len(pairs):
-        raise ValueError("an object names a key twice")
-    return data
-
-
 def load_json(body: bytes, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> object:
-    """A webhook body's JSON value, read strictly: UTF-8, at most ``max_bytes``, arrays and
-    objects nested at most ``max_depth`` deep (checked before parsing, so a deep body is
-    refused and never reaches ``json``'s recursion), no ``NaN``/``Infinity`` and no object
-    naming a key twice (which value would count?).  Raises :class:`WebhookPayloadError` with
-    a short reason, never ``RecursionError``."""
-    if len(body) > max_bytes:
-        raise WebhookPayloadError(f"payload over {max_bytes} bytes")
+    """A webhook body's JSON value, read strictly by `gitdns.core.jsonread.strict_loads` (UTF-8,
+    at most ``max_bytes``, nested at most ``max_depth`` deep, no ``NaN``/``Infinity``, no key
+    twice).  Raises :class:`WebhookPayloadError` with a short reason, never ``RecursionError``."""
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WebhookPayloadError("payload is not UTF-8") from exc
-    if _nesting_over(text, max_depth):
-        raise WebhookPayloadError(f"payload nests deeper than {max_depth} levels")
-    try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicate_keys)
-    except RecursionError as exc:  # not reached past the depth check; never a 500 if it were
-        raise WebhookPayloadError(f"payload nests deeper than {max_depth} levels") from exc
-    except ValueError as exc:
-        raise WebhookPayloadError(f"payload is not JSON: {exc}") from exc
+        return strict_loads(body, max_bytes=max_bytes, max_depth=max_depth)
+    except JsonRefused as exc:
+        raise WebhookPayloadError(f"payload {exc}") from exc
 
 
 def _load_json(body: bytes) -> dict[str, object]:

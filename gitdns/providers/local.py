@@ -125,6 +125,8 @@ def decode_store(path: Path, data: bytes, zone: str) -> tuple[int, dict[RecordKe
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise StoreCorruptError(path, f"not JSON ({exc})") from exc
+    except RecursionError:  # nested deeper than any store: another writer's file, never a crash
+        raise StoreCorruptError(path, "not a store document (nested too deep)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise StoreCorruptError(path, f'not a {FORMAT} document (no "format": "{FORMAT}")')
     if doc.get("formatVersion") != FORMAT_VERSION:

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitdns.adapters.coredns_delivery import DirectoryDelivery  # noqa: E402
+from gitdns.core.reach import ProbeReach  # noqa: E402
 from gitdns.orchestrator.service import Orchestrator  # noqa: E402
 from gitdns.orchestrator.sources import DirectorySource  # noqa: E402
 from tests.e2e.orchestrator_kit import Dnsmasq, dnsmasq_path, free_port, start_nodes, write_desired  # noqa: E402
@@ -64,7 +65,8 @@ def bench_failover(reps: int) -> None:
                       failure_threshold=FAILURES, success_threshold=SUCCESSES)
         dnsmasq = Dnsmasq(work / "out", work, binary).start()
         orch = Orchestrator("edge", DirectorySource(work / "desired"),
-                            DirectoryDelivery(work / "out", "edge", pid_file=dnsmasq.pid_file), poll_interval=5)
+                            DirectoryDelivery(work / "out", "edge", pid_file=dnsmasq.pid_file), poll_interval=5,
+                            reach=ProbeReach.parse("127.0.0.0/8"))  # the nodes are on loopback
         thread = threading.Thread(target=orch.run, daemon=True)
         thread.start()
         everyone = {n.ip for n in nodes}
@@ -103,11 +105,12 @@ def bench_failover(reps: int) -> None:
 RSS_CHILD = r"""
 import json, resource, sys, threading, time
 from pathlib import Path
+from gitdns.core.reach import ProbeReach
 from gitdns.orchestrator.config import OrchestratorConfig
 from gitdns.orchestrator.wiring import build
 root, targets, wait = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 config = OrchestratorConfig(repo=str(root / "desired"), node_pool="big", out=root / "out", listen="",
-                            state_dir=root / "state", poll_interval=30)
+                            state_dir=root / "state", poll_interval=30, probe_reach=ProbeReach.parse("127.0.0.0/8"))
 orch = build(config)
 thread = threading.Thread(target=orch.run, daemon=True)
 thread.start()

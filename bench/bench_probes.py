@@ -35,6 +35,7 @@ from pathlib import Path
 
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec
+from gitdns.core.reach import ProbeReach
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
 
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> None:
 
 def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> None:
     trust = ssl.create_default_context(cafile=str(cert)) if args.verify and cert is not None else None
-    monitor = HealthMonitor(verify_context=trust)
+    monitor = HealthMonitor(verify_context=trust, reach=ProbeReach.parse("127.0.0.0/8"))  # the servers: loopback
     if args.profile:
         inner = monitor._thread_main  # profile the monitor's own thread
 

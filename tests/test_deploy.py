@@ -729,8 +729,10 @@ def test_the_agent_role_is_exactly_what_the_agent_calls(base: list[dict[str, Any
     }
     settings = settings_of(base, agent_container(base), NAMESPACE)
     assert settings["GITDNS_MODE_CONFIGMAP"] == "gitdns-mode"
-    # Provider credentials: `get` by name only; `list` (the default provider Secret) is opt-in.
-    assert granted(base, "Role", "gitdns-provider-credentials") == {("", "secrets"): (["get"], [])}
+    # Provider credentials: `get` by name only, the names the settings list (tests/test_deploy_secrets.py);
+    # `list` (the default provider Secret) is opt-in.
+    assert granted(base, "Role", "gitdns-provider-credentials") == {("", "secrets"): (["get"], ["gitdns-provider"])}
+    assert settings["GITDNS_CREDENTIALS_SECRETS"] == "gitdns-provider"
     for where, rule in rules(base):
         if "secrets" in rule["resources"]:
             assert rule["verbs"] == ["get"], where
@@ -761,9 +763,10 @@ def _team_overlay(directory: Path, namespace: str, prefix: str) -> list[dict[str
         directory, resources=[BASE], namespace=namespace, namePrefix=prefix,
         components=[COMPONENTS / "github-ssh", COMPONENTS / "github-webhook", COMPONENTS / "default-provider-secret",
                     COMPONENTS / "prometheus-rule", COMPONENTS / "pod-monitor"],
-        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git"),
+        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git",
+                                          GITDNS_CREDENTIALS_SECRETS="gitdns-route53"),
         patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: add\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}]))
+                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}]))
 
 
 def test_namespace_and_name_prefix_keep_every_reference(tmp_path: Path) -> None:

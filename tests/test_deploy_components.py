@@ -332,8 +332,9 @@ def _agent_install(tmp_path: Path, *components: str, gateways: tuple[str, ...] =
         tmp_path / "top" / "agent", resources=[BASE], namespace="dns-team", namePrefix="team-",
         components=[COMPONENTS / c for c in components],
         patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: add\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}],
-        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git"))
+                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}],
+        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git",
+                                          GITDNS_CREDENTIALS_SECRETS="gitdns-route53"))
     parts: list[Path] = [agent]
     if gateways:
         sibling = tmp_path / "top" / "gateways"
@@ -354,7 +355,7 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
     from gitdns.core.model import CredentialsRef
     from gitdns.errors import AuthError
     from gitdns.providers import defaultprovider
-    from gitdns.providers.credentials import load_credentials
+    from gitdns.providers.credentials import SecretNotListed, load_credentials
     from gitdns.providers.fences import Fences
 
     docs = _agent_install(tmp_path, "github-ssh", *["default-provider-secret"][:int(with_default_provider)])
@@ -384,8 +385,9 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
     lease.release()
     # The mode ConfigMap, by the name the settings give.
     assert kube_adapter.configmap_data(namespace, env["GITDNS_MODE_CONFIGMAP"]) == {"DNS_MODE": "primary"}
-    # The provider Secret the overlay narrowed the Role to.
-    creds = load_credentials(CredentialsRef(secret="gitdns-route53"), provider="route53", fences=Fences())
+    # The provider Secret the overlay narrowed the Role to, listed in its settings.
+    fences = Fences.parse(credentials_secrets=env["GITDNS_CREDENTIALS_SECRETS"])
+    creds = load_credentials(CredentialsRef(secret="gitdns-route53"), provider="route53", fences=fences)
     assert creds["AWS_ACCESS_KEY_ID"] == "AKIDEXAMPLE"
     # With the component, the default provider Secret is found by its label.
     if with_default_provider:
@@ -393,8 +395,11 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
     assert not fake.forbidden, fake.forbidden
 
     # ... and nothing near them.
+    with pytest.raises(SecretNotListed):  # not listed: no request at all
+        load_credentials(CredentialsRef(secret="someone-elses"), provider="route53", fences=fences)
+    wider = Fences.parse(credentials_secrets="gitdns-route53,someone-elses")  # listed, yet not in the Role
     with pytest.raises(AuthError):
-        load_credentials(CredentialsRef(secret="someone-elses"), provider="route53", fences=Fences())
+        load_credentials(CredentialsRef(secret="someone-elses"), provider="route53", fences=wider)
     with pytest.raises(Exception, match="HTTP 403"):
         kube_adapter.configmap_data(namespace, "another")
     if not with_default_provider:

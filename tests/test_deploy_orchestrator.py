@@ -196,7 +196,9 @@ def test_headers_secrets_are_read_in_the_orchestrators_namespace(rendered: list[
     namespace = deployment(rendered)["metadata"]["namespace"]
     (role,) = [r for r in find(rendered, "Role") if r["metadata"]["name"].endswith("gitdns-orchestrator-secrets")]
     assert role["metadata"]["namespace"] == namespace == environment(rendered)["GITDNS_POD_NAMESPACE"]
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+    # by name, exactly the Secrets a headersSecret may name (tests/test_deploy_secrets.py)
+    listed = environment(rendered)["GITDNS_HEADERS_SECRETS"].split(",")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": listed, "verbs": ["get"]}]
 
 
 def test_a_pool_not_named_edge_gets_its_lease(tmp_path: Path) -> None:
@@ -325,9 +327,9 @@ def test_the_rendered_rbac_allows_the_orchestrators_calls_and_nothing_near(
     from gitdns.adapters.coredns_delivery import ConfigMapDelivery
     from gitdns.core.model import Node, NodePool
     from gitdns.errors import AuthError
-    from gitdns.orchestrator.headers import HeadersUnavailable, SecretHeaders
     from gitdns.orchestrator.kubeaccess import CheckedConfigMap, PoolLease
     from gitdns.orchestrator.sources import discover_nodes
+    from gitdns.providers.probeheaders import HeadersNotListed, HeadersUnavailable, ProbeHeaders
 
     pool = "edge-eu"
     layout = tmp_path / "layout"
@@ -342,7 +344,10 @@ def test_the_rendered_rbac_allows_the_orchestrators_calls_and_nothing_near(
     fake.create("", "v1", "configmaps", {"metadata": {"name": "coredns-custom"}}, namespace="kube-system")
     fake.create("", "v1", "configmaps", {"metadata": {"name": "coredns"}, "data": {"Corefile": "."}},
                 namespace="kube-system")
-    fake.create("", "v1", "secrets", {"metadata": {"name": "probe-headers"}, "stringData": {"X-Probe": "1"}},
+    listed = [environment(docs)["GITDNS_HEADERS_SECRETS"]]  # the headersSecret the settings list (one)
+    fake.create("", "v1", "secrets", {"metadata": {"name": listed[0]}, "stringData": {"X-Probe": "1"}},
+                namespace=namespace)
+    fake.create("", "v1", "secrets", {"metadata": {"name": "other"}, "stringData": {"X-Probe": "2"}},
                 namespace=namespace)
     fake.create("", "v1", "nodes", {"metadata": {"name": "n1", "labels": {"pool": pool}},
                                     "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.7"}]}})
@@ -360,8 +365,8 @@ def test_the_rendered_rbac_allows_the_orchestrators_calls_and_nothing_near(
     delivery.deliver({f"{pool}.server": "example.org {\n}\n"})
     assert fake.get("", "v1", "configmaps", "coredns-custom", namespace="kube-system")["data"]
     # A headersSecret, by name, in its own namespace.
-    headers = SecretHeaders(namespace, tmp_path, in_cluster=True, account=who)
-    assert dict(headers.read("probe-headers")) == {"X-Probe": "1"}
+    headers = ProbeHeaders(listed, namespace, tmp_path, in_cluster=True, account=who)
+    assert dict(headers.read(listed[0])) == {"X-Probe": "1"}
     # Nodes, with discovery.
     node_pool = NodePool(pool, (Node("static", "192.0.2.1", "http://192.0.2.1:15021/healthz/ready"),),
                          discovery_selector=f"pool={pool}")
@@ -377,7 +382,12 @@ def test_the_rendered_rbac_allows_the_orchestrators_calls_and_nothing_near(
     with pytest.raises(AuthError, match=r"refused \(403\)"):
         refused.deliver({f"{pool}.server": "x {\n}\n"})
     with pytest.raises(HeadersUnavailable):
-        SecretHeaders("kube-system", tmp_path, in_cluster=True, account=who).read("probe-headers")
+        ProbeHeaders(listed, "kube-system", tmp_path, in_cluster=True, account=who).read(listed[0])
+    with pytest.raises(HeadersNotListed):  # not listed: never asked for
+        headers.read("other")
+    everything = ProbeHeaders([*listed, "other"], namespace, tmp_path, in_cluster=True, account=who)
+    with pytest.raises(HeadersUnavailable, match="refused"):  # listed by mistake: the Role still says no
+        everything.read("other")
     if not with_discovery:
         with pytest.raises(ApiException) as refused_list:
             discover_nodes(core, node_pool)

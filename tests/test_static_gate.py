@@ -238,9 +238,24 @@ def run_orchestrator(repo: Path, gate: Gate, tmp_path: Path) -> str:
     return "\n".join(said)
 
 
+def run_probes(repo: Path, gate: Gate, tmp_path: Path) -> str:
+    """Each node pool's probe targets as its orchestrator sets them (no operator setting)."""
+    from gitdns.orchestrator.sources import hold_addresses, pool_targets
+    from gitdns.reconcile.engine import load
+
+    state = load(repo).state
+    said: list[str] = []
+    for pool in state.node_pools:
+        held, _ = hold_addresses(state, None, pool.name)
+        nodes = next(p.nodes for p in held.node_pools if p.name == pool.name)
+        _, notes, refused = pool_targets(pool, nodes)
+        said += [*notes, *refused.values()]
+    return "\n".join(said)
+
+
 RUNNERS: dict[str, Callable[[Path, Gate, Path], str]] = {
     "provider": run_provider, "views": run_views, "store": run_store, "credentials": run_credentials,
-    "orchestrator": run_orchestrator,
+    "orchestrator": run_orchestrator, "probes": run_probes,
 }
 
 

@@ -21,6 +21,14 @@ overruns its slot skips the missed slots (counted in `stats`).  Probes:
 Every probe, resolution included, is bounded by its timeout (``asyncio.timeout``).
 Hostnames are resolved by the monitor's ``resolver``: by default `system_resolver`, the
 system's ``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
+
+Every connection goes through `Prober.destination`, the probes' connection gate: the address
+connected to (an IP literal as given, or the first address a host name resolved to, at that
+very probe) must pass `gitdns.core.reach.ProbeReach.refusal` with the operator's ranges
+(``reach``: none by default), else the probe is not sent and its error says why — no loopback,
+link-local, cloud metadata, unspecified, multicast or broadcast address is ever connected to
+unless the operator allowed its range (``--probe-allow-ranges``).  The address checked is the
+address connected to: no second resolution happens in between.
 A semaphore bounds probes in flight (and so file descriptors).  Errors are short strings
 built from the exception's kind, never from request data: header values (which may be
 secrets) appear in no error and no log line.  ``on_change`` runs on the monitor's thread
@@ -42,6 +50,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetHealth, is_ip, observe, spec_error
+from gitdns.core.reach import ProbeReach
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +98,10 @@ async def system_resolver(host: str, port: int) -> list[tuple[socket.AddressFami
     return [(socket.AddressFamily(family), str(sockaddr[0])) for family, _, _, _, sockaddr in infos]
 
 
+class ProbeRefused(Exception):
+    """The connection gate refused the address: nothing was sent (the message is the probe's error)."""
+
+
 def _family(address: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in address else socket.AF_INET
 
@@ -117,8 +130,10 @@ class Prober:
     """One probe of one target: connect (resolving a hostname first), send the request, read the
     status line.  Bare non-blocking sockets for TCP and HTTP, asyncio streams for HTTPS."""
 
-    def __init__(self, resolver: Resolver, verify_context: ssl.SSLContext | None) -> None:
+    def __init__(self, resolver: Resolver, verify_context: ssl.SSLContext | None,
+                 reach: ProbeReach = ProbeReach()) -> None:  # noqa: B008 - frozen value
         self.resolve = resolver
+        self.reach = reach
         self.verify_ctx = verify_context or ssl.create_default_context()
         # No CA store for the unverified context: with OpenSSL 3.0 a context holding the
         # system CA bundle costs ~2.5x the CPU per handshake even when nothing is verified.
@@ -132,6 +147,8 @@ class Prober:
         try:
             async with asyncio.timeout(spec.timeout):
                 return await self._attempt(target)
+        except ProbeRefused as refused:
+            return str(refused)
         except TimeoutError:
             return f"timeout after {spec.timeout:g}s"
         except socket.gaierror as e:
@@ -150,15 +167,27 @@ class Prober:
             log.debug("health: probe error target=%s kind=%s", spec.target_id, type(e).__name__)
             return f"probe error: {type(e).__name__}"
 
-    async def _attempt(self, target: _Target) -> str:
+    async def destination(self, target: _Target) -> tuple[socket.AddressFamily, str]:
+        """The connection gate: the address this probe connects to — the spec's IP literal, or the
+        first address its host name resolves to now — once `ProbeReach.refusal` allows it;
+        `ProbeRefused` (nothing sent) otherwise.  Every probe connection is made to what this
+        returns, and only to that."""
         spec = target.spec
-        loop = asyncio.get_running_loop()
         address, family = spec.address, target.family
         if target.resolve:
             found = await self.resolve(address, spec.port)
             if not found:
                 raise socket.gaierror(socket.EAI_NONAME, "no address")
             family, address = found[0]
+        why = self.reach.refusal(address)
+        if why:
+            raise ProbeRefused(why)
+        return family, address
+
+    async def _attempt(self, target: _Target) -> str:
+        spec = target.spec
+        loop = asyncio.get_running_loop()
+        family, address = await self.destination(target)
         if spec.protocol == "HTTPS":
             return await self._https(target, address)
         # TCP and plain HTTP on bare non-blocking sockets: no transport, protocol or stream
@@ -214,12 +243,15 @@ class HealthMonitor:
         verify_context: ssl.SSLContext | None = None,
         rng: random.Random | None = None,
         resolver: Resolver = system_resolver,
+        reach: ProbeReach = ProbeReach(),  # noqa: B008 - frozen value
     ) -> None:
         """``verify_context`` replaces the default verifying TLS context (the system CAs),
         e.g. to trust a private CA; ``insecure`` probes never verify.  ``resolver`` turns a
-        target's hostname into addresses (IP literals are never resolved); the first is probed."""
+        target's hostname into addresses (IP literals are never resolved); the first is probed.
+        ``reach``: the operator's probe ranges (`gitdns.core.reach`; default: none, so no
+        loopback, link-local, metadata, unspecified, multicast or broadcast address)."""
         self._on_change = on_change
-        self._prober = Prober(resolver, verify_context)
+        self._prober = Prober(resolver, verify_context, reach)
         self._clock = clock
         self._max_in_flight = max_in_flight
         self._rng = rng or random.Random()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.durations import parse_duration
+from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
 
 
@@ -68,9 +69,13 @@ class AgentConfig:
     credentials_env_prefixes: str = ""  # variable prefixes credentials.env may name
     credentials_dir: str = ""  # the directory credentials.file may read from
     credentials_namespaces: str = ""  # namespaces besides the agent's own credentials.secret may read from
+    credentials_secrets: str = ""  # Secrets credentials.secret may name: NAME or NAMESPACE/NAME
     store_dir: str = ""  # the base directory of every local store ("": state_dir)
     max_file_bytes: str = ""  # a desired-state file larger than this is not read ("": 4 MiB)
     max_commit_bytes: str = ""  # nor YAML files past this total per commit ("": 5 MiB)
+    # what a DNSPolicy may make the agent reach (gitdns/core/reach.py; docs/health.md, "Probe targets")
+    probe_allow_ranges: str = ""  # CIDR ranges a probe may reach besides ordinary addresses ("": none)
+    headers_secrets: str = ""  # Secrets a healthCheck.headersSecret may name ("": none)
 
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
@@ -167,7 +172,23 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
                           "every 2 of them")
     if config.log_format not in ("text", "json"):
         raise ConfigError(f"--log-format {config.log_format!r}: use text or json")
+    probe_reach(config)  # a bad range stops the agent at start, naming the setting
     return config
+
+
+def probe_reach(config: AgentConfig) -> ProbeReach:
+    """The operator's probe ranges (``--probe-allow-ranges``); a `ConfigError` naming the setting."""
+    from gitdns.providers.fences import setting_name  # not at import: `gitdns --help` stays light
+
+    try:
+        return ProbeReach.parse(config.probe_allow_ranges, setting_name("probe_allow_ranges"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def listed(value: str) -> tuple[str, ...]:
+    """A comma- (or space-) separated list setting as its entries."""
+    return tuple(value.replace(",", " ").split())
 
 
 def flag_names() -> list[str]:

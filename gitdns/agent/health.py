@@ -7,6 +7,11 @@ docs/health.md).  Each is probed on its own schedule, all concurrently.  A state
 agent dirty and pokes the scheduler, so a failed target leaves DNS in one cycle, not at the next
 poll.  `unhealthy` answers for every target probed; `states` (the status branch's ``health.yaml``)
 only for this cluster's own.
+
+Probe headers (``healthCheck.headersSecret``) come from `gitdns.providers.probeheaders.ProbeHeaders`,
+read again whenever the targets are set; a Secret the operator does not list (``--headers-secrets``)
+or one that cannot be read is said once in the log and probed without (or with the headers read
+before).  Every probe connection passes the monitor's gate with the operator's ``--probe-allow-ranges``.
 """
 
 from __future__ import annotations
@@ -20,45 +25,22 @@ from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth, probe_spec, published
 from gitdns.core.healthfilter import HealthTarget
 from gitdns.core.names import lb_host
+from gitdns.core.reach import ProbeReach
+from gitdns.errors import GitdnsError
 
 log = logging.getLogger(__name__)
 
 
-HeaderSource = Callable[[str], tuple[tuple[str, str], ...]]
-
-
-def secret_headers(state_dir: str) -> HeaderSource:
-    """Probe headers from ``healthCheck.headersSecret``: the Kubernetes Secret of that name
-    in a cluster, else the file ``<state dir>/secrets/<name>`` (JSON, YAML or KEY=VALUE).
-    Values go to the prober only: never to a log, an error or the status branch."""
-    import os
-    from pathlib import Path
-
-    from gitdns.core.model import CredentialsRef
-    from gitdns.errors import GitdnsError
-    from gitdns.providers.credentials import load_credentials
-
-    cache: dict[str, tuple[tuple[str, str], ...]] = {}
-
-    def load(name: str) -> tuple[tuple[str, str], ...]:
-        if name not in cache:
-            ref = (CredentialsRef(secret=name) if os.environ.get("KUBERNETES_SERVICE_HOST")
-                   else CredentialsRef(file=str(Path(state_dir) / "secrets" / name)))
-            try:
-                cache[name] = tuple(sorted(load_credentials(ref, provider="probe").items()))
-            except GitdnsError as exc:
-                log.warning("probe headers unavailable: secret=%s reason=%s", name, exc.reason)
-                return ()
-        return cache[name]
-
-    return load
+HeaderSource = Callable[[str], tuple[tuple[str, str], ...]]  # raises GitdnsError (``kept``: headers read before)
 
 
 class MonitorHealth:
-    def __init__(self, on_change: Callable[[], None], headers: HeaderSource | None = None) -> None:
+    def __init__(self, on_change: Callable[[], None], headers: HeaderSource | None = None,
+                 reach: ProbeReach = ProbeReach()) -> None:  # noqa: B008 - frozen value
         self.on_change = on_change
         self.headers = headers
-        self.monitor = HealthMonitor(on_change=self._changed)
+        self.monitor = HealthMonitor(on_change=self._changed, reach=reach)
+        self._header_errors: dict[str, str] = {}  # headersSecret -> the error said last (said once)
         self.settings: dict[str, HealthSettings] = {}
         self.started = False
         self.current: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
@@ -77,11 +59,31 @@ class MonitorHealth:
         self._changed_flag.clear()
         return changed
 
+    def _read_headers(self, names: set[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Each headersSecret's headers, read once per call; an unreadable or unlisted one: the
+        headers read before, else none (said once in the log, never with a value)."""
+        found: dict[str, tuple[tuple[str, str], ...]] = {}
+        for name in sorted(names):
+            if self.headers is None:
+                found[name] = ()
+                continue
+            try:
+                found[name] = self.headers(name)
+            except GitdnsError as exc:
+                kept = getattr(exc, "kept", None)
+                found[name] = kept or ()
+                if self._header_errors.get(name) != str(exc):
+                    log.warning("probe headers unavailable: secret=%s reason=%s %s", name, exc.reason, exc)
+                self._header_errors[name] = str(exc)
+            else:
+                self._header_errors.pop(name, None)
+        return found
+
     def set_targets(self, targets: list[HealthTarget]) -> None:
         wanted: dict[str, tuple[ProbeSpec, HealthSettings]] = {}
+        secrets = self._read_headers({t.check.headers_secret for t in targets if t.check.headers_secret})
         for target in targets:
-            headers = (self.headers(target.check.headers_secret)
-                       if self.headers is not None and target.check.headers_secret else ())
+            headers = secrets[target.check.headers_secret] if target.check.headers_secret else ()
             spec = probe_spec(target.target_id, target.check, target.address, host=lb_host(target.host),
                               headers=headers)
             wanted[target.target_id] = (spec, HealthSettings.for_policy(target.check))

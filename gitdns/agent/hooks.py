@@ -77,9 +77,15 @@ def delegation_source(config: AgentConfig) -> Any:
 
 def make_health(config: AgentConfig, wake: Wake) -> Any:
     """DNSPolicy probes; a state change marks them changed and wakes the scheduler."""
-    from gitdns.agent.health import MonitorHealth, secret_headers
+    from gitdns.agent.config import listed, probe_reach
+    from gitdns.agent.health import MonitorHealth
+    from gitdns.providers.fences import agent_namespace, setting_name
+    from gitdns.providers.probeheaders import ProbeHeaders
 
-    return MonitorHealth(lambda: wake.fire("health"), secret_headers(config.state_dir))
+    headers = ProbeHeaders(listed(config.headers_secrets), agent_namespace(config.pod_namespace or None),
+                           config.state_dir, in_cluster=bool(os.environ.get("KUBERNETES_SERVICE_HOST")),
+                           setting=setting_name("headers_secrets"))
+    return MonitorHealth(lambda: wake.fire("health"), headers.read, probe_reach(config))
 
 
 def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[int, int]]]:

@@ -37,6 +37,8 @@ FENCES_HELP = {
     "credentials_dir": "the directory a Zone's credentials.file is read from (default: none)",
     "credentials_namespaces": "namespaces besides the agent's own a Zone's credentials.secret may read from "
                               "(default: only its own)",
+    "credentials_secrets": "Secrets a Zone's credentials.secret may name: NAME (the agent's own namespace) or "
+                           "NAMESPACE/NAME, comma-separated; any other is not read (default: none)",
     "store_dir": "the directory the Zones' local stores lie in: the agents' --store-dir (else their --state-dir), "
                  "to read (apply: write) the store they publish to (default: the repository, --repo)",
 }

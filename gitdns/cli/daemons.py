@@ -52,6 +52,11 @@ AGENT_HELP = {
                        "kubeconfig Secrets labelled --cluster-secret-label",
     "cluster_secret_namespace": "where kubeconfig Secrets of remote clusters live (default: kuadrant-system)",
     "cluster_secret_label": "label marking a kubeconfig Secret (default: kuadrant.io/multicluster-kubeconfig)",
+    "probe_allow_ranges": "CIDR ranges a DNSPolicy probe may reach besides ordinary addresses: loopback, link-local, "
+                          "cloud metadata, unspecified, multicast and broadcast addresses are refused unless a range "
+                          "covers them, comma-separated (default: none)",
+    "headers_secrets": "Secrets a DNSPolicy's healthCheck.headersSecret may name, comma-separated; any other is not "
+                       "read (default: none)",
     **FENCES_HELP,
     "store_dir": "the directory every local store's settings.path lies in (default: --state-dir)",
 }
@@ -101,6 +106,11 @@ ORCHESTRATOR_HELP = {
                      "else the service account's namespace, else gitdns-system)",
     "log_level": "debug | info | warning | error (default: info)",
     "once": "probe once, deliver, exit (0 when delivered)",
+    "probe_allow_ranges": "CIDR ranges a node's probe may reach besides ordinary addresses: loopback, link-local, "
+                          "cloud metadata, unspecified, multicast and broadcast addresses are refused unless a "
+                          "range covers them, comma-separated (default: none)",
+    "headers_secrets": "Secrets a NodePool's healthCheck.headersSecret may name, comma-separated; any other is "
+                       "not read (default: none)",
 }
 
 

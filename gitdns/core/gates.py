@@ -106,20 +106,23 @@ POOL = "gitdns/orchestrator/pool.py"
 PUBLISHER = "gitdns/orchestrator/publisher.py"
 COREFILE = "gitdns/core/corefile.py"
 ZONECOREFILE = "gitdns/core/zonecorefile.py"
+PROBES = "gitdns/adapters/probes.py"
+PROBEHEADERS = "gitdns/providers/probeheaders.py"
 
 # where the run time refuses what the desired state says: the walk of the completeness test
 RUNTIME_MODULES: tuple[str, ...] = (
     FENCES, CREDENTIALS, FACTORY, REGISTRY, DEFAULT, LOCAL, MEMORY, RFC2136, ROUTE53, GOOGLE, AZURE, ENDPOINT,
-    ENGINE, SOURCES, POOL, PUBLISHER, COREFILE, ZONECOREFILE,
+    ENGINE, SOURCES, POOL, PUBLISHER, COREFILE, ZONECOREFILE, PROBES, PROBEHEADERS,
 )
 # pure modules whose ValueErrors are refusals (elsewhere a ValueError is a bug or caught)
 VALUE_ERROR_MODULES: tuple[str, ...] = (COREFILE, ZONECOREFILE)
 # exceptions that refuse without being a gitdns.errors.PermanentError
-REFUSAL_EXCEPTIONS: tuple[str, ...] = ("RenderRefused",)
+REFUSAL_EXCEPTIONS: tuple[str, ...] = ("RenderRefused", "ProbeRefused")
 # functions whose call is a refusal site (they refuse, or say what to leave out)
 GATE_FUNCTIONS: tuple[str, ...] = (
     "refuse_static", "refuse_unknown", "check_endpoint", "check_server", "check_env", "credentials_file",
     "check_namespace", "refused_tenants", "ip_error", "check_hosts", "layout", "Skipped", "view_clients",
+    "node_probe", "refusal", "secret_gate",
 )
 
 
@@ -461,7 +464,48 @@ CORE_DNS_GATES: tuple[Gate, ...] = (
          (Site(COREFILE, "render_hosts", "raise", "ValueError"),)),
 )
 
-GATES: tuple[Gate, ...] = (*PROVIDER_GATES, *CORE_DNS_GATES)
+# --- what the repository may make a daemon reach: probe targets, Secrets (gitdns.core.reach) -------------
+
+_POOL = "apiVersion: gitdns.io/v1alpha1\nkind: NodePool\nmetadata:\n  name: hostile-pool\nspec:\n  nodes:\n"
+
+REACH_GATES: tuple[Gate, ...] = (
+    Gate("node.endpoint", Kind.STATIC,
+         "a NodePool node's healthEndpoint parses: scheme://address[:port][/path], a tcp endpoint with a port",
+         (Site(SOURCES, "pool_targets", "call", "node_probe"),),
+         check="gitdns.core.health:parse_endpoint", code="InvalidHealthEndpoint",
+         sample=_POOL + "    - {name: n-1, ip: 192.0.2.5, healthEndpoint: \"tcp://192.0.2.5\"}\n",
+         expect="a tcp endpoint needs a port", runner="probes", sample_file="tenants/hostile.yaml"),
+    Gate("node.own-address", Kind.STATIC,
+         "a NodePool node is probed at its own ip: its healthEndpoint's host is the node's ip",
+         (Site(SOURCES, "pool_targets", "call", "node_probe"),),
+         check="gitdns.core.reach:own_address_refusal", code="ProbeTargetRefused",
+         sample=_POOL + "    - {name: n-1, ip: 192.0.2.5, healthEndpoint: \"http://169.254.169.254/latest/\"}\n",
+         expect="is not the node's ip", runner="probes", sample_file="tenants/hostile.yaml"),
+    Gate("probe.address", Kind.OPERATOR,
+         "no probe connects to a loopback, link-local, cloud metadata, unspecified, multicast, broadcast or "
+         "reserved address unless --probe-allow-ranges holds it (validate refuses them as the default settings "
+         "do: gitdns.core.checks.reach)",
+         (Site(SOURCES, "pool_targets", "call", "refusal"), Site(PROBES, "Prober.destination", "call", "refusal"),
+          Site(PROBES, "Prober.destination", "raise", "ProbeRefused"))),
+    Gate("probe.resolve", Kind.WORLD,
+         "a gateway host name resolves when it is probed",
+         (Site(PROBES, "Prober.destination", "raise", "gaierror"),)),
+    Gate("secret.listed", Kind.OPERATOR,
+         "a Secret the repository names (a Zone's credentials.secret, a healthCheck.headersSecret) is on the "
+         "operator's --credentials-secrets / --headers-secrets",
+         (Site(CREDENTIALS, "secret_gate", "raise", "SecretNotListed"),
+          Site(CREDENTIALS, "load_credentials", "call", "secret_gate"),
+          Site(PROBEHEADERS, "ProbeHeaders.read", "call", "secret_gate"),
+          Site(PROBEHEADERS, "ProbeHeaders.read", "raise", "HeadersNotListed"))),
+    Gate("probe-headers.name", Kind.INTERNAL,
+         "a listed headersSecret is one path component (the schema's pattern; the operator listed it)",
+         (Site(PROBEHEADERS, "ProbeHeaders.read", "raise", "HeadersUnavailable", "not a Secret name"),)),
+    Gate("probe-headers.read", Kind.WORLD,
+         "the listed headersSecret exists and the daemon may read it",
+         (Site(PROBEHEADERS, "ProbeHeaders.read", "raise", "HeadersUnavailable"),)),
+)
+
+GATES: tuple[Gate, ...] = (*PROVIDER_GATES, *CORE_DNS_GATES, *REACH_GATES)
 
 
 def static_gates() -> tuple[Gate, ...]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from gitdns.core.model import HealthCheck, Node
+from gitdns.core.reach import own_address_refusal
 
 PROTOCOLS = ("HTTP", "HTTPS", "TCP")
 DEFAULT_PORTS = {"HTTP": 80, "HTTPS": 443}
@@ -194,16 +195,24 @@ def probe_spec(
     )
 
 
+class TargetRefused(ValueError):
+    """A probe target the repository may not name (`gitdns.core.reach`): nothing is probed."""
+
+
 def node_probe(
     target_id: str, node: Node, check: HealthCheck, *, headers: tuple[tuple[str, str], ...] = ()
 ) -> ProbeSpec:
     """The probe of one NodePool node, from its health endpoint URL
     (``http://10.0.0.1:15021/healthz/ready``; ``tcp://10.0.0.1:15021`` for a TCP check).
-    Raises ValueError, naming the endpoint, when it does not parse."""
+    Raises ValueError, naming the endpoint, when it does not parse, and `TargetRefused` when its
+    host is not the node's own ``ip`` (a node is probed at its own address only)."""
     parsed = parse_endpoint(node.health_endpoint)
     if isinstance(parsed, str):
         raise ValueError(f"health: node {node.name}: {parsed}")
     protocol, address, port, path = parsed
+    refused = own_address_refusal(node.ip, address)
+    if refused:
+        raise TargetRefused(f"node {node.name}: {refused}")
     return ProbeSpec(
         target_id=target_id,
         protocol=protocol,

@@ -32,6 +32,7 @@ from gitdns.core.checks import (
 )
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import Index
+from gitdns.core.checks.reach import probe_targets
 from gitdns.core.loader import LoadResult, ParseMemo, load
 from gitdns.core.locate import refine_lines
 from gitdns.core.model import DesiredState
@@ -71,6 +72,7 @@ CHECKS: tuple[Check, ...] = (
     serving.nameservers,
     tenants.tenant_zones,
     tenantlayout.tenant_layout,
+    probe_targets,
     dnsnames.zone_domains,
     dnsnames.policy_names,
     dnsnames.apex_records,

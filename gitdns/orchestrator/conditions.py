@@ -8,7 +8,8 @@ docs/health.md, "Readiness and conditions"): each ``{type, status, reason, messa
     Delivered         True Delivered;  False <delivery reason: ConfigMapMissing, ConfigMapForbidden,
                       WriteFailed, Unreachable, StaleWrite, ConfigMapTooLarge, ...> | RenderRefused |
                       InvalidAddress | NotLeaseHolder | NoNodes | Pending
-    ProbesConfigured  True ProbesConfigured;  False HeadersSecretUnreadable
+    ProbesConfigured  True ProbesConfigured;  False HeadersSecretUnreadable | HeadersSecretNotListed |
+                      ProbeTargetRefused
     NodesHealthy      True NodesHealthy;  False AllNodesDown | NoNodes | NotProbed | NotProbedYet
 
 Only Ready decides /readyz; the others say what is wrong while the pod keeps serving.

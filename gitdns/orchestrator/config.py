@@ -22,6 +22,7 @@ from typing import Any
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.core.durations import parse_duration
 from gitdns.core.names import short_hash
+from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
 from gitdns.providers.fences import agent_namespace
 
@@ -34,6 +35,8 @@ SETTINGS: dict[str, type] = {
     "state_dir": str, "poll_interval": float, "lease": str, "lease_duration": float, "discover_nodes": bool,
     "branch": str, "path": str, "git_timeout": float, "signal_pid_file": str, "coredns_dir": str,
     "pod_name": str, "pod_namespace": str, "log_level": str, "once": bool,
+    # what a NodePool may make the orchestrator reach (docs/health.md, "Probe targets"; gitdns/core/reach.py)
+    "probe_allow_ranges": str, "headers_secrets": str,
 }
 
 
@@ -63,6 +66,8 @@ class OrchestratorConfig:
     pod_name: str = ""  # the Lease holder ("": <hostname>-<pid>)
     pod_namespace: str = "gitdns-system"  # the orchestrator's own namespace: its Lease, headersSecret
     auth: GitAuth = field(default_factory=GitAuth)
+    probe_reach: ProbeReach = ProbeReach()  # noqa: RUF009 - frozen; --probe-allow-ranges (none: ordinary only)
+    headers_secrets: tuple[str, ...] = ()  # the Secrets a NodePool's healthCheck.headersSecret may name
 
     def __post_init__(self) -> None:
         if (self.out is None) == (self.configmap is None):
@@ -122,7 +127,13 @@ def config_from_flags(values: Mapping[str, Any], env: Mapping[str, str] | None =
         "pod_namespace": agent_namespace(str(values.get("pod_namespace") or env.get("POD_NAMESPACE") or "")
                                          or None),
         "auth": auth if auth is not None else GitAuth(),
+        "headers_secrets": tuple(str(values.get("headers_secrets") or "").replace(",", " ").split()),
     }
+    try:
+        chosen["probe_reach"] = ProbeReach.parse(str(values.get("probe_allow_ranges") or ""),
+                                                 setting("probe_allow_ranges"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     for key in ("listen", "admin_listen", "lease", "branch", "path", "coredns_dir"):
         if values.get(key) is not None:
             chosen[key] = str(values[key])

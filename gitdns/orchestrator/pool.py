@@ -8,7 +8,12 @@ be read and never were, the pool's nodes are not probed at all: a probe without 
 would answer for the wrong request (a 401 withdrawing a healthy node, or an unauthenticated
 page answering for a dead one).  They are listed in ``probe_errors`` and published as long as
 that lasts (never withdrawn for it); the fault "probes" says why.  Headers read before are kept
-while a later read fails."""
+while a later read fails.
+
+A node whose probe the repository may not name (`gitdns.core.reach`: a healthEndpoint whose host
+is not the node's ip, or an address in a class the operator's ``--probe-allow-ranges`` does not
+allow) is not probed either, for the same reasons: listed in ``probe_errors``, published as a
+node not yet probed, the fault "probes" with reason ``ProbeTargetRefused``."""
 
 from __future__ import annotations
 
@@ -22,9 +27,9 @@ from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings
 from gitdns.core.model import DesiredState, Node, NodePool
+from gitdns.core.reach import ProbeReach
 from gitdns.errors import GitdnsError
 from gitdns.orchestrator.faults import Faults
-from gitdns.orchestrator.headers import Headers
 from gitdns.orchestrator.metrics import OrchestratorMetrics
 from gitdns.orchestrator.sources import (
     DesiredSource,
@@ -34,6 +39,7 @@ from gitdns.orchestrator.sources import (
     hold_good,
     pool_targets,
 )
+from gitdns.providers.probeheaders import Headers
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,8 @@ class PoolView:
 
     def __init__(self, pool_name: str, source: DesiredSource, monitor: HealthMonitor, metrics: OrchestratorMetrics,
                  faults: Faults, *, discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
-                 headers: Callable[[str], Headers] | None = None) -> None:
+                 headers: Callable[[str], Headers] | None = None,
+                 reach: ProbeReach = ProbeReach()) -> None:  # noqa: B008 - frozen value
         self.pool_name = pool_name
         self.source = source
         self.monitor = monitor
@@ -51,7 +58,8 @@ class PoolView:
         self.faults = faults
         self.discovery = discovery
         self.headers = headers  # probe headers by headersSecret name (None: no headers)
-        self.probe_errors: dict[str, str] = {}  # node name -> why it is not probed (its headers)
+        self.reach = reach  # the operator's probe ranges
+        self.probe_errors: dict[str, str] = {}  # node name -> why it is not probed (headers, a refused target)
         self.state: DesiredState | None = None
         self.pool: NodePool | None = None
         self.nodes: tuple[Node, ...] = ()
@@ -154,10 +162,16 @@ class PoolView:
         """Set the probe targets; True when they (or the nodes left unprobed) changed."""
         assert self.pool is not None
         headers, why = self._probe_headers()
-        targets, self.target_notes = pool_targets(self.pool, self.nodes, headers)
+        targets, self.target_notes, refused = pool_targets(self.pool, self.nodes, headers, self.reach)
         errors = {name: why for name in targets} if why is not None else {}
+        errors.update(refused)
         for name in errors:
-            del targets[name]
+            targets.pop(name, None)
+        if refused and "probes" not in self.faults.errors:
+            first = next(iter(refused.values()))
+            more = f" (and {len(refused) - 1} more node(s))" if len(refused) > 1 else ""
+            self.faults.fail("probes", "ProbeTargetRefused", f"NodePool {self.pool_name}: {first}{more}; not probed, "
+                                                             "and not withdrawn for it")
         changed = errors != self.probe_errors or targets != self._targets
         self.probe_errors, self._targets = errors, targets
         self.metrics.probe_config_errors.set(len(errors))

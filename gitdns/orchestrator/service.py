@@ -30,16 +30,17 @@ from gitdns.adapters.templates import load_template_sources
 from gitdns.core.corefile import CorefileSettings, Layout
 from gitdns.core.health import State, TargetHealth
 from gitdns.core.model import Node, NodePool
+from gitdns.core.reach import ProbeReach
 from gitdns.core.render import make_environment
 from gitdns.errors import ConfigError
 from gitdns.orchestrator.conditions import conditions
 from gitdns.orchestrator.faults import Faults
-from gitdns.orchestrator.headers import Headers
 from gitdns.orchestrator.kubeaccess import PoolLease
 from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
 from gitdns.orchestrator.pool import PoolView
 from gitdns.orchestrator.publisher import Published, Publisher
 from gitdns.orchestrator.sources import DesiredSource
+from gitdns.providers.probeheaders import Headers
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,15 @@ class Orchestrator:
                  discovery: Callable[[NodePool], tuple[Node, ...]] | None = None,
                  poll_interval: float = 30.0, lease_duration: float = 30.0,
                  clock: Callable[[], float] = time.monotonic,
-                 headers: Callable[[str], Headers] | None = None) -> None:
+                 headers: Callable[[str], Headers] | None = None,
+                 reach: ProbeReach = ProbeReach()) -> None:  # noqa: B008 - frozen value
         self.pool_name = pool_name
         self.source = source
         self.delivery = delivery
         self.metrics = metrics or OrchestratorMetrics()
         self.lease = lease or NoLease()
-        self.monitor = monitor or HealthMonitor(on_change=self._on_change)
+        # the probes' connection gate takes the operator's ranges (``--probe-allow-ranges``)
+        self.monitor = monitor or HealthMonitor(on_change=self._on_change, reach=reach)
         self.poll_interval = poll_interval
         self.lease_duration = lease_duration
         self.clock = clock
@@ -74,7 +77,7 @@ class Orchestrator:
         self._ready = False
         self.last_tick = clock()
         self.view = PoolView(pool_name, source, self.monitor, self.metrics, self.faults,
-                             discovery=discovery, headers=headers)
+                             discovery=discovery, headers=headers, reach=reach)
         self.publisher = Publisher(self.view, self.monitor, delivery, env or make_environment(load_template_sources()),
                                    settings, self.metrics, self.faults, clock)
         self._seen_checks: dict[str, float] = {}

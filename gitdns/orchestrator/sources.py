@@ -14,8 +14,9 @@ from gitdns.core.addresses import ip_error
 from gitdns.core.checks.tenants import refused_tenants
 from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
-from gitdns.core.health import HealthSettings, ProbeSpec, node_probe
+from gitdns.core.health import HealthSettings, ProbeSpec, TargetRefused, node_probe
 from gitdns.core.model import DesiredState, Node, NodePool
+from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
 from gitdns.reconcile.engine import from_files
 
@@ -120,22 +121,34 @@ def hold_fenced(state: DesiredState, previous: DesiredState | None,
     return kept, refused_tenants(kept), notes
 
 
-def pool_targets(pool: NodePool, nodes: tuple[Node, ...],
-                 headers: tuple[tuple[str, str], ...] = ()) -> tuple[Targets, list[str]]:
+def pool_targets(pool: NodePool, nodes: tuple[Node, ...], headers: tuple[tuple[str, str], ...] = (),
+                 reach: ProbeReach = ProbeReach()) -> tuple[Targets, list[str], dict[str, str]]:  # noqa: B008
     """One probe per node (target id: the node name; the first of a duplicated name wins);
-    ``headers`` come from the pool's ``healthCheck.headersSecret``."""
+    ``headers`` come from the pool's ``healthCheck.headersSecret``.  Also the nodes that are not
+    probed (name -> why): a healthEndpoint whose host is not the node's ip, or an address the
+    operator's probe ranges ``reach`` do not allow (the prober would refuse it at every round)."""
     settings = HealthSettings.for_node_pool(pool.health)
     targets: Targets = {}
     notes: list[str] = []
+    refused: dict[str, str] = {}
     for node in nodes:
-        if node.name in targets:
+        if node.name in targets or node.name in refused:
             notes.append(f"node {node.name}: listed twice; the first is probed")
             continue
         try:
-            targets[node.name] = (node_probe(node.name, node, pool.health, headers=headers), settings)
+            spec = node_probe(node.name, node, pool.health, headers=headers)
+        except TargetRefused as exc:
+            refused[node.name] = str(exc)
+            continue
         except ValueError as exc:
             notes.append(str(exc))
-    return targets, notes
+            continue
+        why = reach.refusal(spec.address)
+        if why:
+            refused[node.name] = f"node {node.name}: {why} (GITDNS_PROBE_ALLOW_RANGES)"
+            continue
+        targets[node.name] = (spec, settings)
+    return targets, notes, refused
 
 
 def discover_nodes(api: Any, pool: NodePool) -> tuple[Node, ...]:

@@ -20,12 +20,12 @@ from gitdns.adapters.leases import FileLease, Lease, NoLease
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import CorefileSettings
 from gitdns.errors import ConfigError
-from gitdns.orchestrator.config import OrchestratorConfig, is_url
-from gitdns.orchestrator.headers import Headers, SecretHeaders
+from gitdns.orchestrator.config import OrchestratorConfig, is_url, setting
 from gitdns.orchestrator.kubeaccess import CheckedConfigMap, PoolLease, service_account
 from gitdns.orchestrator.metrics import OrchestratorMetrics
 from gitdns.orchestrator.service import Orchestrator
 from gitdns.orchestrator.sources import DesiredSource, DirectorySource, GitDesiredSource, discover_nodes
+from gitdns.providers.probeheaders import Headers, ProbeHeaders
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
     """An Orchestrator from its configuration; the kubernetes client is imported only for
     ConfigMap delivery, a Kubernetes Lease, node discovery or a headersSecret in a cluster.
     ``headers`` gives the probe headers of a pool's ``healthCheck.headersSecret`` (default:
-    `SecretHeaders` in the orchestrator's own namespace); ``monitor``: the prober (tests)."""
+    `ProbeHeaders` in the orchestrator's own namespace, for the Secrets ``--headers-secrets``
+    lists); ``monitor``: the prober (tests; else one whose connection gate takes
+    ``--probe-allow-ranges``)."""
     source: DesiredSource
     if is_url(config.repo):
         from gitdns.adapters.gitsource import GitSource
@@ -70,9 +72,11 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
         api = load_core_api()
         discovery = lambda pool: discover_nodes(api, pool)  # noqa: E731
     if headers is None:
-        headers = SecretHeaders(config.pod_namespace, config.state_dir, in_cluster=in_cluster()).read
+        headers = ProbeHeaders(config.headers_secrets, config.pod_namespace, config.state_dir, in_cluster=in_cluster(),
+                               account=lambda: service_account(config.pod_namespace),
+                               setting=setting("headers_secrets")).read
     return Orchestrator(config.node_pool, source, delivery, metrics=metrics, lease=make_lease(config),
-                        headers=headers, monitor=monitor,
+                        headers=headers, monitor=monitor, reach=config.probe_reach,
                         settings=CorefileSettings(custom_dir=config.coredns_dir), discovery=discovery,
                         poll_interval=config.poll_interval, lease_duration=config.lease_duration)
 

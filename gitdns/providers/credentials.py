@@ -11,7 +11,14 @@ the name resolves only among the sources the operator allowed (`gitdns.providers
   manifest (``data`` base64-decoded, ``stringData`` as is); PATH lies inside the operator's
   ``credentials_dir`` (no ``..``, no symbolic link out of it);
 - ``secret: NAME`` (+ ``namespace``) — a Kubernetes Secret read through the API, in the
-  agent's own namespace or one of the operator's ``credentials_namespaces``.
+  agent's own namespace or one of the operator's ``credentials_namespaces``, and only when the
+  operator lists it in ``credentials_secrets`` (``NAME``, or ``NAMESPACE/NAME`` for another
+  namespace).
+
+`secret_gate` is the one gate of every Secret (or secret file) the repository names: a Zone's
+``credentials.secret`` here, and a ``healthCheck.headersSecret`` of either daemon
+(`gitdns.providers.probeheaders`).  It reads nothing: it decides (`gitdns.core.reach.
+secret_refusal`) and refuses with a `SecretNotListed` naming the setting, before any request.
 
 Kuadrant's secret types and keys are accepted as they are (``kuadrant.io/aws``:
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``; ``kuadrant.io/gcp``:
@@ -28,7 +35,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -37,8 +44,9 @@ from typing import Any
 from gitdns.adapters.kubeclient import core_v1
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
+from gitdns.core.reach import secret_refusal
 from gitdns.errors import AuthError, ConfigError
-from gitdns.providers.fences import Fences, agent_namespace, read_credentials_file
+from gitdns.providers.fences import Fences, agent_namespace, read_credentials_file, setting_name
 
 
 class Credentials(dict[str, str]):
@@ -66,6 +74,23 @@ def preloaded(ref: CredentialsRef, values: Credentials) -> Iterator[None]:
         _PRELOADED.reset(token)
 
 
+class SecretNotListed(ConfigError):
+    """A Secret the repository names that the operator does not list: nothing was read."""
+
+    reason = "SecretNotListed"
+
+
+def secret_gate(name: str, *, listed: Collection[str], setting: str, what: str, namespace: str = "",
+                own_namespace: str = "") -> None:
+    """The gate of every read of a Secret or secret file the repository names: returns when the
+    operator lists it (``NAME`` in ``own_namespace``, ``NAMESPACE/NAME``; without namespaces,
+    ``NAME``), else raises `SecretNotListed` naming ``what`` (the field), the Secret and the
+    ``setting`` that would list it; never anything of its content (nothing was read)."""
+    why = secret_refusal(name, listed, setting=setting, what=what, namespace=namespace, own_namespace=own_namespace)
+    if why:
+        raise SecretNotListed(why)
+
+
 def load_credentials(ref: CredentialsRef | None, *, provider: str, fences: Fences | None = None,
                      env: Mapping[str, str] | None = None) -> Credentials:
     """The key/value pairs the reference points at; empty when there is no reference
@@ -79,8 +104,12 @@ def load_credentials(ref: CredentialsRef | None, *, provider: str, fences: Fence
         return Credentials(known)
     env = os.environ if env is None else env
     if ref.secret:
-        namespace = fences.check_namespace(ref.namespace, "spec.provider.credentials.namespace") \
-            if fences is not None else ref.namespace
+        namespace = ref.namespace
+        if fences is not None:
+            namespace = fences.check_namespace(ref.namespace, "spec.provider.credentials.namespace")
+            secret_gate(ref.secret, listed=fences.secrets, setting=setting_name("credentials_secrets"),
+                        what="spec.provider.credentials.secret", namespace=namespace,
+                        own_namespace=agent_namespace(fences.namespace or None))
         return _from_secret(ref.secret, namespace, provider)
     if ref.file:
         path = fences.credentials_file(ref.file) if fences is not None else Path(os.path.realpath(ref.file))

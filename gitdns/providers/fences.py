@@ -20,6 +20,8 @@ setting                               a Zone may name
                                       no symbolic link out of it (default: none)
 ``credentials_namespaces``            ``credentials.secret`` (and ``defaultProviderNamespace``) in
                                       these namespaces besides the agent's own (default: only its own)
+``credentials_secrets``               ``credentials.secret``: a Secret on this list, ``NAME`` (the
+                                      agent's own namespace) or ``NAMESPACE/NAME`` (default: none)
 ``store_dir``                         ``settings.path`` of a `local` store: a directory inside this one
                                       (default: the agent's state directory; the repository for the
                                       one-shot verbs), no ``..``, no symbolic link
@@ -55,13 +57,14 @@ from gitdns.errors import ConfigError, UnsupportedError
 # the settings, named as the agent's (flag --provider-endpoints, GITDNS_PROVIDER_ENDPOINTS,
 # providerEndpoints in the config file)
 SETTINGS = ("provider_endpoints", "rfc2136_servers", "credentials_env_prefixes", "credentials_dir",
-            "credentials_namespaces", "store_dir")
+            "credentials_namespaces", "credentials_secrets", "store_dir")
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 FALLBACK_NAMESPACE = "gitdns-system"
 MAX_CREDENTIALS_FILE = 1 << 20  # bytes: a credentials file is a few kB
 _SHOWN = 80  # characters of an untrusted value quoted in a message
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_SECRET = re.compile(r"([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?\Z")
 _DNS_PORT = 53
 
 
@@ -184,6 +187,7 @@ class Fences:
     namespace: str = ""  # the agent's own ("": found by `agent_namespace`)
     store_dir: Path | None = None  # the base of every `local` store (None: the caller's base directory)
     credentials_files: tuple[Path, ...] = field(default=())  # files the operator named itself (groups --direct)
+    secrets: tuple[str, ...] = ()  # Secrets credentials.secret may name: NAME (own namespace) or NAMESPACE/NAME
 
     @classmethod
     def parse(cls, *, provider_endpoints: str | Iterable[str] | None = None,
@@ -191,7 +195,8 @@ class Fences:
               credentials_env_prefixes: str | Iterable[str] | None = None,
               credentials_dir: str | None = None,
               credentials_namespaces: str | Iterable[str] | None = None,
-              store_dir: str | None = None, namespace: str | None = None) -> Fences:
+              store_dir: str | None = None, namespace: str | None = None,
+              credentials_secrets: str | Iterable[str] | None = None) -> Fences:
         """The fences from the settings' text (comma-separated lists); a `ConfigError`
         naming the setting for an entry that is not what it must be."""
         prefixes = _items(credentials_env_prefixes)
@@ -203,12 +208,17 @@ class Fences:
         for ns in spaces:
             if not _NAMESPACE.match(ns):
                 raise ConfigError(f"{setting_name('credentials_namespaces')}: {shown(ns)} is not a namespace name")
+        listed = _items(credentials_secrets)
+        for entry in listed:
+            if not _SECRET.match(entry):
+                raise ConfigError(f"{setting_name('credentials_secrets')}: {shown(entry)} is not a Secret name "
+                                  "(NAME or NAMESPACE/NAME)")
         directory = (credentials_dir or "").strip()
         return cls(
             endpoints=tuple(_origin(e, setting_name("provider_endpoints")) for e in _items(provider_endpoints)),
             servers=tuple(_server(e, setting_name("rfc2136_servers")) for e in _items(rfc2136_servers)),
             env_prefixes=tuple(prefixes), credentials_dir=Path(os.path.abspath(directory)) if directory else None,
-            namespaces=tuple(spaces), namespace=namespace or "",
+            namespaces=tuple(spaces), namespace=namespace or "", secrets=tuple(listed),
             store_dir=Path(os.path.abspath(store_dir.strip())) if store_dir and store_dir.strip() else None)
 
     def allowing_credentials(self, *, env: str | None = None, file: str | None = None) -> Fences:

@@ -27,7 +27,9 @@ import pytest
 
 from gitdns.adapters.probes import HealthMonitor, build_request, parse_status, system_resolver
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
+from gitdns.core.reach import ProbeReach
 
+LOOPBACK = ProbeReach.parse("127.0.0.0/8,::1")  # the servers here: the operator's --probe-allow-ranges
 FAST = HealthSettings(interval=0.05, timeout=1.0, failure_threshold=2, success_threshold=1)
 SECRET = "s3cret-token-value"
 TLS_HOST = "api.example.test"
@@ -127,7 +129,7 @@ def http_server(recorder: Recorder) -> Iterator[Server]:
 
 @pytest.fixture
 def monitor() -> Iterator[HealthMonitor]:
-    m = HealthMonitor(resolver=NAMES)
+    m = HealthMonitor(resolver=NAMES, reach=LOOPBACK)
     yield m
     m.stop()
 
@@ -174,7 +176,7 @@ def test_parse_status(line: bytes, code: int | None) -> None:
 def test_healthy_then_unhealthy_by_status_code(http_server: Server, recorder: Recorder) -> None:
     changes: list[tuple[str, State, State]] = []
     monitor = HealthMonitor(on_change=lambda tid, old, new: changes.append((tid, old.state, new.state)),
-                            resolver=NAMES)
+                            resolver=NAMES, reach=LOOPBACK)
     try:
         _status_code_round_trip(monitor, http_server, recorder, changes)
     finally:
@@ -309,7 +311,7 @@ def test_unresolvable_host_fails_alone(monitor: HealthMonitor, http_server: Serv
 
 def test_resolved_hostname(http_server: Server, recorder: Recorder) -> None:
     names = TableResolver({"api.internal.test": ["127.0.0.1", "127.0.0.2"]})  # the first is probed (.2: refused)
-    monitor = HealthMonitor(resolver=names)
+    monitor = HealthMonitor(resolver=names, reach=LOOPBACK)
     try:
         monitor.set_targets({"named": (http("named", http_server.port, address="api.internal.test"), FAST)})
         monitor.start()
@@ -366,7 +368,7 @@ def test_on_change_errors_do_not_stop_probing(http_server: Server) -> None:
     def boom(tid: str, old: TargetHealth, new: TargetHealth) -> None:
         raise RuntimeError("callback broke")
 
-    m = HealthMonitor(on_change=boom, resolver=NAMES)
+    m = HealthMonitor(on_change=boom, resolver=NAMES, reach=LOOPBACK)
     try:
         m.set_targets({"a": (http("a", http_server.port), FAST)})
         m.start()
@@ -466,8 +468,8 @@ def test_https_insecure_and_verified(https_server: Server, recorder: Recorder, s
         "verified": ProbeSpec("verified", "HTTPS", "127.0.0.1", port, "/v", host=TLS_HOST),
         "wrong-name": ProbeSpec("wrong-name", "HTTPS", "127.0.0.1", port, "/w", host="other.example.test"),
     }
-    default = HealthMonitor(resolver=NAMES)  # the system CAs: a self-signed certificate fails verification
-    trusted = HealthMonitor(verify_context=trusting, resolver=NAMES)  # trusts it: verified probes pass
+    default = HealthMonitor(resolver=NAMES, reach=LOOPBACK)  # the system CAs: a self-signed certificate fails
+    trusted = HealthMonitor(verify_context=trusting, resolver=NAMES, reach=LOOPBACK)  # trusts it: verified probes pass
     try:
         for m in (default, trusted):
             m.set_targets({tid: (spec, FAST) for tid, spec in targets.items()})
@@ -510,7 +512,7 @@ def test_https_against_plain_http(monitor: HealthMonitor, http_server: Server) -
 
 
 def test_stop_is_idempotent_and_start_once() -> None:
-    m = HealthMonitor(resolver=NAMES)
+    m = HealthMonitor(resolver=NAMES, reach=LOOPBACK)
     m.stop()
     m.start()
     m.start()

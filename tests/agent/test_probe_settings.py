@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gitdns.adapters.repo import load_schemas
-from gitdns.agent.health import MonitorHealth, secret_headers
+from gitdns.agent.health import MonitorHealth
 from gitdns.core.health import HealthSettings
 from gitdns.core.healthfilter import HealthTarget
 from gitdns.core.model import HealthCheck
 from gitdns.core.validate import check
+from gitdns.providers.probeheaders import HeadersNotListed, HeadersUnavailable, ProbeHeaders
 
 POLICY = ("apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata:\n  name: p\nspec:\n"
           "  targetRef: {hosts: [a.example.com]}\n  healthCheck: {publishUnchecked: false, headersSecret: probe}\n")
@@ -27,9 +30,12 @@ def test_publish_unchecked_is_a_setting_with_default_true() -> None:
 def test_headers_come_from_the_secret_file_and_never_show(tmp_path: Path) -> None:
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "probe").write_text(json.dumps({"Authorization": "Bearer s3cr3t"}))
-    load = secret_headers(str(tmp_path))
+    load = ProbeHeaders(["probe", "absent"], "gitdns-system", tmp_path, in_cluster=False).read
     assert load("probe") == (("Authorization", "Bearer s3cr3t"),)
-    assert load("absent") == ()
+    with pytest.raises(HeadersUnavailable):
+        load("absent")
+    with pytest.raises(HeadersNotListed):  # the operator lists the Secrets a headersSecret may name
+        load("other")
     health = MonitorHealth(lambda: None, load)
     health.monitor.set_targets = lambda specs: None  # type: ignore[method-assign]
     health.monitor.start = lambda: None  # type: ignore[method-assign]

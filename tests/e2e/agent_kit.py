@@ -119,13 +119,14 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+LOOPBACK = "127.0.0.0/8,::1"  # the test servers' addresses: probes reach them only when the operator allows
 ADMIN_PATHS = frozenset({"/status", "/metrics"})  # served on --admin-listen, not beside the webhook
 
 
 def agent_cmd(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "gitdns.cli", "agent", "--repo", str(repo.bare), "--cluster", cluster,
             "--state-dir", str(state), "--store-dir", str(repo.zones.parent), "--lease", "txt", "--git-timeout", "20",
-            *extra]
+            "--probe-allow-ranges", LOOPBACK, *extra]
 
 
 def run_once(repo: DesiredRepo, cluster: str, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:

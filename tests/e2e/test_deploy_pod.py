@@ -303,7 +303,7 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
     try:
         bare = https.create_repo("setup3")
         push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes),
-                                                 "HEADERS_SECRET": "    headersSecret: metro-probe-headers"}, tmp_path)
+                                                 "HEADERS_SECRET": "    headersSecret: gitdns-probe-headers"}, tmp_path)
         gitops = example("edge-orchestrator", tmp_path / "gitops")
         install = gitops / "install" / "kustomization.yaml"
         text = install.read_text()
@@ -314,6 +314,8 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
         text = set_literal(text, "GITDNS_REPO", https.url(bare))
         text = set_literal(text, "GITDNS_NODE_POOL", "metro")
         text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_CA_FILE", "/var/run/gitdns/git-ca/ca.crt")
+        # the nodes here are on loopback: probes reach them only once the operator allows it
+        text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_PROBE_ALLOW_RANGES", "127.0.0.0/8")
         install.write_text(text)
         add_patch(install, {"target": {"kind": "Deployment", "name": "gitdns-orchestrator"}, "patch": CA_PATCH})
         manifests = Manifests.render(gitops)
@@ -327,7 +329,9 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
             for name, data in secrets.items():
                 cluster.create_secret("dns-failover", name, data)
             assert "headersSecret" in header_comment(gitops / "kustomization.yaml")
-            cluster.create_secret("dns-failover", "metro-probe-headers", {"X-Probe-Token": probe_token})
+            # the name the example's header gives (the one its settings list and its Role may get)
+            assert "gitdns-probe-headers" in header_comment(gitops / "kustomization.yaml")
+            cluster.create_secret("dns-failover", "gitdns-probe-headers", {"X-Probe-Token": probe_token})
             pod = Pod(cluster, manifests, tmp_path / "pod",
                       reach=[("127.0.0.1", https.port), *((n.ip, n.port) for n in nodes)])
             assert pod.secrets_used() == {"gitdns-git-token": {"token"}, "gitdns-git-ca": {"ca.crt"}}
@@ -402,6 +406,14 @@ configMapGenerator:
       - GITDNS_PATH=dns
       # the operator allows the Zones' DNS server (docs/agent.md: provider fences)
       - GITDNS_RFC2136_SERVERS={dns}
+      # and the Secret the Zone names, which the Role below may get (deploy/base/rbac.yaml)
+      - GITDNS_CREDENTIALS_SECRETS=dns-tsig
+patches:
+  - target: {{kind: Role, name: gitdns-provider-credentials}}
+    patch: |-
+      - op: replace
+        path: /rules/0/resourceNames
+        value: ["dns-tsig"]
 """
 
 
@@ -496,7 +508,9 @@ def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: Htt
         gitops = copy_kustomization(DEPLOY / "overlays" / "orchestrator-sidecar", tmp_path / "gitops")
         top = gitops / "kustomization.yaml"
         text = set_literal(top.read_text(), "GITDNS_REPO", https.url(bare))
-        top.write_text(set_literal(text, "GITDNS_NODE_POOL", "metro"))
+        text = set_literal(text, "GITDNS_NODE_POOL", "metro")
+        # the nodes here are on loopback: probes reach them only once the operator allows it
+        top.write_text(add_literal(text, "gitdns-orchestrator-sidecar", "GITDNS_PROBE_ALLOW_RANGES", "127.0.0.0/8"))
         # a private repository: "mount the git credentials into the sidecar like the transport
         # components do, with defaultMode 292 (0444)" (the sidecar component's header)
         add_patch(top, {"patch": SIDECAR_CREDENTIALS})

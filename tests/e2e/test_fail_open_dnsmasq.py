@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gitdns.adapters.coredns_delivery import DirectoryDelivery
+from gitdns.core.reach import ProbeReach
 from gitdns.orchestrator.service import Orchestrator
 from gitdns.orchestrator.sources import DirectorySource
 from tests.e2e.orchestrator_kit import Dnsmasq, NodeServer, dnsmasq_path, start_nodes, wait_for, write_desired
@@ -84,7 +85,8 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     write_desired(desired, POOL, nodes, {"tenant-a": [API]}, interval=0.2, timeout=0.2)
     dnsmasq = Dnsmasq(out, tmp_path, binary).start()
     orchestrator = Orchestrator(POOL, DirectorySource(desired),
-                                DirectoryDelivery(out, POOL, pid_file=dnsmasq.pid_file), poll_interval=0.2)
+                                DirectoryDelivery(out, POOL, pid_file=dnsmasq.pid_file), poll_interval=0.2,
+                                reach=ProbeReach.parse("127.0.0.0/8"))  # the nodes: on loopback
     thread = threading.Thread(target=orchestrator.run, daemon=True)
     thread.start()
     try:

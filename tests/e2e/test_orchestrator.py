@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gitdns.adapters.coredns_delivery import DirectoryDelivery
+from gitdns.core.reach import ProbeReach
 from gitdns.orchestrator.service import Orchestrator
 from gitdns.orchestrator.sources import DirectorySource
 from tests.e2e.orchestrator_kit import (
@@ -70,7 +71,8 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     write_desired(desired, POOL, nodes, {"tenant-a": [API, "app.tenant-a.test"]}, interval=0.2, timeout=0.2)
     dnsmasq = Dnsmasq(out, tmp_path, binary).start()
     orchestrator = Orchestrator(POOL, DirectorySource(desired),
-                                DirectoryDelivery(out, POOL, pid_file=dnsmasq.pid_file), poll_interval=0.2)
+                                DirectoryDelivery(out, POOL, pid_file=dnsmasq.pid_file), poll_interval=0.2,
+                                reach=ProbeReach.parse("127.0.0.0/8"))  # the nodes: on loopback
     thread = threading.Thread(target=orchestrator.run, daemon=True)
     thread.start()
     try:
@@ -147,7 +149,7 @@ def test_the_cli_serves_status_metrics_and_probes(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "gitdns.cli", "orchestrator", "--repo", str(desired), "--node-pool", POOL,
          "--out", str(out), "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin}",
-         "--state-dir", str(tmp_path / "state"), "--poll-interval", "0.2"],
+         "--state-dir", str(tmp_path / "state"), "--poll-interval", "0.2", "--probe-allow-ranges", "127.0.0.0/8"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def get(path: str, at: int = admin) -> tuple[int, str]:
@@ -179,7 +181,8 @@ def test_the_cli_serves_status_metrics_and_probes(tmp_path: Path) -> None:
         assert (state / f"orchestrator-{POOL}.lock").exists()
         second = subprocess.run(
             [sys.executable, "-m", "gitdns.cli", "orchestrator", "--repo", str(desired), "--node-pool", POOL,
-             "--out", str(out), "--listen", "", "--admin-listen", "", "--state-dir", str(state), "--once"],
+             "--out", str(out), "--listen", "", "--admin-listen", "", "--state-dir", str(state), "--once",
+             "--probe-allow-ranges", "127.0.0.0/8"],
             capture_output=True, text=True, timeout=60)
         assert second.returncode != 0 and "locked" in second.stdout + second.stderr
     finally:

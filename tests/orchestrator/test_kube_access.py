@@ -219,7 +219,7 @@ def test_probe_headers_come_from_the_own_namespace(fake: FakeKube, tmp_path: Pat
     configmap(fake)
     secret(fake, NS, "Bearer ours")
     secret(fake, "gitdns-system", "Bearer decoy")
-    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS)
+    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS, headers_secrets="probe-auth")
     o.step()
     assert headers_of(monitor) == {(("Authorization", "Bearer ours"),)} and len(monitor.targets) == 3
     assert condition(o, "ProbesConfigured")["status"] == "True"
@@ -231,7 +231,7 @@ def test_an_unreadable_headers_secret_is_a_visible_probe_error_and_withdraws_not
     configmap(fake)
     secret(fake, NS, "Bearer ours")
     deny(fake, "secrets", ("get",), name="probe-auth", user=f"system:serviceaccount:{NS}:{ACCOUNT}")
-    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS)
+    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS, headers_secrets="probe-auth")
     o.step()
     assert monitor.targets == {}  # a probe without its headers would be a false result: none is sent
     probes = condition(o, "ProbesConfigured")
@@ -259,7 +259,7 @@ def test_an_unreadable_headers_secret_is_a_visible_probe_error_and_withdraws_not
 def test_headers_read_before_stay_while_the_secret_is_unreadable(fake: FakeKube, tmp_path: Path) -> None:
     configmap(fake)
     secret(fake, NS, "Bearer ours")
-    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS)
+    o, monitor = orchestrator(tmp_path, POOL_YAML + HEADERS, headers_secrets="probe-auth")
     o.step()
     deny(fake, "secrets", ("get",), name="probe-auth")
     o.poll()

@@ -136,11 +136,12 @@ def test_a_file_the_operator_named_on_the_command_line_is_read(mounted: tuple[Pa
 def test_a_secret_is_read_only_in_an_allowed_namespace(in_cluster: FakeKube, api: Any) -> None:
     add_secret(in_cluster, "aws", "kuadrant.io/aws", {"AWS_ACCESS_KEY_ID": SECRET})
     add_secret(in_cluster, "aws", "kuadrant.io/aws", {"AWS_ACCESS_KEY_ID": SECRET}, namespace="other")
-    assert load(CredentialsRef(secret="aws"), Fences()) == {"AWS_ACCESS_KEY_ID": SECRET}  # the agent's own
-    assert load(CredentialsRef(secret="aws", namespace=NS), Fences()) == {"AWS_ACCESS_KEY_ID": SECRET}
+    listed = Fences.parse(credentials_secrets="aws")  # the operator lists it (tests/agent/test_secret_gate.py)
+    assert load(CredentialsRef(secret="aws"), listed) == {"AWS_ACCESS_KEY_ID": SECRET}  # the agent's own
+    assert load(CredentialsRef(secret="aws", namespace=NS), listed) == {"AWS_ACCESS_KEY_ID": SECRET}
     with pytest.raises(ConfigError) as info:
-        load(CredentialsRef(secret="aws", namespace="other"), Fences())
+        load(CredentialsRef(secret="aws", namespace="other"), listed)
     assert "spec.provider.credentials.namespace" in str(info.value) and "--credentials-namespaces" in str(info.value)
     assert in_cluster.count("GET", "/namespaces/other/secrets") == 0
-    allowed = Fences.parse(credentials_namespaces="other")
+    allowed = Fences.parse(credentials_namespaces="other", credentials_secrets="other/aws")
     assert load(CredentialsRef(secret="aws", namespace="other"), allowed) == {"AWS_ACCESS_KEY_ID": SECRET}

@@ -324,14 +324,16 @@ def test_every_verb_that_builds_providers_takes_the_flags() -> None:
     from gitdns.providers.fences import SETTINGS
 
     flags = ["--provider-endpoints", "https://dns.example.test", "--rfc2136-servers", "h", "--credentials-env-prefixes",
-             "AWS", "--credentials-dir", "/c", "--credentials-namespaces", "ns", "--store-dir", "/s"]
+             "AWS", "--credentials-dir", "/c", "--credentials-namespaces", "ns", "--credentials-secrets", "aws",
+             "--store-dir", "/s"]
     parser = build_parser()
     for verb in (["plan", "--cluster", "c"], ["apply", "--cluster", "c"], ["zone", "show", "z"], ["owners", "z"],
                  ["prune-owner", "o", "--zone", "z"], ["adopt", "n", "--zone", "z", "--cluster", "c"],
                  ["groups", "get", "z"], ["groups", "set", "z", "g"], ["failover", "simulate", "z", "--to", "g"],
                  ["agent"]):
         args = parser.parse_args([*verb, *flags])
-        assert [getattr(args, name) for name in SETTINGS] == ["https://dns.example.test", "h", "AWS", "/c", "ns", "/s"]
+        assert [getattr(args, name) for name in SETTINGS] == ["https://dns.example.test", "h", "AWS", "/c", "ns", "aws",
+                                                              "/s"]
 
 
 def test_the_one_shot_verbs_read_the_environment_too(monkeypatch: pytest.MonkeyPatch, attacker: CaptureServer,

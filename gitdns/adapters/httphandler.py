@@ -56,8 +56,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
+from gitdns.core.jsonread import MAX_JSON_BYTES
 from gitdns.core.text import inline
-from gitdns.core.webhook import MAX_JSON_BYTES
 
 log = logging.getLogger("gitdns.adapters.httpserver")
 

@@ -37,7 +37,8 @@ but a delivery id; every piece of a request in a log line goes through
 written escaped.  A request is framed strictly before any route sees it
 (`gitdns.adapters.httphandler.frame_request`: 400 and the connection closed for a doubtful
 Content-Length, Transfer-Encoding, Host or field line), and a webhook body is read with
-`gitdns.core.webhook.load_json` over `gitdns.core.jsonread.strict_loads` (depth, size, NaN and duplicate keys bounded: 400).
+`gitdns.core.webhook.load_json`, which reads it with `gitdns.core.jsonread.strict_loads` (depth,
+size, NaN and duplicate keys bounded: 400).
 """
 
 from __future__ import annotations

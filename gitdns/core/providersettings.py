@@ -41,12 +41,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from gitdns.core.addresses import host_error, ip_error
-from gitdns.core.endpoints import endpoint_gvr, zone_selector
 from gitdns.core.model import ProviderRef
 from gitdns.core.problems import shown
-from gitdns.core.providertypes import PROVIDER_TYPES, ProviderType, missing_settings
+from gitdns.core.providertypes import COREDNS_DIR, PROVIDER_TYPES, VIEW_CLIENTS, ProviderType, missing_settings
 from gitdns.core.records import in_zone, normalize_name
-from gitdns.core.zonecorefile import COREDNS_DIR, VIEW_CLIENTS, directory_error
 
 HTTPS_PORT = 443
 DNS_PORT = 53
@@ -267,6 +265,8 @@ def namespace_error(raw: str) -> str | None:
 
 def endpoint_resource_error(settings: Mapping[str, str]) -> str | None:
     """Why the endpoint provider's resource type and zone selector do not parse, or None."""
+    from gitdns.core.endpoints import endpoint_gvr, zone_selector  # jinja2: not at import
+
     try:
         endpoint_gvr(settings)
         zone_selector(settings)
@@ -324,6 +324,8 @@ def _path(ref: ProviderRef, domain: str) -> Iterator[SettingProblem]:
 def _coredns_dir(ref: ProviderRef, domain: str) -> Iterator[SettingProblem]:
     raw = ref.setting(COREDNS_DIR)
     if raw:
+        from gitdns.core.zonecorefile import directory_error  # jinja2: not at import
+
         wrong = directory_error(raw)
         if wrong is not None:
             hint = "the absolute directory where CoreDNS sees the view files, e.g. /var/lib/gitdns/store"

@@ -33,6 +33,11 @@ from enum import StrEnum
 from gitdns.core.geo import ANY_CODE, AZURE_STYLE, GOOGLE_STYLE, ROUTE53_STYLE, GeoCodes
 from gitdns.core.records import RECORD_TYPES
 
+# The `local` store's CoreDNS settings (read by `gitdns.core.zonecorefile`, which needs jinja2;
+# named here so that the settings checks, which `gitdns --help` reaches, stay light).
+VIEW_CLIENTS = "viewClients"
+COREDNS_DIR = "corednsDir"
+
 
 class Routing(StrEnum):
     NONE = "none"  # plain DNS: no set identifiers

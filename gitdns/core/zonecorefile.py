@@ -35,10 +35,10 @@ import jinja2
 
 from gitdns.core.corefilecheck import shown, snippet_problems
 from gitdns.core.model import Zone
+from gitdns.core.providertypes import COREDNS_DIR as COREDNS_DIR
+from gitdns.core.providertypes import VIEW_CLIENTS as VIEW_CLIENTS
 
 SERVER_TEMPLATE = "coredns/zone.server.j2"
-VIEW_CLIENTS = "viewClients"
-COREDNS_DIR = "corednsDir"
 DEFAULT_VIEW = "default"
 RELOAD = "30s"  # how often CoreDNS re-reads a view's master and weight files
 _VIEW_RE = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9]*$")

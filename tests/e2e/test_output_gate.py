@@ -329,7 +329,8 @@ def _forge_status(repo: DesiredRepo, value: str) -> None:
             blob = run_git("hash-object", "-w", "--stdin", data=new)
             run_git("update-index", "--cacheinfo", f"100644,{blob},{path}")
         tree = run_git("write-tree")
-        run_git("update-ref", ref, run_git("commit-tree", tree, "-p", head, "-F", "-", data=f"status: Ready{value.replace(chr(0), '')}\n"))
+        message = f"status: Ready{value.replace(chr(0), '')}\n"  # git refuses a NUL in a message
+        run_git("update-ref", ref, run_git("commit-tree", tree, "-p", head, "-F", "-", data=message))
 
 
 def test_a_forged_status_branch_is_escaped(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:

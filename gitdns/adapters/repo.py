@@ -13,12 +13,14 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, ReadLimits, changed, not_regular, symlink
 from gitdns.core.loader import LoadResult
+from gitdns.core.reach import Network
 from gitdns.core.validate import check
 from gitdns.errors import ConfigError
 
@@ -98,9 +100,10 @@ def load_schemas() -> dict[str, dict[str, Any]]:
     return {kind: schema for kind, schema in _schemas()}
 
 
-def load_repo(root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> LoadResult:
-    """Load and validate the desired repository at ``root`` (read within ``limits``)."""
+def load_repo(root: Path, limits: ReadLimits = DEFAULT_LIMITS, probe_ranges: Sequence[Network] = ()) -> LoadResult:
+    """Load and validate the desired repository at ``root`` (read within ``limits``; probes may
+    reach ``probe_ranges``, `gitdns.core.validate.validate`)."""
     files = read_tree(root, limits)
-    result = check(files, load_schemas())
+    result = check(files, load_schemas(), probe_ranges=probe_ranges)
     log.debug("loaded: root=%s files=%d problems=%d", root, len(files), len(result.problems))
     return result

@@ -24,7 +24,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "fences_of", "
 def cmd_validate(args: argparse.Namespace) -> Result:
     from gitdns.commands.validate import validate
 
-    return validate(args.path, args.format)
+    return validate(args.path, args.format, probe_ranges=args.probe_allow_ranges)
 
 
 def cmd_plan(args: argparse.Namespace) -> Result:

@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="example: gitdns validate example-repo --format json")
     p.add_argument("path", nargs="?", type=Path, default=Path("."), help="repository path (default: .)")
     add_format(p, ["text", "json"])
+    p.add_argument("--probe-allow-ranges", metavar="RANGES",
+                   help="CIDR ranges the daemons' probes may reach besides ordinary addresses, as given to them "
+                        "(comma-separated; default: GITDNS_PROBE_ALLOW_RANGES, else none): health endpoints and "
+                        "probed gateway addresses in them are not refused")
 
     p = sub.add_parser("plan", help="show what apply would change (nothing is written)", parents=[fences],
                        epilog="examples:\n  gitdns plan --repo example-repo --cluster eu-west-1\n"

@@ -10,11 +10,23 @@ from gitdns.core.model import DesiredState
 from gitdns.core.problems import Problem
 
 
-def validate(path: Path, fmt: str = "text") -> Result:
+def validate(path: Path, fmt: str = "text", probe_ranges: str | None = None) -> Result:
+    """``probe_ranges``: the operator's ``--probe-allow-ranges`` (else GITDNS_PROBE_ALLOW_RANGES),
+    so validate refuses the probe targets the daemons would, no more."""
+    import os
+
+    from gitdns.core.limits import DEFAULT_LIMITS
+    from gitdns.core.reach import PROBE_FLAG, parse_ranges
     from gitdns.core.validate import warnings
+    from gitdns.errors import ConfigError
     from gitdns.reconcile.engine import load
 
-    desired = load(path)
+    try:
+        ranges = parse_ranges(probe_ranges if probe_ranges is not None else os.environ.get("GITDNS_PROBE_ALLOW_RANGES"),
+                              PROBE_FLAG)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    desired = load(path, DEFAULT_LIMITS, ranges)
     problems = sorted(desired.problems, key=lambda p: (p.file, p.line, p.yaml_path))
     notes = warnings(desired.state, desired.rejected)  # say, never hold: e.g. no ActiveGroups document
     notes += _nothing_here(path, desired.state) if not problems else []

@@ -12,7 +12,7 @@ schema-check, validate, and point every problem at its line.  `warnings` runs th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from gitdns.core.loader import LoadResult, ParseMemo, load
 from gitdns.core.locate import refine_lines
 from gitdns.core.model import DesiredState
 from gitdns.core.problems import Problem
+from gitdns.core.reach import Network
 
 __all__ = ["CHECKS", "GROUP_FORBIDDEN", "MAX_GROUP_NAME", "WARNINGS", "Check", "Index", "check", "validate",
            "warnings"]
@@ -86,10 +87,13 @@ WARNINGS: tuple[Check, ...] = (
 )
 
 
-def validate(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) -> list[Problem]:
+def validate(state: DesiredState, rejected: Collection[tuple[str, str]] = (),
+             probe_ranges: Sequence[Network] = ()) -> list[Problem]:
     """Every semantic problem of ``state``.  ``rejected`` lists (kind, name) of documents that
-    failed their schema: references to them are not reported again."""
-    index = Index(state, rejected)
+    failed their schema: references to them are not reported again.  ``probe_ranges``: the
+    ranges the operator lets probes reach (``--probe-allow-ranges``; default none, as the
+    daemons' default)."""
+    index = Index(state, rejected, probe_ranges)
     return [problem for check_ in CHECKS for problem in check_(index)]
 
 
@@ -101,10 +105,10 @@ def warnings(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) ->
 
 
 def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
-          memo: ParseMemo | None = None) -> LoadResult:
+          memo: ParseMemo | None = None, probe_ranges: Sequence[Network] = ()) -> LoadResult:
     """Load, schema-check and validate a tree of files; every problem points at its line
-    (``memo``: `gitdns.core.loader.ParseMemo`)."""
+    (``memo``: `gitdns.core.loader.ParseMemo`; ``probe_ranges`` as `validate`)."""
     loaded = load(files, schemas, memo)
-    semantic = refine_lines(validate(loaded.state, loaded.rejected), files)
+    semantic = refine_lines(validate(loaded.state, loaded.rejected, probe_ranges), files)
     problems = sorted([*loaded.problems, *semantic], key=lambda p: (p.file, p.line, p.yaml_path))
     return replace(loaded, problems=problems)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.planner import plan as make_plan
+from gitdns.core.reach import Network
 from gitdns.core.records import RecordKey, ZoneSnapshot
 from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
@@ -54,10 +55,10 @@ def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None
     return Desired(str(root), state, tuple(result.problems), head, previous, result.rejected)
 
 
-def load(root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Desired:
+def load(root: Path, limits: ReadLimits = DEFAULT_LIMITS, probe_ranges: Sequence[Network] = ()) -> Desired:
     """A Desired from the checkout at ``root``, its files read within ``limits`` (the
-    operator's caps; `gitdns.core.limits`)."""
-    result: LoadResult = load_repo(root, limits)
+    operator's caps; `gitdns.core.limits`), probes allowed to reach ``probe_ranges``."""
+    result: LoadResult = load_repo(root, limits, probe_ranges)
     head = head_info(root)
     state = replace(result.state, revision=head.revision if head else None)
     return Desired(str(root), state, tuple(result.problems), head, rejected=result.rejected)

@@ -101,3 +101,22 @@ def test_validate_fails_on_it_with_file_and_line(tmp_path: Path, capsys: pytest.
     assert main(["validate", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "pool.yaml:8: spec.nodes[0].healthEndpoint" in out and "is not the node's ip" in out
+
+
+def test_validate_takes_the_ranges_the_operator_gives_the_daemons(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An operator who lets the daemons probe loopback gives validate the same setting: the
+    loopback node passes, another host's endpoint is still refused (no range lifts that)."""
+    (tmp_path / "pool.yaml").write_text(pool(node("n1", "127.0.0.5"), node("n2", "10.0.0.2", "http://10.0.0.3/")))
+    monkeypatch.delenv("GITDNS_PROBE_ALLOW_RANGES", raising=False)
+    assert main(["validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "127.0.0.5 is a loopback address" in out and "--probe-allow-ranges" in out
+    assert main(["validate", str(tmp_path), "--probe-allow-ranges", "127.0.0.0/8"]) == 1
+    out = capsys.readouterr().out
+    assert "loopback" not in out and "is not the node's ip" in out
+    monkeypatch.setenv("GITDNS_PROBE_ALLOW_RANGES", "127.0.0.0/8")
+    main(["validate", str(tmp_path)])
+    assert "loopback" not in capsys.readouterr().out
+    assert main(["validate", str(tmp_path), "--probe-allow-ranges", "127.0.0.0/99"]) == 1
+    assert "--probe-allow-ranges (GITDNS_PROBE_ALLOW_RANGES): '127.0.0.0/99'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ blocks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitdns.core.model import (
@@ -24,6 +24,7 @@ from gitdns.core.model import (
 )
 from gitdns.core.modelbuild import ZoneLookup
 from gitdns.core.problems import Path, Problem
+from gitdns.core.reach import Network
 
 Obj = Zone | Cluster | DNSPolicy | RecordSetDoc | Tenant | NodePool | ActiveGroups
 
@@ -40,8 +41,10 @@ class Site:
 class Index:
     """The state with everything a check looks up, each built once."""
 
-    def __init__(self, state: DesiredState, rejected: Collection[tuple[str, str]] = ()) -> None:
+    def __init__(self, state: DesiredState, rejected: Collection[tuple[str, str]] = (),
+                 probe_ranges: Sequence[Network] = ()) -> None:
         self.state = state
+        self.probe_ranges = tuple(probe_ranges)  # the operator's --probe-allow-ranges, when validate is told
         self.rejected = frozenset(rejected)
         self.rejected_kinds = {kind for kind, _ in self.rejected}
         self.zones = {z.name: z for z in reversed(state.zones)}

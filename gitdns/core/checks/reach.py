@@ -6,8 +6,9 @@ under their default settings, so that CI refuses what an agent or an orchestrato
 * no probe goes to a loopback, link-local, cloud metadata, unspecified, multicast, broadcast or
   reserved address — a node's ``ip``, or a gateway address of a Cluster that a DNSPolicy with a
   ``healthCheck`` probes — unless the operator allows its range with ``--probe-allow-ranges`` on
-  the daemon.  `gitdns validate` knows no operator setting: it refuses them as the defaults do,
-  and the problem names the setting.
+  the daemon.  `gitdns validate` refuses them as the defaults do, unless it is given the same
+  setting (``gitdns validate --probe-allow-ranges``, or ``GITDNS_PROBE_ALLOW_RANGES``); the
+  problem names the setting.
 
 The problems hold no zone: the daemons refuse the probe (and say so), they do not stop a zone for
 it.  `probe_targets` is the check `gitdns.core.validate.CHECKS` runs.
@@ -27,19 +28,19 @@ from gitdns.core.reach import PROBE_FLAG, own_address_refusal, probe_refusal
 
 CODE = "ProbeTargetRefused"
 _RANGE_HINT = (f"a probe goes to an ordinary address; if this one is meant, the operator allows its range on the "
-               f"daemon with {PROBE_FLAG}, and validate, which knows no operator setting, still refuses it")
+               f"daemons and on gitdns validate with {PROBE_FLAG}")
 
 
 def probe_targets(ix: Index) -> Iterable[Problem]:
     """Every node endpoint and probed address the daemons would refuse under default settings."""
     for pool in ix.state.node_pools:
-        yield from _nodes(pool)
+        yield from _nodes(ix, pool)
     for cluster in ix.state.clusters:
         for gi, gateway in enumerate(cluster.gateways):
             yield from _gateway(ix, cluster, gi, gateway)
 
 
-def _nodes(pool: NodePool) -> Iterable[Problem]:
+def _nodes(ix: Index, pool: NodePool) -> Iterable[Problem]:
     for i, node in enumerate(pool.nodes):
         if not _is_ip(node.ip):  # a node ip that is no address is the addressing check's
             continue
@@ -55,7 +56,7 @@ def _nodes(pool: NodePool) -> Iterable[Problem]:
                           f"write the node's ip as the endpoint's host ({shown(node.ip)}), or leave healthEndpoint "
                           "out to use the pool's healthCheck", (), CODE)
             continue
-        why = probe_refusal(node.ip)
+        why = probe_refusal(node.ip, ix.probe_ranges)
         if why:
             yield problem(pool.origin, ("spec", "nodes", i, "ip"), f"node {shown(node.name)}: {why}; the node's probe "
                           "would go there, and no probe does under the default settings", _RANGE_HINT, (), CODE)
@@ -74,7 +75,7 @@ def _gateway(ix: Index, cluster: Cluster, gi: int, gateway: Gateway) -> Iterable
     for ai, raw in enumerate(gateway.addresses):
         if not _is_ip(raw) or str(ipaddress.ip_address(raw)) not in probed:
             continue
-        why = probe_refusal(raw)
+        why = probe_refusal(raw, ix.probe_ranges)
         if why:
             yield problem(cluster.origin, ("spec", "gateways", gi, "addresses", ai),
                           f"gateway {shown(gateway.name)}: {why}; a DNSPolicy's health check would probe it, and no "

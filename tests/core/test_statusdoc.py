@@ -104,3 +104,16 @@ def test_commit_message_refuses_bad_trailer_keys() -> None:
 )
 def test_parse_trailers(message: str, trailers: dict[str, str]) -> None:
     assert parse_trailers(message) == trailers
+
+
+def test_a_status_commit_message_carries_no_escape_from_outside() -> None:
+    """A summary or trailer quoting outside text (a zone's problem, a cluster name) is one
+    escaped line in the message `git log` shows: no line break, no ESC, no bidi control."""
+    from gitdns.core.statusdoc import commit_message
+
+    hostile = "held\x1b]52;c;SGVsbG8=\x07\u202e\nFORGED: Ready"
+    message = commit_message("eu\x1b[2J", False, "abc1234", hostile, {"Desired-Revision": "x\ny\u2028z"})
+    subject, _, trailers = message.partition("\n\n")
+    assert subject.isprintable() and "\\x1b]52" in subject and "\\u202e" in subject
+    assert trailers == "Desired-Revision: x y z\nAgent: " + trailers.split("Agent: ")[1]
+    assert all(line.isprintable() for line in message.splitlines())

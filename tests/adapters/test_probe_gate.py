@@ -11,13 +11,8 @@ metadata address is never actually connected to: it is refused before).
 from __future__ import annotations
 
 import ast
-import asyncio
 import socket
-import socketserver
-import threading
-import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,86 +22,20 @@ from gitdns.adapters import probes
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec, State
 from gitdns.core.reach import ProbeReach
+from tests.probe_kit import RecordingServer, loopback_spy, wait_until
 
 FAST = HealthSettings(interval=0.05, timeout=1.0, failure_threshold=1, success_threshold=1)
 
 
-class Recorder:
-    """An HTTP server on ``ip`` recording every connection it accepts."""
-
-    def __init__(self, ip: str) -> None:
-        self.connections = 0
-        rec = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def server_bind(self) -> None:
-                socketserver.TCPServer.server_bind(self)
-
-            def verify_request(self, request: Any, client_address: Any) -> bool:
-                rec.connections += 1
-                return True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass
-
-        self.httpd = Server((ip, 0), Handler)
-        self.port = int(self.httpd.server_address[1])
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    return loopback_spy(monkeypatch, open_connection=True)  # the prober calls asyncio.open_connection
 
 
 @pytest.fixture
-def connects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    sock_connect = asyncio.selector_events.BaseSelectorEventLoop.sock_connect
-    open_connection = asyncio.open_connection
-
-    def check(host: str) -> None:
-        seen.append(host)
-        if not (host.startswith("127.") or host == "::1"):
-            raise ConnectionRefusedError("outside loopback: refused by the test")
-
-    async def spy_sock(loop: Any, sock: Any, address: Any) -> None:
-        check(str(address[0]))
-        await sock_connect(loop, sock, address)
-
-    async def spy_open(host: str, *args: Any, **kwargs: Any) -> Any:
-        check(str(host))
-        return await open_connection(host, *args, **kwargs)
-
-    monkeypatch.setattr(asyncio.selector_events.BaseSelectorEventLoop, "sock_connect", spy_sock)
-    monkeypatch.setattr(asyncio, "open_connection", spy_open)  # the prober calls asyncio.open_connection
-    return seen
-
-
-@pytest.fixture
-def trap() -> Iterator[Recorder]:
-    server = Recorder("127.0.0.1")
-    yield server
-    server.stop()
-
-
-def wait_until(cond: Callable[[], bool], deadline: float = 20.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+def trap() -> Iterator[RecordingServer]:
+    with RecordingServer("127.0.0.1") as server:
+        yield server
 
 
 def run(monitor: HealthMonitor, specs: dict[str, ProbeSpec], rounds: int = 4) -> dict[str, str]:
@@ -122,15 +51,16 @@ def run(monitor: HealthMonitor, specs: dict[str, ProbeSpec], rounds: int = 4) ->
 
 @pytest.mark.parametrize("protocol", ["TCP", "HTTP", "HTTPS"])
 @pytest.mark.parametrize("address", ["127.0.0.1", "::ffff:127.0.0.1", "0.0.0.0"])
-def test_a_loopback_target_is_refused_before_connecting(protocol: str, address: str, trap: Recorder,
-                                                       connects: list[str]) -> None:
+def test_a_loopback_target_is_refused_before_connecting(protocol: str, address: str, trap: RecordingServer,
+                                                       connects: list[tuple[str, int]]) -> None:
     errors = run(HealthMonitor(), {"t": ProbeSpec("t", protocol, address, trap.port)})
     assert errors["t"].startswith("not probed: ") and "--probe-allow-ranges" in errors["t"]
-    assert trap.connections == 0 and connects == []
+    assert trap.connections == [] and connects == []
 
 
 @pytest.mark.parametrize("protocol", ["TCP", "HTTP", "HTTPS"])
-def test_metadata_by_name_or_address_is_refused_and_never_connected(protocol: str, connects: list[str]) -> None:
+def test_metadata_by_name_or_address_is_refused_and_never_connected(protocol: str,
+                                                                    connects: list[tuple[str, int]]) -> None:
     async def resolver(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
         return {"metadata.google.internal": [(socket.AF_INET, "169.254.169.254")],
                 "imds.test": [(socket.AF_INET6, "fd00:ec2::254")]}[host]
@@ -145,23 +75,23 @@ def test_metadata_by_name_or_address_is_refused_and_never_connected(protocol: st
 
 
 def test_an_allowed_range_is_probed() -> None:
-    server = Recorder("127.0.0.2")
+    server = RecordingServer("127.0.0.2")
     try:
         errors = run(HealthMonitor(reach=ProbeReach.parse("127.0.0.2/32")),
                      {"ok": ProbeSpec("ok", "HTTP", "127.0.0.2", server.port),
                       "no": ProbeSpec("no", "HTTP", "127.0.0.3", server.port)})
     finally:
         server.stop()
-    assert errors["ok"] == "" and server.connections >= 4
+    assert errors["ok"] == "" and len(server.connections) >= 4
     assert "127.0.0.3 is a loopback address" in errors["no"]
 
 
 def test_a_name_is_judged_by_what_it_resolves_to_at_each_probe_and_that_address_is_connected(
-        trap: Recorder, connects: list[str]) -> None:
+        trap: RecordingServer, connects: list[tuple[str, int]]) -> None:
     """DNS rebinding: the name answers an allowed address, then a forbidden one, in turn.  Each
     probe checks the address it got and connects to that same address: the forbidden one never
     sees a connection, the allowed one does."""
-    allowed = Recorder("127.0.0.2")
+    allowed = RecordingServer("127.0.0.2")
     answers: list[str] = []
 
     async def rebinding(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
@@ -182,8 +112,9 @@ def test_a_name_is_judged_by_what_it_resolves_to_at_each_probe_and_that_address_
     finally:
         allowed.stop()
     assert len(answers) >= 8 and "127.0.0.1" in answers
-    assert set(connects) == {"127.0.0.2"} and connects.count("127.0.0.2") == answers.count("127.0.0.2")
-    assert allowed.connections == answers.count("127.0.0.2")
+    hosts = [host for host, _ in connects]
+    assert set(hosts) == {"127.0.0.2"} and hosts.count("127.0.0.2") == answers.count("127.0.0.2")
+    assert len(allowed.connections) == answers.count("127.0.0.2")
     assert any("127.0.0.1 is a loopback address" in e for e in {*seen_errors, *errors.values()})
     assert monitor.snapshot()["t"].state in (State.HEALTHY, State.UNHEALTHY)
 

@@ -18,8 +18,7 @@ import socketserver
 import ssl
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pytest
 from gitdns.adapters.probes import HealthMonitor, build_request, parse_status, system_resolver
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
 from gitdns.core.reach import ProbeReach
+from tests.probe_kit import wait_until
 
 LOOPBACK = ProbeReach.parse("127.0.0.0/8,::1")  # the servers here: the operator's --probe-allow-ranges
 FAST = HealthSettings(interval=0.05, timeout=1.0, failure_threshold=2, success_threshold=1)
@@ -51,15 +51,6 @@ class TableResolver:
 
 
 NAMES = TableResolver({"api.internal.test": ["127.0.0.1"]})
-
-
-def wait_until(cond: Callable[[], bool], deadline: float = 20.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 class Recorder:

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-import socketserver
-import threading
-import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,6 +29,7 @@ from gitdns.providers.factory import build_provider
 from gitdns.providers.fences import SETTINGS, Fences, fences_from
 from gitdns.providers.probeheaders import HeadersNotListed
 from tests.fakes.kube_apiserver import FakeKube
+from tests.probe_kit import RecordingServer, wait_until
 from tests.providers.default_secret_helpers import NS, add_secret
 
 pytest_plugins = ("tests.providers.default_secret_fixtures",)  # fake, api, in_cluster
@@ -113,55 +109,10 @@ def test_a_listed_entry_must_be_a_secret_name() -> None:
 # --- a DNSPolicy's headersSecret, and the gateway addresses it is sent to ---------------------------------
 
 
-class Recorder:
-    def __init__(self, ip: str) -> None:
-        self.connections = 0
-        self.headers: list[dict[str, str]] = []
-        rec = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                rec.headers.append(dict(self.headers.items()))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def server_bind(self) -> None:
-                socketserver.TCPServer.server_bind(self)
-
-            def verify_request(self, request: Any, client_address: Any) -> bool:
-                rec.connections += 1
-                return True
-
-        self.httpd = Server((ip, 0), Handler)
-        self.port = int(self.httpd.server_address[1])
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def gateway() -> Iterator[Recorder]:
-    server = Recorder("127.0.0.1")
-    yield server
-    server.stop()
-
-
-def wait_until(cond: Callable[[], bool], deadline: float = 20.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
+def gateway() -> Iterator[RecordingServer]:
+    with RecordingServer("127.0.0.1") as server:
+        yield server
 
 
 def target(address: str, port: int, secret: str) -> HealthTarget:
@@ -182,29 +133,29 @@ def probe(config: AgentConfig, targets: list[HealthTarget], rounds: int = 3) -> 
 
 
 def test_the_git_credential_as_headers_secret_is_never_read_nor_sent(
-        secrets: FakeKube, gateway: Recorder, caplog: pytest.LogCaptureFixture) -> None:
+        secrets: FakeKube, gateway: RecordingServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     config = agent(headers_secrets="probe-headers", probe_allow_ranges="127.0.0.1/32")
     errors = probe(config, [target("127.0.0.1", gateway.port, "gitdns-git-ssh")])
     assert asked(secrets, "gitdns-git-ssh") == []
-    assert list(errors.values()) == [""] and gateway.headers  # probed, without the headers it may not have
-    assert not any(GIT_KEY in json.dumps(h) or "ssh-privatekey" in json.dumps(h) for h in gateway.headers)
+    assert list(errors.values()) == [""] and gateway.requests  # probed, without the headers it may not have
+    assert not any(GIT_KEY in json.dumps(h) or "ssh-privatekey" in json.dumps(h) for h in gateway.requests)
     warnings = [r.getMessage() for r in caplog.records if "probe headers unavailable" in r.getMessage()]
     assert len(warnings) == 1 and "HeadersSecretNotListed" in warnings[0] and "--headers-secrets" in warnings[0]
     assert GIT_KEY not in caplog.text
     # the listed Secret: read, and sent to the gateway's own address
-    gateway.headers.clear()
+    gateway.requests.clear()
     probe(config, [target("127.0.0.1", gateway.port, "probe-headers")])
-    assert asked(secrets, "probe-headers") and all(h.get("X-Probe") == "for-gateways" for h in gateway.headers)
+    assert asked(secrets, "probe-headers") and all(h.get("X-Probe") == "for-gateways" for h in gateway.requests)
 
 
 def test_a_gateway_address_on_loopback_is_not_probed_without_the_operators_range(
-        secrets: FakeKube, gateway: Recorder) -> None:
+        secrets: FakeKube, gateway: RecordingServer) -> None:
     errors = probe(agent(headers_secrets="probe-headers"),
                    [target("127.0.0.1", gateway.port, "probe-headers"),
                     target("::ffff:127.0.0.1", gateway.port, "probe-headers"),
                     target("169.254.169.254", gateway.port, "probe-headers")])
-    assert gateway.connections == 0
+    assert gateway.connections == []
     assert "127.0.0.1 is a loopback address" in errors["api.example.com|127.0.0.1"]
     assert "loopback address" in errors["api.example.com|::ffff:127.0.0.1"]
     assert "cloud metadata address" in errors["api.example.com|169.254.169.254"]

@@ -14,14 +14,10 @@ records) anything outside loopback, so no packet leaves the machine even if the 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socketserver
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,6 +27,7 @@ from gitdns.orchestrator.wiring import build
 from tests.e2e.orchestrator_kit import tenant_yaml, wait_for
 from tests.fakes.kube_apiserver import FakeKube
 from tests.orchestrator.kube_kit import in_pod
+from tests.probe_kit import RecordingServer, loopback_spy
 
 pytest.importorskip("kubernetes")
 
@@ -39,72 +36,23 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key-5f3c"  # the git crede
 LISTED = "gitdns-probe-headers"
 
 
-class Recorder:
-    """An HTTP server on ``ip`` that records every connection accepted and every request's headers."""
-
-    def __init__(self, ip: str) -> None:
-        self.connections: list[str] = []
-        self.requests: list[dict[str, str]] = []
-        rec = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                rec.requests.append(dict(self.headers.items()))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def server_bind(self) -> None:  # no reverse lookup
-                socketserver.TCPServer.server_bind(self)
-
-            def verify_request(self, request: Any, client_address: Any) -> bool:
-                rec.connections.append(str(client_address[0]))
-                return True
-
-        self.httpd = Server((ip, 0), Handler)
-        self.port = int(self.httpd.server_address[1])
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Every address the prober connects to; anything outside loopback is refused here, so no
+    """Every address the prober connects to; anything outside loopback is refused by the spy, so no
     packet leaves the machine whatever happens."""
-    seen: list[tuple[str, int]] = []
-    real = asyncio.selector_events.BaseSelectorEventLoop.sock_connect
-
-    async def spy(loop: Any, sock: Any, address: Any) -> None:
-        seen.append((str(address[0]), int(address[1])))
-        if not (str(address[0]).startswith("127.") or address[0] == "::1"):
-            raise ConnectionRefusedError("outside loopback: refused by the test")
-        await real(loop, sock, address)
-
-    monkeypatch.setattr(asyncio.selector_events.BaseSelectorEventLoop, "sock_connect", spy)
-    return seen
+    return loopback_spy(monkeypatch)
 
 
 @pytest.fixture
-def trap() -> Iterator[Recorder]:
-    server = Recorder("127.0.0.1")
-    yield server
-    server.stop()
+def trap() -> Iterator[RecordingServer]:
+    with RecordingServer("127.0.0.1") as server:
+        yield server
 
 
 @pytest.fixture
-def node() -> Iterator[Recorder]:
-    server = Recorder("127.0.0.2")
-    yield server
-    server.stop()
+def node() -> Iterator[RecordingServer]:
+    with RecordingServer("127.0.0.2") as server:
+        yield server
 
 
 @pytest.fixture
@@ -118,7 +66,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
         yield kube
 
 
-def hostile_pool(trap: Recorder, node: Recorder, headers_secret: str | None) -> str:
+def hostile_pool(trap: RecordingServer, node: RecordingServer, headers_secret: str | None) -> str:
     """A NodePool whose every node but ``good`` points its probe somewhere it must not go."""
     t = trap.port
     nodes = [
@@ -169,7 +117,8 @@ def secret_gets(fake: FakeKube, name: str) -> list[str]:
 
 
 def test_probes_reach_only_the_nodes_own_allowed_address(
-        fake: FakeKube, trap: Recorder, node: Recorder, connects: list[tuple[str, int]], tmp_path: Path) -> None:
+        fake: FakeKube, trap: RecordingServer, node: RecordingServer, connects: list[tuple[str, int]],
+        tmp_path: Path) -> None:
     o, thread, _ = start(tmp_path, hostile_pool(trap, node, None))
     try:
         wait_for(lambda: len(node.requests) >= 5, timeout=20, what="the legitimate node probed, five times")
@@ -194,7 +143,7 @@ def test_probes_reach_only_the_nodes_own_allowed_address(
 
 
 def test_the_git_credential_named_as_headers_secret_is_never_read_nor_sent(
-        fake: FakeKube, trap: Recorder, node: Recorder, connects: list[tuple[str, int]], tmp_path: Path,
+        fake: FakeKube, trap: RecordingServer, node: RecordingServer, connects: list[tuple[str, int]], tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     o, thread, desired = start(tmp_path, hostile_pool(trap, node, "gitdns-git-ssh"))
     try:

@@ -10,7 +10,7 @@ Routes (each server serves the groups in its ``routes``; a path of another group
                        a delivery from GitHub, GitLab or Gitea, answered as
                        `gitdns.adapters.webhooks` judges it (its docstring has the table)
     411/413            no Content-Length / body over ``max_body`` (1 MiB)
-    400/417/431/501/505  a request framed doubtfully (`gitdns.adapters.httphandler`'s table)
+    400/417/431/501/505  a request framed doubtfully (`gitdns.adapters.httpframing`'s table)
     404                an unknown path, a path outside ``routes``, or a webhook path while
                        ``webhook`` is None (off)
 
@@ -35,7 +35,7 @@ logged; requests are logged at debug as method, path (no query) and status, neve
 but a delivery id; every piece of a request in a log line goes through
 `gitdns.core.text.inline`, so a control character, a line break or a bidi control in it is
 written escaped.  A request is framed strictly before any route sees it
-(`gitdns.adapters.httphandler.frame_request`: 400 and the connection closed for a doubtful
+(`gitdns.adapters.httpframing.frame_request`: 400 and the connection closed for a doubtful
 Content-Length, Transfer-Encoding, Host or field line), and a webhook body is read with
 `gitdns.core.webhook.load_json`, which reads it with `gitdns.core.jsonread.strict_loads` (depth,
 size, NaN and duplicate keys bounded: 400).

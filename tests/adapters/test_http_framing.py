@@ -1,5 +1,5 @@
 """How the agent's and the orchestrator's HTTP servers frame a request (RFC 9110, RFC 9112):
-`gitdns.adapters.httphandler.frame_request` decides before any handler runs, so a request whose
+`gitdns.adapters.httpframing.frame_request` decides before any handler runs, so a request whose
 length, encoding, host or field lines are in doubt is answered 4xx/5xx and its connection
 closed, no handler is called and no body byte is read.  On a real server on 127.0.0.1 with raw
 sockets, as a hostile client or a confused proxy would send them; and what reaches the log of
@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitdns.adapters.httphandler import Head, Refusal, Reply, frame_request
+from gitdns.adapters.httpframing import Head, Refusal, frame_request
+from gitdns.adapters.httphandler import Reply
 from gitdns.adapters.httpserver import HttpServer, WebhookConfig
 from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import PushEvent, sign_github

@@ -359,6 +359,71 @@ def test_a_hostile_file_name_published_by_an_agent_is_escaped_by_status(
     sweep(_history_verbs(str(repo.bare), tmp_path / "state"))
 
 
+# --- webhook requests: paths, headers and a signed body, into the daemons' log -----------------------------
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[object]:
+    """The daemons' HTTP endpoint on loopback, with a GitHub webhook secret."""
+    from gitdns.adapters.httpserver import HttpServer, WebhookConfig
+    from gitdns.agent.metrics import Metrics
+
+    server = HttpServer("127.0.0.1", 0, metrics=Metrics(), status=lambda: {"ok": True}, ready=lambda: True,
+                        webhook=WebhookConfig(github_secret=b"gate-secret"), on_push=lambda event: None)
+    server.start()
+    yield server
+    server.stop()
+
+
+def _send(port: int, raw: bytes) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)
+        while sock.recv(65536):
+            pass
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=HOSTILE, header=HOSTILE, ref=HOSTILE)
+def test_hostile_requests_reach_the_log_escaped(endpoint: object, path: str, header: str, ref: str) -> None:
+    """Request paths, header values and a signed push's ref, logged at debug by the agent's
+    and the orchestrator's endpoint through both log formats: nothing raw."""
+    from gitdns.core.webhook import sign_github
+
+    text_out, json_out = io.StringIO(), io.StringIO()
+    handlers = [logging.StreamHandler(text_out), logging.StreamHandler(json_out)]
+    handlers[0].setFormatter(logs.TextFormatter(logs.TEXT_TEMPLATE))
+    handlers[1].setFormatter(logs.JsonFormatter())
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.DEBUG)
+    for handler in handlers:
+        root.addHandler(handler)
+    try:
+        line_safe = path.replace("\r", "").replace("\n", "%0A").encode("utf-8")  # a request line ends at CR LF
+        field = header.replace("\r", "").replace("\n", " ").encode("utf-8")
+        body = json.dumps({"ref": ref, "before": "0" * 40, "after": "1" * 40,
+                           "repository": {"full_name": "acme/dns"}}).encode()
+        port = endpoint.port  # type: ignore[attr-defined]
+        _send(port, b"GET /" + line_safe + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        _send(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Trace: " + field + b"\r\nConnection: close\r\n\r\n")
+        _send(port, b"POST /webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: "
+              + field + b"\r\nX-Hub-Signature-256: " + sign_github(b"gate-secret", body).encode()
+              + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+    finally:
+        for handler in handlers:
+            root.removeHandler(handler)
+        root.setLevel(level)
+    assert text_out.getvalue().count("request") >= 3  # each request was logged (the test is not empty)
+    gated(text_out.getvalue(), "text log")
+    for line in json_out.getvalue().splitlines():
+        doc = json.loads(line)
+        gated(doc["message"], "json log")
+
+
 def _cluster_id(repo: DesiredRepo, name: str) -> str:
     text = (repo.work / "clusters" / f"{name}.yaml").read_text()
     return next(line.split(":", 1)[1].split("#")[0].strip().strip('"') for line in text.splitlines()

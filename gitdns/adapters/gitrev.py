@@ -33,6 +33,45 @@ def head_info(path: Path) -> HeadInfo | None:
     return HeadInfo(Revision(int(commit.committed_date), commit.hexsha), message, str(commit.author))
 
 
+def commit_at(path: Path, rev: str) -> HeadInfo | None:
+    """The commit ``rev`` names (a sha, a prefix of one, a branch, ``HEAD^1``...) as a
+    `HeadInfo`, or None when git does not know it (or there is no repository)."""
+    try:
+        import git
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+        commit = repo.commit(rev)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+        return None
+    except git.GitCommandError as exc:
+        log.warning("read commit failed: path=%s error=%s", path, exc)
+        return None
+    message = commit.message if isinstance(commit.message, str) else commit.message.decode()
+    return HeadInfo(Revision(int(commit.committed_date), commit.hexsha), message, str(commit.author))
+
+
+def first_parents(path: Path, rev: str, count: int) -> list[str]:
+    """The shas of ``rev`` and its first-parent ancestors, newest first, at most ``count``."""
+    try:
+        import git
+    except ImportError:  # pragma: no cover
+        return []
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+        commit = repo.commit(rev)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+        return []
+    out: list[str] = []
+    while len(out) < count:
+        out.append(commit.hexsha)
+        if not commit.parents:
+            break
+        commit = commit.parents[0]
+    return out
+
+
 def parent_files(path: Path) -> dict[str, str] | None:
     """The ``*.yaml``/``*.yml`` files below ``path`` as they were in HEAD's first parent
     (relative to ``path``), or None when there is no parent or no repository."""

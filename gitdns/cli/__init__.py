@@ -31,7 +31,8 @@ def cmd_plan(args: argparse.Namespace) -> Result:
     from gitdns.commands.plan import plan
 
     return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=fences_of(args))
+                zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=fences_of(args),
+                base=args.base)
 
 
 def cmd_apply(args: argparse.Namespace) -> Result:
@@ -39,7 +40,7 @@ def cmd_apply(args: argparse.Namespace) -> Result:
 
     return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
                  zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
-                 fences=fences_of(args), from_worktree=args.from_worktree)
+                 fences=fences_of(args), from_worktree=args.from_worktree, base=args.base)
 
 
 def cmd_render(args: argparse.Namespace) -> Result:
@@ -146,7 +147,7 @@ def cmd_groups(args: argparse.Namespace) -> Result:
 def cmd_failover(args: argparse.Namespace) -> Result:
     from gitdns.commands.failover import simulate
 
-    return simulate(args.repo, args.zone, tuple(args.to), args.format, fences=fences_of(args))
+    return simulate(args.repo, args.zone, tuple(args.to), args.format, fences=fences_of(args), base=args.base)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {

@@ -102,3 +102,11 @@ def add_repo(p: argparse.ArgumentParser) -> None:
 
 def add_format(p: argparse.ArgumentParser, choices: Sequence[str]) -> None:
     p.add_argument("--format", choices=choices, default=choices[0], help="output format")
+
+
+def add_base(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base", metavar="REV",
+                   help="compare with the zones as the fleet publishes them at REV (the branch the pull request "
+                        "merges into: origin/main, HEAD^1 on a merge commit), both built from git alone: no "
+                        "record store, no provider, no credentials; health and observed gateways from the status "
+                        "branches the repository has (fetch gitdns-status/* first)")

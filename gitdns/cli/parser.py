@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitdns.cli.common import add_format, add_repo, committed_only, git_transport, provider_fences
+from gitdns.cli.common import add_base, add_format, add_repo, committed_only, git_transport, provider_fences
 from gitdns.cli.daemons import add_agent, add_orchestrator
 from gitdns.cli.verbs import add_audit_commands, add_cluster_secret, add_failover_commands, add_owner_commands
 
@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="show what apply would change (nothing is written)", parents=[fences],
                        epilog="examples:\n  gitdns plan --repo example-repo --cluster eu-west-1\n"
-                              "  gitdns plan --repo example-repo --all-clusters --format markdown",
+                              "  gitdns plan --repo example-repo --all-clusters --format markdown\n"
+                              "  gitdns plan --all-clusters --base origin/main --format markdown --exit-code"
+                              "   # a pull request's preview in CI: no store, no credentials",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_repo(p)
     who = p.add_mutually_exclusive_group(required=True)
@@ -93,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--exit-code", action="store_true", help="exit 3 when changes are pending")
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
+    add_base(p)
     _add_mode(p)
 
     p = sub.add_parser("apply", help="reconcile the cluster's zones now", parents=[fences, committed_only()],
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--force", action="store_true", help="allow a mass change the safety guard refuses")
     p.add_argument("--dry-run", action="store_true", help="plan only; write nothing")
+    add_base(p)
     p.add_argument("--verify", action="store_true",
                    help="re-read and re-plan after a clean apply too (always done after refusals)")
     _add_mode(p)

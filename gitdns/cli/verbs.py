@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from gitdns.cli.common import add_format, add_repo, committed_only, provider_fences
+from gitdns.cli.common import add_base, add_format, add_repo, committed_only, provider_fences
 
 
 def _count(text: str) -> int:
@@ -154,6 +154,7 @@ def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")
     add_repo(f)
     add_format(f, ["text", "markdown"])
+    add_base(f)
 
 
 CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster's DNSRecords"

@@ -6,24 +6,30 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
+from gitdns.commands.plan import over
 from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode
 from gitdns.core.text import inline
+from gitdns.errors import ConfigError
 from gitdns.providers.fences import STRICT, Fences
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 
 def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
-          mode: str = "sync", fences: Fences = STRICT, from_worktree: bool = False) -> Result:
+          mode: str = "sync", fences: Fences = STRICT, from_worktree: bool = False, base: str | None = None) -> Result:
     """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`).
-    Committed, merged state only unless ``from_worktree`` or ``dry_run`` (`committed`)."""
+    Committed, merged state only unless ``from_worktree`` or ``dry_run`` (`committed`).
+    ``base`` (with ``dry_run`` only): what each cluster would write over the zones as the fleet
+    publishes that revision, built from git alone (`gitdns.commands.plan.over`)."""
+    if base is not None and not dry_run:
+        raise ConfigError("--base compares with a revision built from git, nothing is written: it needs --dry-run")
     from gitdns.commands.committed import acting_on
     from gitdns.commands.leftzones import left_zones, with_notes
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
@@ -40,7 +46,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
         result.err.insert(0, acting)
     else:
         result.line(acting)
-    factory = default_factory(repo, fences=fences)
+    factory = default_factory(repo, fences=fences) if base is None else None
     # every cluster as its agent would: remotes first (the primaries merge what they publish)
     clusters = (sorted(desired.state.clusters, key=lambda c: c.mode.value != "remote") if all_clusters
                 else [find_cluster(desired, cluster or "")])
@@ -61,7 +67,13 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     clusters = [desired.state.cluster(c.id) or c for c in clusters]  # with the observed gateways
     names = {c.id: c.name for c in desired.state.clusters}
     results: list[tuple[str, ZoneOutcome]] = []
-    health, state_at = published(desired), revisions(desired)
+    health = published(desired)
+    late: Callable[[], list[str]] = list
+    if factory is None:
+        prepared = over(repo, desired, health, base or "", time.time())
+        desired, factory, health, late = prepared.desired, prepared.factory, prepared.health, prepared.late_notes
+        result.err.extend(f"note: {note}" for note in prepared.notes)
+    state_at = revisions(desired)
     for each in clusters:
         now = time.time()
         outcomes = reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
@@ -76,6 +88,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     else:
         for cluster, outcome in results:  # each a block: leaf lines and a plan through the text gate
             result.block(outcome_text(cluster, outcome, dry_run, names))
+    result.err.extend(f"note: {note}" for note in late())
     result.code = apply_exit(desired, [o for _, o in results])
     return result
 

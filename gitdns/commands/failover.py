@@ -25,6 +25,7 @@ preview says so and the endpoint counts carry a caveat: they are counted from no
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -285,8 +286,10 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
 
 
 def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *,
-             fences: Fences = STRICT) -> Result:
-    """``gitdns failover simulate ZONE --to GROUP...``: text or markdown."""
+             fences: Fences = STRICT, base: str | None = None) -> Result:
+    """``gitdns failover simulate ZONE --to GROUP...``: text or markdown.  ``base``: switch the
+    zone as the fleet publishes that revision, built from git alone (`gitdns.commands.plan.over`),
+    instead of reading it from its provider."""
     from gitdns.reconcile.engine import default_factory, load
 
     check_group_names(target)
@@ -296,12 +299,20 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *
     if zone.name in desired.blocked:
         notes.append(f"the desired state of {zone.domain} does not validate (`gitdns validate`): agents hold "
                      "the zone as it is until it does")
-    try:
-        provider: Provider | None = default_factory(repo, fences=fences)(zone)
-    except GitdnsError as exc:
-        provider, why = None, f"{exc} ({exc.reason})"
-        notes.append(f"no provider: {why}")
-    now, note = current_zone(desired, zone, provider)
+    provider: Provider | None = None
+    if base is not None:
+        from gitdns.commands.plan import over
+        from gitdns.reconcile.run import published
+
+        prepared = over(Path(repo), desired, published(desired), base, time.time())
+        now, note = prepared.factory(zone).read(zone.domain), ""
+        notes += [*prepared.notes[:1], *prepared.late_notes()]
+    else:
+        try:
+            provider = default_factory(repo, fences=fences)(zone)
+        except GitdnsError as exc:
+            notes.append(f"no provider: {exc} ({exc.reason})")
+        now, note = current_zone(desired, zone, provider)
     switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])],
                              status=local_status(Path(repo)), absent=absent_zone(provider, zone))
     names = {c.id: c.name for c in desired.state.clusters}

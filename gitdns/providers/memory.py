@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providertypes import Capabilities, capabilities_of
 from gitdns.core.records import (
     RECORD_TYPES,
     Change,
@@ -95,7 +95,12 @@ class MemoryProvider:
     name = "memory"
     capabilities = capabilities_of("memory")  # declared in gitdns.core.providertypes
 
-    def __init__(self, initial: Mapping[str, Iterable[RecordSet]] | None = None) -> None:
+    def __init__(self, initial: Mapping[str, Iterable[RecordSet]] | None = None, *,
+                 capabilities: Capabilities | None = None) -> None:
+        """``capabilities``: another provider type's (a preview standing in for that zone's
+        provider, so the pipeline takes the same decisions: weight 0, page sizes)."""
+        if capabilities is not None:
+            self.capabilities = capabilities
         self._lock = threading.Lock()
         self._zones: dict[str, dict[RecordKey, RecordSet]] = {}
         self._versions: dict[str, int] = {}

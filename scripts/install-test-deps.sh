@@ -60,3 +60,15 @@ for program in hadolint kubectl; do
     fi
 done
 echo "install-test-deps: $("$scripts/hadolint" --version); kubectl $("$scripts/kubectl" version --client 2>/dev/null | head -n 1)"
+
+# Mermaid's own parser (mermaid 11 with jsdom, under node), for the test that parses the traffic-split
+# diagrams the pull-request preview writes (tests/core/test_split.py): into .peers/mermaid (git-ignored).
+if ! command -v npm >/dev/null 2>&1; then
+    echo "install-test-deps: npm missing: installing nodejs and npm from Debian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
+fi
+if [ ! -d .peers/mermaid/node_modules/mermaid ] || [ ! -d .peers/mermaid/node_modules/jsdom ]; then
+    mkdir -p .peers/mermaid
+    echo "install-test-deps: npm install mermaid@11 jsdom@24 into .peers/mermaid"
+    npm install --prefix .peers/mermaid --no-audit --no-fund --silent mermaid@11 jsdom@24 >/dev/null
+fi

@@ -32,7 +32,7 @@ def cmd_plan(args: argparse.Namespace) -> Result:
 
     return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
                 zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=fences_of(args),
-                base=args.base)
+                base=args.base, verbose=args.verbose)
 
 
 def cmd_apply(args: argparse.Namespace) -> Result:

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zone", action="append", default=[], help="only this zone (repeatable)")
     p.add_argument("--exit-code", action="store_true", help="exit 3 when changes are pending")
     p.add_argument("--force", action="store_true", help="plan as if --force were given to apply")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --all-clusters: every ownership TXT change, each cluster's plan and the merged zone "
+                        "(the preview counts ownership TXT per cluster; JSON always carries them)")
     add_base(p)
     _add_mode(p)
 

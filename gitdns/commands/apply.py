@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
-from gitdns.commands.plan import over
+from gitdns.commands.planbase import over
 from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode

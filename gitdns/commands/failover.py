@@ -41,7 +41,7 @@ from gitdns.core.owners import HEARTBEAT_PREFIX
 from gitdns.core.plan import Plan
 from gitdns.core.planner import decode_zone
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
-from gitdns.core.text import inline, md_text
+from gitdns.core.text import inline, md_block, md_text
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
@@ -279,9 +279,9 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     out.append("")
     out.append(planfmt.to_markdown([p for _, p in switch.plans if p.changes or p.conflicts],
                                    title="Plans, every publishing cluster in turn", names=names))
-    out.append("<details><summary>Zone after the switch</summary>\n\n```")
-    out.append(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names)).rstrip("\n"))
-    out.append("```\n</details>\n")
+    out.append("<details><summary>Zone after the switch</summary>\n")
+    out.append(md_block(inventory.to_text(switch.zone.domain, inventory.inventory(switch.after, names))))
+    out.append("</details>\n")
     return "\n".join(out)
 
 
@@ -301,7 +301,7 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *
                      "the zone as it is until it does")
     provider: Provider | None = None
     if base is not None:
-        from gitdns.commands.plan import over
+        from gitdns.commands.planbase import over
         from gitdns.reconcile.run import published
 
         prepared = over(Path(repo), desired, published(desired), base, time.time())

@@ -63,7 +63,7 @@ def _headline(plan: Plan, names: Mapping[str, str] | None = None) -> str:
             f"{len(plan.conflicts)} conflict(s){state}")
 
 
-def _conflict_line(conflict: Conflict) -> str:
+def conflict_line(conflict: Conflict) -> str:
     who = f" [owners: {', '.join(conflict.owners)}]" if conflict.owners else ""
     return inline(f"{conflict.reason}: {conflict.message}{who}")
 
@@ -76,7 +76,7 @@ def to_text(plans: Sequence[Plan], *, show_txt: bool = True, names: Mapping[str,
             lines.append(f"  authority: {plan.authority.value}")
         lines.extend(f"  {change_line(c)}" for c in plan.changes if show_txt or c.key == c.group)
         lines.extend(f"  refused: {change_line(c)}" for c in plan.refused if show_txt or c.key == c.group)
-        lines.extend(f"  ! {_conflict_line(c)}" for c in plan.conflicts)
+        lines.extend(f"  ! {conflict_line(c)}" for c in plan.conflicts)
         lines.extend(f"  note: {n}" for n in plan.notes)
     return text_lines(lines)
 

@@ -18,6 +18,7 @@ Every text exit goes through this module:
                    an escape that a formatter let through still never reaches a terminal.
 ``md_code(text)``  an outside value in markdown: a code span (mentions, links, emphasis and HTML
                    are not markdown inside one), ``|`` escaped so it cannot end a table cell.
+``md_block(text)`` lines in a fenced code block no line of them can close.
 ``md_text(text)``  an outside value in markdown prose: `inline`, then the ASCII punctuation
                    markdown reads as syntax inside a line backslash-escaped.
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["block", "inline", "is_clean", "lines", "md_code", "md_text", "unsafe_chars"]
+__all__ = ["block", "inline", "is_clean", "lines", "md_block", "md_code", "md_text", "unsafe_chars"]
 
 # What markdown reads as syntax inside a line: escapes, code, emphasis, links and images, HTML,
 # table cells, strikethrough, mentions, entities, issue references, math.  (What it reads only
@@ -97,6 +98,14 @@ def md_text(text: str) -> str:
     then the characters markdown reads as syntax inside a line backslash-escaped (CommonMark
     lets any ASCII punctuation be escaped)."""
     return _MD_PUNCT.sub(r"\\\1", inline(text))
+
+
+def md_block(text: str, info: str = "") -> str:
+    """``text`` (lines, each already through the gate) as a fenced code block whose fence is
+    longer than any run of backticks inside, so no line of it can close the block."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{block(text).rstrip(chr(10))}\n{fence}\n"
 
 
 def md_code(text: str) -> str:

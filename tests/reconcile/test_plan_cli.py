@@ -102,7 +102,8 @@ class Decommission:
         self.applied = ws.read()
         ws.remove("clusters/us-east-1.yaml")
         ws.commit("decommission us-east-1")
-        self.markdown = ws.plan("--all-clusters", "--format", "markdown")
+        self.markdown = ws.plan("--all-clusters", "--format", "markdown", "--verbose")
+        self.review = ws.plan("--all-clusters", "--format", "markdown")
         run = ws.plan("--all-clusters", "--format", "json")
         self.json_rc = run.rc
         self.preview: dict[str, Any] = json.loads(run.out)
@@ -137,6 +138,13 @@ def test_decommission_preview_shows_the_departed_clusters_removals(decommission:
     for value in ("203.0.113.10", "2001:db8::10", "203.0.113.20"):
         assert value in removed, f"{value} not shown as removed:\n{md.out}"
     assert "owner c5d09a7f" not in md.out  # named by its Cluster name, not by its id alone
+    # the preview a reviewer reads: the departed cluster among those writing, its addresses deleted
+    preview = decommission.review.out
+    verdict = next(line for line in preview.splitlines() if line.startswith("**"))
+    assert "clusters affected:" in verdict and US_EAST[0] in verdict and US_EAST[1] not in verdict, verdict
+    deleted = [line for line in preview.splitlines() if line.startswith(("| - |", "| ~ |"))]  # a value out of a record
+    for value in ("203.0.113.10", "2001:db8::10", "203.0.113.20"):
+        assert any(value in line for line in deleted), f"{value} not shown as deleted:\n{preview}"
 
 
 def test_decommission_merged_zone_no_longer_lists_its_addresses(decommission: Decommission) -> None:
@@ -195,9 +203,11 @@ def test_plan_headings_name_the_cluster_with_its_id(fresh: Workspace) -> None:
     for fmt in ("text", "markdown"):
         out = fresh.plan("--cluster", EU_WEST[0], "--format", fmt).out
         assert label in out and f"owner {EU_WEST[1]}" not in out, out
-    merged = fresh.plan("--all-clusters", "--format", "markdown").out
+    merged = fresh.plan("--all-clusters", "--format", "markdown", "--verbose").out
     for name, ident in (EU_WEST, EU_CENTRAL, US_EAST):
         assert f"cluster {name} ({ident})" in merged, merged
+    preview = fresh.plan("--all-clusters", "--format", "markdown").out  # names, never ids alone
+    assert all(name in preview and ident not in preview for name, ident in (EU_WEST, EU_CENTRAL, US_EAST)), preview
     plan = json.loads(fresh.plan("--cluster", EU_WEST[0], "--format", "json").out)
     assert {p["cluster"] for p in plan["plans"]} == {EU_WEST[0]}
 

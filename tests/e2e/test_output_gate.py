@@ -105,6 +105,7 @@ def _repo_verbs(work: Path, store: Path) -> list[tuple[str, ...]]:
     verbs: list[tuple[str, ...]] = [("validate", repo), ("validate", repo, "--format", "json")]
     for fmt in ("text", "json", "markdown"):
         verbs.append(("plan", "--repo", repo, "--all-clusters", "--format", fmt, *fences))
+        verbs.append(("plan", "--repo", repo, "--all-clusters", "--format", fmt, "--verbose", "--base", "HEAD"))
     verbs.append(("plan", "--repo", repo, "--cluster", "eu-west-1", *fences))
     for fmt in ("text", "json"):
         verbs.append(("apply", "--repo", repo, "--all-clusters", "--dry-run", "--format", fmt, *fences))

@@ -65,7 +65,9 @@ echo "install-test-deps: $("$scripts/hadolint" --version); kubectl $("$scripts/k
 # diagrams the pull-request preview writes (tests/core/test_split.py): into .peers/mermaid (git-ignored).
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-deps: npm missing: installing nodejs and npm from Debian"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends nodejs npm
 fi
 if [ ! -d .peers/mermaid/node_modules/mermaid ] || [ ! -d .peers/mermaid/node_modules/jsdom ]; then
     mkdir -p .peers/mermaid

@@ -130,6 +130,7 @@ def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                            help="group names (set with none: every group active)")
         add_repo(g)
         if name == "get":
+            add_format(g, ["text", "json"])
             continue
         g.add_argument("--push", action="store_true", help="push the branch to the origin remote")
         g.add_argument("--branch", metavar="NAME", help="branch name (default: gitdns/groups-<zone>-<serial>)")
@@ -153,7 +154,7 @@ def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     f.add_argument("zone", help="zone domain or Zone metadata.name")
     f.add_argument("--to", nargs="+", required=True, metavar="GROUP", help="the groups active after the switch")
     add_repo(f)
-    add_format(f, ["text", "markdown"])
+    add_format(f, ["text", "markdown", "json"])
     add_base(f)
 
 

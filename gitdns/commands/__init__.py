@@ -14,7 +14,8 @@ prints its result; nothing here prints.  Exit codes (``gitdns --help`` lists the
     history.py        gitdns history
     groups*.py        gitdns groups get|add|remove|set|reconcile (groups.py: the verbs;
                       groupfile.py: the ActiveGroups file; groupcheck.py: group names and health;
-                      groupdirect.py: the break-glass write)
+                      groupdirect.py: the break-glass write; groupview.py: get's answer,
+                      its text and JSON)
     failover.py       gitdns failover simulate
     clusters.py       gitdns add-cluster-secret, cluster-id
     daemons.py        gitdns agent, gitdns orchestrator: configure, run, and the --once report

@@ -4,7 +4,8 @@
     current_zone(desired, zone, provider) -> (snapshot, note)
     absent_zone(provider, zone) -> str    the note when a `local` store holds no such zone
     endpoint_diff(before, after) -> EndpointDiff
-    to_text(switch) / to_markdown(switch)
+    to_text(switch) / to_markdown(switch) / to_json(switch)
+    endpoints_dict(diff, absent) -> dict   the endpoints as JSON (shared with `groups get`)
     simulate(repo, zone, groups, fmt) -> Result          the command
 
 The switch is computed with the agents' own pipeline (`gitdns.reconcile.preview`): the zone's
@@ -25,6 +26,7 @@ preview says so and the endpoint counts carry a caveat: they are counted from no
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -285,9 +287,62 @@ def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] 
     return "\n".join(out)
 
 
+def endpoint_dict(point: Endpoint) -> dict[str, object]:
+    """One endpoint as JSON, keyed as `planfmt.record_dict` keys a record (routing only when set)."""
+    out: dict[str, object] = {"name": point.name, "type": point.type, "ttl": point.ttl, "value": point.value}
+    if point.set_id:
+        out["setIdentifier"] = point.set_id
+    if point.weight is not None:
+        out["weight"] = point.weight
+    if point.geo is not None:
+        out["geo"] = point.geo
+    return out
+
+
+def endpoints_dict(diff: EndpointDiff, absent: str = "") -> dict[str, object]:
+    """`endpoint_lines` as JSON: added and removed endpoints, changed records (same values,
+    other TTL or routing) before and after; ``caveat`` when the zone compared with does not exist."""
+    from gitdns.core.planfmt import record_dict
+
+    return {"added": [endpoint_dict(e) for e in diff.added], "removed": [endpoint_dict(e) for e in diff.removed],
+            "changed": [{"before": record_dict(a), "after": record_dict(b)} for a, b in diff.changed],
+            "caveat": ABSENT_CAVEAT if absent else None}
+
+
+def _pass(step: str) -> int:
+    """The agents' cycle a plan of `simulate_switch` belongs to: its label is the cluster's name,
+    ``"<name> (pass N)"`` from the second pass on."""
+    head, sep, tail = step.rpartition(" (pass ")
+    return int(tail[:-1]) if sep and head and tail.endswith(")") and tail[:-1].isdigit() else 1
+
+
+def to_json(switch: Switch, names: dict[str, str] | None = None, base: str | None = None) -> str:
+    """The switch as one JSON document: the groups and serial, who publishes, the notes, the
+    endpoints, every plan in the order applied (``step``: its label in the text, ``pass``: the
+    cycle), and the zone after the switch (`inventory.to_json`'s records)."""
+    from gitdns.core import inventory, planfmt
+
+    doc = {
+        "zone": switch.zone.domain,
+        "zoneName": switch.zone.name,
+        "base": base,
+        "groupsBefore": list(switch.groups_before),
+        "groupsAfter": list(switch.groups_after),
+        "serialAfter": switch.serial_after,
+        "publishing": list(switch.publishing),
+        "silent": list(switch.silent),
+        "notes": list(switch.notes),
+        "endpoints": endpoints_dict(switch.diff, switch.absent),
+        "plans": [{"step": step, "pass": _pass(step), **planfmt.plan_dict(plan, names)}
+                  for step, plan in switch.plans],
+        "after": json.loads(inventory.to_json(switch.zone.domain, inventory.inventory(switch.after, names))),
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
 def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *,
              fences: Fences = STRICT, base: str | None = None) -> Result:
-    """``gitdns failover simulate ZONE --to GROUP...``: text or markdown.  ``base``: switch the
+    """``gitdns failover simulate ZONE --to GROUP...``: text, markdown or JSON.  ``base``: switch the
     zone as the fleet publishes that revision, built from git alone (`gitdns.commands.plan.over`),
     instead of reading it from its provider."""
     from gitdns.reconcile.engine import default_factory, load
@@ -316,4 +371,6 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *
     switch = simulate_switch(desired, zone, now, tuple(target), notes=[*notes, *([note] if note else [])],
                              status=local_status(Path(repo)), absent=absent_zone(provider, zone))
     names = {c.id: c.name for c in desired.state.clusters}
+    if fmt == "json":
+        return Result(out=[to_json(switch, names, base)])
     return Result(out=[to_markdown(switch, names=names) if fmt == "markdown" else to_text(switch, names)])

@@ -15,7 +15,8 @@ TXT (`gitdns.core.groups`).  A change is a pull request:
     --direct         break-glass when git is unreachable (`groupdirect`).
     reconcile        the zone ahead of git (after --direct): write git level with the zone's
                      serial and groups, on a new branch for a pull request.
-    get              git's ActiveGroups, the zone's TXT and whether they diverge.
+    get              git's ActiveGroups, the zone's TXT and whether they diverge (`groupview`:
+                     the answer as one value, its text and JSON).
 
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint
 (`grouphealth`).  Refusals raise `GroupsRefused` (exit 1).
@@ -41,6 +42,7 @@ from gitdns.commands.groupdirect import direct
 from gitdns.commands.groupfile import GROUPS_DIR, edit_text, new_file_text, new_problems
 from gitdns.commands.grouphealth import activation_problems, health_trees, refuse_unhealthy
 from gitdns.commands.groupstatus import FleetStatus, fleet_status, local_status
+from gitdns.commands.groupview import GitSource, GroupsView, judge, to_json, to_lines
 from gitdns.commands.zones import need_zone
 from gitdns.core import groups
 from gitdns.core.desired import Desired
@@ -88,39 +90,32 @@ def run(req: Request) -> Result:
     return change(req)
 
 
-def _get_desired(req: Request, result: Result) -> tuple[Desired, bool, FleetStatus]:
+def _get_desired(req: Request) -> tuple[Desired, GitSource | None, FleetStatus]:
     """git's side for ``get``: origin's desired branch, fetched now; the checkout when there is
-    no work tree or no origin.  Returns (desired, fresh, status): fresh is False when origin
-    could not be fetched (then a line says the answer comes from the local checkout); status:
-    the clusters' status branches, origin's when it was fetched, else the repository's own."""
+    no work tree (source None) or no origin.  Returns (desired, source, status): the source says
+    when origin could not be fetched (the answer then comes from the local checkout); status: the
+    clusters' status branches, origin's when it was fetched, else the repository's own."""
     from gitdns.adapters import worktree
     from gitdns.commands.groupfetch import fetch_desired, head_at
 
     try:
         wt = worktree.open_worktree(req.repo)
     except worktree.WorkTreeError:
-        return load(req.repo), True, local_status(Path(req.repo))
+        return load(req.repo), None, local_status(Path(req.repo))
     fetched = fetch_desired(wt, req.auth)
     desired = from_files(Path(req.repo), fetched.files, head_at(wt, fetched.sha))
+    origin = wt.origin_url() is not None
     if fetched.error is not None:
-        result.line(f"git: origin NOT fetched ({fetched.error} ({fetched.error.reason})): judging from the "
-                    f"local checkout at {fetched.sha[:7]}, which may be behind origin")
-        return desired, False, local_status(wt.root)
-    result.line(f"git: {fetched.ref} at {fetched.sha[:7]}" + (" (fetched now)" if fetched.ref != "HEAD" else ""))
-    return desired, True, fleet_status(wt.root, wt.origin_url(), req.auth)
+        return desired, GitSource(fetched.ref, fetched.sha, origin, str(fetched.error), fetched.error.reason), \
+            local_status(wt.root)
+    return desired, GitSource(fetched.ref, fetched.sha, origin), fleet_status(wt.root, wt.origin_url(), req.auth)
 
 
 def get(req: Request) -> Result:
-    result = Result()
-    desired, fresh, status = _get_desired(req, result)
+    """git's ActiveGroups, the zone's TXT, the decision and what is still to converge
+    (`groupview`): text, or JSON with ``req.format == "json"``."""
+    desired, source, status = _get_desired(req)
     zone = need_zone(desired, req.zone, desired.root)
-    git_doc = desired.state.groups_for_zone(zone.name)
-    result.line(f"zone {zone.domain} ({zone.name})")
-    if git_doc is None:
-        result.line("git: no ActiveGroups document: every group is active")
-    else:
-        result.line(f"git: ActiveGroups {git_doc.name} ({git_doc.origin.file}): serial {git_doc.serial}, "
-                    f"groups {show(git_doc.groups)}")
     provider, why = _provider(req, zone)
     state: groups.ZoneGroups | None = None
     if provider is not None:
@@ -129,54 +124,15 @@ def get(req: Request) -> Result:
         except GitdnsError as exc:
             why = f"{exc} ({exc.reason})"
     if state is None:
-        result.line(f"zone: not readable: {why}")
-        return result
-    _state_lines(result, desired, zone, provider, state, fresh, status)
+        view = GroupsView(zone.domain, zone.name, source, desired.state.groups_for_zone(zone.name), why)
+    else:
+        snapshot, _ = _read_zone(provider, zone) if provider is not None else (None, "")
+        view = judge(desired, zone, source, state, snapshot, failover.absent_zone(provider, zone), status)
+    if req.format == "json":
+        return Result(out=[to_json(view)])
+    result = Result()
+    result.lines(to_lines(view))
     return result
-
-
-def _state_lines(result: Result, desired: Desired, zone: Zone, provider: Provider | None,
-                 state: groups.ZoneGroups, fresh: bool = True, status: FleetStatus | None = None) -> None:
-    git_doc = desired.state.groups_for_zone(zone.name)
-    gitdns_part = ("absent" if state.groups is None
-                   else f"serial {state.serial if state.serial is not None else '?'}, groups {show(state.groups)}")
-    kuadrant_part = "absent" if state.kuadrant is None else show(state.kuadrant)
-    result.line(f"zone: {groups.gitdns_name(zone.domain)}: {gitdns_part}; "
-                f"{groups.kuadrant_name(zone.domain)}: {kuadrant_part}")
-    absent = failover.absent_zone(provider, zone)
-    if absent:
-        result.line(f"note: {absent}")
-    decision = groups.decide(git_doc, state, zone.domain)
-    git_serial = git_doc.serial if git_doc else 0
-    if decision.diverged and not fresh:
-        result.line(f"UNKNOWN: the zone's serial {decision.serial} is above the local checkout's {git_serial}, "
-                    "but origin was not fetched: fetch it (or fix the transport) before acting on this")
-    elif decision.diverged:
-        result.line(f"DIVERGED: the zone is ahead of git (serial {decision.serial} > {git_serial}); agents "
-                    f"follow the zone and report GroupsDivergedFromGit: after a --direct switch, "
-                    f"`gitdns groups reconcile {zone.name}` records it in git; if git's document was "
-                    f"re-created or edited with a lower serial, `gitdns groups set` numbers above the zone")
-    if git_doc is not None and state.serial is not None and git_doc.serial <= state.serial \
-            and tuple(sorted(git_doc.groups)) != (state.groups or ()):
-        effect = ("agents keep the zone's groups (ZoneSerialAhead)" if git_doc.serial < state.serial else
-                  "agents mirror git's, but one serial now names two different switches")
-        result.line(f"warning: git's serial {git_doc.serial} is at or below the one the zone applied "
-                    f"({state.serial}) while their groups differ: {effect}; `gitdns groups set` numbers a "
-                    "change above every serial it reads")
-    if not decision.diverged and decision.write:
-        result.line(f"pending: agents will mirror git's serial {decision.serial} into the zone")
-    elif not decision.diverged:
-        result.line("level: the zone mirrors git")
-    if state.kuadrant is not None and state.groups is not None and state.kuadrant != state.groups:
-        result.line("note: Kuadrant's TXT lists other groups than gitdns's (written by a Kuadrant CLI?)")
-    result.line(f"active now: {show(decision.active)}")
-    snapshot, _ = _read_zone(provider, zone) if provider is not None else (None, "")
-    if snapshot is not None:
-        sim = failover.simulate_switch(desired, zone, snapshot, tuple(sorted(decision.active)),
-                                       serial=decision.serial, status=status, absent=absent)
-        result.line("still to converge (what the agents will add and remove):")
-        result.lines([f"note: {n}" for n in sim.notes if n.startswith("health: ")])
-        result.lines(failover.endpoint_lines(sim.diff, absent))
 
 
 def _pr_text(title: str, zone: Zone, before: Sequence[str], after: Sequence[str], serials: tuple[int, int],

@@ -111,7 +111,7 @@ def _repo_verbs(work: Path, store: Path) -> list[tuple[str, ...]]:
         verbs.append(("apply", "--repo", repo, "--all-clusters", "--dry-run", "--format", fmt, *fences))
         verbs.append(("zone", "show", "example.com", "--repo", repo, "--format", fmt, *fences))
         verbs.append(("owners", "example.com", "--repo", repo, "--format", fmt, *fences))
-    for fmt in ("text", "markdown"):
+    for fmt in ("text", "markdown", "json"):
         verbs.append(("failover", "simulate", "example.com", "--to", "site-b", "--repo", repo, "--format", fmt,
                       *fences))
     verbs.append(("render", "--repo", repo, "--cluster", "eu-west-1", "--out", str(store / "rendered")))
@@ -278,6 +278,7 @@ def _history_verbs(repo: str, state: Path) -> list[tuple[str, ...]]:
         verbs.append(("status", "--repo", repo, "--state-dir", str(state), "--format", fmt))
         verbs.append(("status", "--repo", repo, "--state-dir", str(state), "--format", fmt, "--revision", "HEAD"))
     verbs.append(("groups", "get", "example.com", "--repo", repo))
+    verbs.append(("groups", "get", "example.com", "--repo", repo, "--format", "json"))
     return verbs
 
 

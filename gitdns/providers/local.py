@@ -324,6 +324,9 @@ def check_no_links(base: Path, directory: Path) -> None:
             mode = os.lstat(here).st_mode
         except FileNotFoundError:
             return
+        except OSError as exc:  # a component of the base is a regular file, or cannot be read
+            raise ConfigError(f"local store: {here} cannot be read as a directory ({exc.strerror}): the store "
+                              f"directory lies below the base directory {base}") from None
         if not stat.S_ISDIR(mode):
             raise ConfigError(f"local store: {here} is a symbolic link or not a directory: the store never "
                               f"follows a link out of its base directory {base}; remove it")

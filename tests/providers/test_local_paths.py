@@ -232,3 +232,13 @@ def test_no_file_descriptor_is_left_open(places: tuple[Path, Path]) -> None:
         provider.read(DOMAIN)
         render_views(provider, zone("store"))
     assert len(os.listdir("/proc/self/fd")) <= before + 1, sys.platform
+
+
+def test_a_base_that_is_a_regular_file_is_a_clear_error(tmp_path: Path) -> None:
+    """--store-dir naming a file: a ConfigError naming the path, never a NotADirectoryError."""
+    base = tmp_path / "not-a-directory"
+    base.write_text("x\n")
+    with pytest.raises(ConfigError) as info:
+        default_factory(base)(zone("store")).read(DOMAIN)
+    assert "cannot be read as a directory" in str(info.value) and str(base) in str(info.value)
+    assert base.read_text() == "x\n"

@@ -137,6 +137,11 @@ def cmd_history(args: argparse.Namespace) -> Result:
 def cmd_groups(args: argparse.Namespace) -> Result:
     from gitdns.commands.groups import Request, run
 
+    if args.groups_command == "log":
+        from gitdns.commands.grouplogfmt import log_command
+
+        return log_command(args.zone, args.repo, branch=args.branch, path=args.path, state_dir=args.state_dir,
+                           fmt=args.format, auth=transport_of(args))
     opts = {k: v for k, v in vars(args).items() if k in Request.__dataclass_fields__}
     req = Request(action=args.groups_command, zone=args.zone, groups=tuple(getattr(args, "groups", ())),
                   provider_settings=tuple(getattr(args, "provider_setting", ())), auth=transport_of(args),

@@ -106,6 +106,22 @@ def add_audit_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
 
 
+def add_groups_log(gsub: argparse._SubParsersAction[argparse.ArgumentParser],
+                   transport: argparse.ArgumentParser) -> None:
+    g = gsub.add_parser("log", help="every switch of a zone's active groups: who, when, where it applied",
+                        parents=[transport],
+                        epilog="walks the desired branch and every gitdns-status/* branch, as history does\n"
+                               "(docs/cli.md). example: gitdns groups log example.com --repo "
+                               "https://git.example.com/dns.git",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("zone", help="zone domain or Zone metadata.name")
+    g.add_argument("--repo", default=".", metavar="URL|PATH", help="the desired repository (default: .)")
+    g.add_argument("--branch", default="main", help="desired branch (default: main)")
+    g.add_argument("--path", default="", metavar="SUBDIR", help="subdirectory holding the desired YAML")
+    add_format(g, ["text", "json"])
+    g.add_argument("--state-dir", metavar="DIR", help="keep the git cache here (default: a temporary directory)")
+
+
 def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            transport: argparse.ArgumentParser, fences: argparse.ArgumentParser) -> None:
     p = sub.add_parser("groups", help="active failover groups of a zone (docs/failover.md): get, change through a PR",
@@ -145,6 +161,7 @@ def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
                        help="--direct: override a provider setting (repeatable)")
         g.add_argument("--credentials-env", metavar="NAME", help="--direct: credentials from this variable")
         g.add_argument("--credentials-file", metavar="PATH", help="--direct: credentials from this file")
+    add_groups_log(gsub, transport)
 
     p = sub.add_parser("failover", help="preview an active-groups switch for every cluster (docs/failover.md)")
     fsub = p.add_subparsers(dest="failover_command", metavar="SUBCOMMAND", required=True)

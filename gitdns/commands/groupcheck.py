@@ -15,7 +15,7 @@ from gitdns.errors import PermanentError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import STRICT, Fences
 
-ACTIONS = ("get", "add", "remove", "set", "reconcile")
+ACTIONS = ("get", "add", "remove", "set", "reconcile", "log")
 
 
 class GroupsRefused(PermanentError):

@@ -79,6 +79,10 @@ def run(req: Request) -> Result:
     if req.action not in ACTIONS:
         raise ConfigError(f"unknown groups command {req.action!r}")
     check_group_names(req.groups)
+    if req.action == "log":  # read-only, from git: `gitdns.commands.grouplog`
+        from gitdns.commands.grouplogfmt import log_command
+
+        return log_command(req.zone, str(req.repo), fmt=req.format, auth=req.auth)
     if req.action == "get":
         return get(req)
     if req.direct:

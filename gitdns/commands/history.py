@@ -23,19 +23,22 @@ record key the way they are published: multi-value records without a set identif
 any other key holds one record, and when clusters want different content for it every variant
 is shown and the key is marked as a conflict.
 
-The branch's commits that touched ``*.yaml``/``*.yml`` below ``path`` are walked oldest to
-newest (at most ``max_commits``; one more older commit, when there is one, is the baseline the
-first is compared with).  Each commit is loaded with the agent's loader (`engine.from_files`);
+The branch's first-parent commits that changed ``*.yaml``/``*.yml`` below ``path`` against their
+first parent are walked oldest to newest (at most ``max_commits``; one more older one, when there
+is one, is the baseline the first is compared with): each change is attributed to the commit
+that brought it onto the branch — a merge, a squash merge's commit, a rebase merge's or a direct
+push's commit — and its author(s), pull request and merger are named apart
+(`gitdns.commands.historywho`).  Each commit is loaded with the agent's loader (`engine.from_files`);
 a commit whose problems hold NAME's zone is reported ``invalid`` with its problems and skipped —
 the agents keep the last valid revision for that zone — and a valid commit whose parent was
 invalid is compared with the last valid state before it (and reported ``fixed`` even when
 nothing changed).  Trees are memoised
 on the hashes of their files' contents, so a revision is validated once however often it recurs.
 
-The walk follows ``git log`` order, but each commit is compared with its first parent's state
-(the last valid one when that parent does not validate), not with the commit listed before it:
-a side-branch commit shows what its author changed, and a merge what it changed on the branch
-(its first parent's state to its own).
+Each commit is compared with its first parent's state (the last valid one when that parent does
+not validate): a merge shows what it changed on the branch, its first parent's state to its own,
+once, however long ago the pull request was cut.  (`trace` also takes commits without parents,
+`CommitInfo`: each is then compared with the one before it.)
 """
 
 from __future__ import annotations
@@ -45,12 +48,13 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
-from gitdns.commands.historyapplied import AppliedIndex, health_entries
+from gitdns.commands.historyapplied import AppliedIndex, health_entries, interleave, said_once
 from gitdns.commands.historydiff import (
     Entry,
     Query,
@@ -63,6 +67,7 @@ from gitdns.commands.historydiff import (
     zone_records,
 )
 from gitdns.commands.historywalk import Commit, Walk
+from gitdns.commands.historywho import attribute_all
 from gitdns.core.desired import Desired
 from gitdns.core.loader import ParseMemo
 from gitdns.core.model import DesiredState, Zone
@@ -93,7 +98,7 @@ class History:
     hints: tuple[str, ...] = ()  # e.g. the name is in no zone
 
 
-class _Loader:
+class Loader:
     """Loads a commit's files once per distinct tree: keyed on its files' blob ids when the
     source gives them (``tree_key``), else on the hashes of their contents."""
 
@@ -141,7 +146,7 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
           tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> list[Entry]:
     """The entries for ``commits`` (oldest first); ``baseline`` is the state compared with first."""
     query = name if isinstance(name, Query) else Query(normalize_name(name))
-    loader = _Loader(query, files_at, tree_key)
+    loader = Loader(query, files_at, tree_key)
     last = Snapshot("", "")
     if baseline is not None:
         base = loader.at(baseline.sha, "")
@@ -172,7 +177,7 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
     return entries
 
 
-def _parent_state(commit: CommitInfo | Commit, kept: Mapping[str, tuple[Snapshot, bool]], loader: _Loader,
+def _parent_state(commit: CommitInfo | Commit, kept: Mapping[str, tuple[Snapshot, bool]], loader: Loader,
                   last: Snapshot, held: bool) -> tuple[Snapshot, bool]:
     """The state ``commit`` is compared with: its first parent's as the agents keep it (the last
     valid one when the parent does not validate), and whether that parent is held.  A commit
@@ -197,7 +202,7 @@ def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: Fi
                 tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> frozenset[str]:
     """Every record name that held ``value`` at one of the commits (or the baseline)."""
     query = Query(canonical_value(value), by_value=True)
-    loader = _Loader(query, files_at, tree_key)
+    loader = Loader(query, files_at, tree_key)
     seen: dict[tuple[tuple[str, str], ...], None] = {}
     names: set[str] = set()
     for commit in ([baseline] if baseline is not None else []) + list(commits):
@@ -211,7 +216,30 @@ def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: Fi
 
 # -- the command ---------------------------------------------------------------------------------
 
+T = TypeVar("T")
 
+
+def walked(repo: str, branch: str, path: str, state_dir: str | Path | None, auth: GitAuth | None,
+           run: Callable[[Walk], T]) -> T:
+    """``run`` on a `Walk` of ``repo``'s ``branch`` (below ``path``), its cache in
+    ``state_dir/history`` (kept) or a temporary directory; a cache found corrupt is wiped and
+    ``run`` tried once more.  The arguments are checked first (`check_args`; a token or password
+    in the URL is refused before anything runs).  `history` and `gitdns groups log` share it."""
+    from gitdns.adapters.gitauth import check_url
+
+    check_args(branch, path)
+    check_url(repo_url(repo))
+    with scratch_dir(state_dir, "history") as workdir:
+        for attempt in (1, 2):
+            with Walk(repo_url(repo), branch=branch, path=clean_path(path), workdir=workdir, timeout=GIT_TIMEOUT,
+                      auth=auth or GitAuth()) as walk:
+                try:
+                    return run(walk)
+                except CacheCorrupt as exc:
+                    if attempt == 2 or not walk.recover():  # wiped when fsck confirms: fetched again
+                        raise RetryableError(f"the history cache {workdir} cannot be read: {exc}",
+                                             reason="CacheUnreadable") from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
@@ -220,22 +248,9 @@ def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_c
     """Fetch the branch (and every status branch) and trace NAME or VALUE through the YAML
     commits in the window (the newest ``max_commits`` when > 0), through the git transport
     ``auth`` (default: the ambient git configuration)."""
-    from gitdns.adapters.gitauth import check_url
-
     text = name.strip()
-    _check_args(branch, path)
-    check_url(repo_url(repo))  # a token or password in the URL is refused before anything runs
-    with scratch_dir(state_dir, "history") as workdir:
-        for attempt in (1, 2):
-            with Walk(repo_url(repo), branch=branch, path=_clean(path), workdir=workdir, timeout=GIT_TIMEOUT,
-                      auth=auth or GitAuth()) as walk:
-                try:
-                    return _walk(walk, text, branch, path, max_commits, since, until, status)
-                except CacheCorrupt as exc:
-                    if attempt == 2 or not walk.recover():  # wiped when fsck confirms: fetched again
-                        raise RetryableError(f"the history cache {workdir} cannot be read: {exc}",
-                                             reason="CacheUnreadable") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+    return walked(repo, branch, path, state_dir, auth,
+                  lambda walk: _walk(walk, text, branch, path, max_commits, since, until, status))
 
 
 def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since: str | None,
@@ -245,7 +260,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     walk.fetch(status=status)
     lo, hi = walk.window(since, until)
     # every YAML commit is traced (each compared with the one before, the window's first too);
-    # the window then keeps the commits that reached the branch in it (a merged commit: by its merge)
+    # the window then keeps the commits that reached the branch in it (first-parent commits: their own time)
     commits, baseline, truncated = walk.commits(max_count=max_commits)
     by_value = is_value(text)
     entries: list[Entry] = []
@@ -262,31 +277,18 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     def inside(when: int) -> bool:
         return (lo is None or when >= lo) and (hi is None or when <= hi)
 
-    def reached(sha: str, when: int) -> int:
-        merge = walk.merged_by(sha)
-        return merge.time if merge is not None else when
-
-    examined = sum(1 for c in commits if inside(reached(c.sha, c.time)))
-    entries = [e for e in entries if inside(reached(e.commit.sha, e.time))]
-    marks = walk.marks([e.commit.sha for e in entries])
+    # the window keeps the commits that reached the branch in it: a first-parent commit's own time
+    examined = sum(1 for c in commits if inside(c.time))
+    entries = [e for e in entries if inside(e.time)]
     rows = walk.status() if status else []
-    index = AppliedIndex(rows, walk.order())
-    done: list[Entry] = []
-    gone: set[str] = set()  # the clusters said once to be no longer in git (not repeated after)
-    for e in sorted(entries, key=lambda e: e.time):
-        merge = walk.merged_by(e.commit.sha)
-        applied = index.applied(e.commit.sha, e.in_git, _zones(e), e.roster)
-        kept = tuple(a for a in applied if a.at or a.held_since or a.in_git or a.cluster not in gone)
-        gone |= {a.cluster for a in applied if not a.at and not a.held_since and not a.in_git}
-        gone -= {a.cluster for a in applied if a.in_git}
-        done.append(replace(e, mark=marks.get(e.commit.sha, ""), merge=merge, applied=kept))
+    done = attributed(walk, entries, AppliedIndex(rows, walk.order()))
     names_of_interest = {d.key.name for e in entries for d in e.changes}
-    done.extend(e for e in health_entries(query, rows, names_of_interest) if inside(e.time))
-    done.sort(key=lambda e: (e.time, e.status == "health"))
+    done = interleave(done, [e for e in health_entries(query, rows, names_of_interest) if inside(e.time)],
+                      lambda e: e.time)
     clusters = len({r.cluster_id for r in rows})
     hints: list[str] = [] if rows or not status else [no_status_branches(walk.url, walk.local, NOBODY_APPLIED)]
     if not by_value and not any(e.zone for e in entries) and commits:
-        head = _Loader(query, walk.files_at, walk.tree_key).desired(commits[-1].sha)[1].state
+        head = Loader(query, walk.files_at, walk.tree_key).desired(commits[-1].sha)[1].state
         zone = head.zone_for_host(query.text)
         if zone is None:
             zones = ", ".join(sorted(z.domain for z in head.zones)) or "none"
@@ -294,11 +296,23 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
                          f"(zones: {zones}): a typo? A value (an address or a target) is searched as such")
         else:
             hints.extend(_close_names(query.text, head, zone, commits[-1].sha))
-    return History(normalize_name(text) if not by_value else canonical_value(text), branch, _clean(path),
+    return History(normalize_name(text) if not by_value else canonical_value(text), branch, clean_path(path),
                    examined, truncated, tuple(done), by_value, clusters, lo, hi, (*walk.notes, *hints))
 
 
-def _check_args(branch: str, path: str) -> None:
+def attributed(walk: Walk, entries: Sequence[Entry], index: AppliedIndex) -> list[Entry]:
+    """``entries`` (in the branch's order) with their signature marks, who made each change
+    (`historywho.attribute`: the side commits of the merges among them read at once) and when
+    each cluster applied it; a cluster said once to be no longer in git is left out after."""
+    ordered = list(entries)
+    who = attribute_all(walk, [e.commit for e in ordered if isinstance(e.commit, Commit)])
+    applied = said_once([index.applied(e.commit.sha, e.in_git, _zones(e), e.roster) for e in ordered])
+    return [replace(e, mark=who[e.commit.sha][1] if e.commit.sha in who else "",
+                    who=who[e.commit.sha][0] if e.commit.sha in who else None, applied=kept)
+            for e, kept in zip(ordered, applied, strict=True)]
+
+
+def check_args(branch: str, path: str) -> None:
     """A --branch git cannot name (empty, spaces, ``..``, ``~^:?*[``...) and a --path that leaves
     the repository (``..``) are ConfigErrors naming the flag."""
     check_branch(branch)
@@ -329,5 +343,5 @@ def _zones(entry: Entry) -> frozenset[str] | None:
     return frozenset(z.strip() for z in entry.zone.split(",") if z.strip()) or None
 
 
-def _clean(path: str) -> str:
+def clean_path(path: str) -> str:
     return "/".join(p for p in path.strip().split("/") if p not in ("", "."))

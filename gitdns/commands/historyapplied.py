@@ -3,6 +3,7 @@ branch (`AppliedIndex`), and the entries for the health checks that withdrew or 
 target of the names followed (`health_entries`).
 
     AppliedIndex(rows, order).applied(sha, in_git, zones) -> tuple[Applied, ...]
+    said_once(per_entry) -> list[tuple[Applied, ...]]  a cluster no longer in git said so once
     health_entries(query, rows, names) -> list[Entry]
     resolve(revision, shas) -> full sha | ""       an appliedRevision among the branch's commits
 """
@@ -10,13 +11,16 @@ target of the names followed (`health_entries`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from gitdns.commands.historydiff import Applied, Entry, Query, canonical_value
 from gitdns.commands.historyheld import applied_or_held
 from gitdns.commands.historywalk import Commit, StatusCommit
 from gitdns.commands.statusview import label_sha
 from gitdns.core.names import root_host_of
+
+T = TypeVar("T")
 
 
 class AppliedIndex:
@@ -104,6 +108,35 @@ class AppliedIndex:
         known = set(names.values())
         rows += [Applied(name or cid, branch=False) for cid, name in roster if cid not in names and name not in known]
         return tuple(sorted(rows, key=lambda a: a.cluster))
+
+
+def said_once(per_entry: Sequence[tuple[Applied, ...]]) -> list[tuple[Applied, ...]]:
+    """Each entry's rows (entries oldest first), a cluster that git no longer names and that never
+    applied the entry (``in_git`` False) said once: left out of the entries after, until git
+    names it again."""
+    out: list[tuple[Applied, ...]] = []
+    gone: set[str] = set()
+    for applied in per_entry:
+        out.append(tuple(a for a in applied if a.at or a.held_since or a.in_git or a.cluster not in gone))
+        gone |= {a.cluster for a in applied if not a.at and not a.held_since and not a.in_git}
+        gone -= {a.cluster for a in applied if a.in_git}
+    return out
+
+
+def interleave(ordered: Sequence[T], extra: Iterable[T], time: Callable[[T], int]) -> list[T]:
+    """``ordered`` (the branch's first-parent order, kept as it is even where committer times go
+    backwards) with ``extra`` (entries from the status branches) placed by time: each before the
+    first entry of ``ordered`` that is later than it, after those at the same time."""
+    pending = sorted(extra, key=time)
+    out: list[T] = []
+    i = 0
+    for entry in ordered:
+        while i < len(pending) and time(pending[i]) < time(entry):
+            out.append(pending[i])
+            i += 1
+        out.append(entry)
+    out.extend(pending[i:])
+    return out
 
 
 def health_entries(query: Query, rows: Sequence[StatusCommit], names: set[str]) -> list[Entry]:

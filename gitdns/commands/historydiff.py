@@ -14,10 +14,11 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands.historywalk import Commit
+from gitdns.commands.historywalk import iso_date as iso_date  # where the history modules and tests take it from
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.groups import ZoneGroups, decide, is_active
@@ -25,6 +26,9 @@ from gitdns.core.model import Cluster, DesiredState, Zone
 from gitdns.core.names import root_host_of
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet, normalize_name
+
+if TYPE_CHECKING:
+    from gitdns.commands.historywho import Who
 
 # -- values ------------------------------------------------------------------------------------
 
@@ -97,7 +101,7 @@ class Entry:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "active groups [a] -> [a, b]"
     mark: str = ""  # git's %G? of the commit
-    merge: Commit | None = None  # the merge commit that brought it to the branch
+    who: Who | None = None  # its author(s), pull request and who merged it (`historywho.attribute`)
     applied: tuple[Applied, ...] = ()
     cluster: str = ""  # status == "health": the cluster reporting
     in_git: frozenset[str] | None = None  # ids and names of the Clusters git names at the commit
@@ -115,10 +119,6 @@ class Entry:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(sorted({d.key.name for d in self.changes}))
-
-
-def iso_date(when: int) -> str:
-    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # -- merging and diffing (pure) ------------------------------------------------------------------

@@ -12,6 +12,7 @@ from gitdns.commands import Result
 from gitdns.commands.history import History, history
 from gitdns.commands.historydiff import Applied, Entry, Merged, RecordDiff, iso_date
 from gitdns.commands.historywalk import Commit
+from gitdns.commands.historywho import MARKS, who_dict, who_lines
 from gitdns.core.planfmt import record_dict
 from gitdns.core.records import RecordSet
 from gitdns.core.text import inline
@@ -45,18 +46,13 @@ def change_line(change: RecordDiff) -> str:
     return f"{head} {_merged_text(rec)}"
 
 
-MARKS = {"G": "signed, verified", "B": "bad signature", "U": "signed, key not trusted",
-         "X": "signed, signature expired", "Y": "signed, key expired", "R": "signed, key revoked",
-         "E": "signed, cannot be checked (key unknown)", "N": "unsigned", "": "?"}
-
-
 def _who(c: CommitInfo | Commit) -> str:
     if isinstance(c, Commit) and c.committer and c.committer != c.author:
         return f"{c.author} (committed by {c.committer})"
     return c.author
 
 
-def _applied_text(a: Applied) -> str:
+def applied_text(a: Applied) -> str:
     if a.held_since:
         return (f"{a.cluster}: held {iso_date(a.held_since)}: zone {a.held_zone} stays at "
                 f"{a.last_good or 'its last good revision'} ({a.held_reason}); not applied")
@@ -122,11 +118,11 @@ def _entry_text(entry: Entry, only: str | None) -> list[str]:
         lines.append(f"{c.sha[:7]}  {entry.date}  status of {entry.cluster}")
         lines.extend(f"  {n}" for n in entry.notes)
         return lines
-    lines.append(f"{c.sha[:7]}  {entry.date}  {_who(c)}  [{MARKS.get(entry.mark, entry.mark)}]  {c.subject}")
-    if entry.merge is not None:
-        m = entry.merge
-        pr = f"PR #{m.pr}, " if m.pr else ""
-        lines.append(f"  merged by {m.sha[:7]} ({pr}{iso_date(m.time)}, {_who(m)})")
+    if entry.who is not None:  # the commit that brought the change onto the branch, then who made it
+        lines.append(f"{c.sha[:7]}  {entry.date}  [{MARKS.get(entry.mark, entry.mark)}]  {c.subject}")
+        lines.extend(f"  {line}" for line in who_lines(entry.who))
+    else:  # a commit without parents (`trace` given CommitInfo)
+        lines.append(f"{c.sha[:7]}  {entry.date}  {_who(c)}  [{MARKS.get(entry.mark, entry.mark)}]  {c.subject}")
     if entry.status == "invalid":
         lines.append(f"  invalid: {len(entry.problems)} problem(s) hold zone {entry.zone or '?'}; "
                      "the last valid revision stays in force")
@@ -136,7 +132,7 @@ def _entry_text(entry: Entry, only: str | None) -> list[str]:
         lines.append(f"  valid again{'' if entry.changes else '; no change since the last valid revision'}")
     lines.extend(f"  {n}" for n in entry.notes)
     lines.extend(f"  {change_line(d)}" for d in entry.changes if only is None or d.key.name == only)
-    lines.extend(f"  {_applied_text(a)}" for a in entry.applied)
+    lines.extend(f"  {applied_text(a)}" for a in entry.applied)
     return lines
 
 
@@ -152,13 +148,6 @@ def _merged_json(m: Merged | None) -> list[dict[str, object]] | None:
     return out
 
 
-def _commit_dict(c: Commit | None) -> dict[str, Any] | None:
-    if c is None:
-        return None
-    return {"sha": c.sha, "date": iso_date(c.time), "author": c.author, "committer": c.committer,
-            "subject": c.subject, "pr": c.pr}
-
-
 def entry_dict(entry: Entry) -> dict[str, Any]:
     c = entry.commit
     return {
@@ -169,7 +158,7 @@ def entry_dict(entry: Entry) -> dict[str, Any]:
         "committer": c.committer if isinstance(c, Commit) else None,
         "authorDate": iso_date(c.author_time) if isinstance(c, Commit) else None,
         "signature": entry.mark or None,
-        "merge": _commit_dict(entry.merge),
+        **who_dict(entry.who),
         "subject": c.subject,
         "zone": entry.zone or None,
         "status": entry.status,

@@ -1,4 +1,5 @@
-"""The git side of `gitdns history`: one fetch, a few ``git log`` calls, trees read by id.
+"""The git side of `gitdns history` and `gitdns groups log`: one fetch, a few ``git log`` calls,
+trees read by id.
 
     Walk(url, branch=, path=, workdir=, auth=, timeout=)
         .commits(since=, until=, max_count=) -> (list[Commit] oldest first, baseline | None, truncated)
@@ -6,16 +7,21 @@
         .files_at(sha) -> {rel path: text}      YAML below ``path`` (`historytrees.Trees`)
         .tree_key(sha) -> tuple                 the (path, blob id) pairs of those files
         .marks(shas) -> {sha: %G?}              git's signature mark, for the commits shown only
-        .merged_by(sha) -> Commit | None        the first-parent merge that brought ``sha`` in
-        .status() -> list[StatusCommit]         every status branch, oldest first per branch
+        .side_commits(merges) -> {merge: (Commit, ...)}   the commits each merge brought in
+        .status(groups=) -> list[StatusCommit]  every status branch, oldest first per branch
+        .blobs(ids) -> {id: text}               status documents read whole
 
 The desired branch and every ``gitdns-status/*`` branch come with ONE ``git fetch`` into the
 bare cache (`gitdns.adapters.gitcache`), unshallowed when a shallow cache is found.  The
-commits that touched ``*.yaml``/``*.yml`` below ``path`` come from one path-limited
-``git log``; the parent graph (for the merge that brought each commit to the branch) from one
-``git log --format='%H %T %P'`` (which also gives every commit's root tree, so a first parent
-that did not touch YAML is read with the rest); the status branches from one ``git log --raw`` over all of them
-(only the commits that changed ``summary.yaml`` or ``health.yaml``).  Objects are read in bulk,
+commits are the branch's **first-parent** line: each commit that brought a change of
+``*.yaml``/``*.yml`` below ``path`` onto the branch (a merge, a squash or rebase merge's commit,
+a direct push), from one ``git log --first-parent``, each compared with its first parent.  What
+a merge brought in (its side commits that touched the YAML, for their authors) comes from one
+more path-limited ``git log`` over the merges shown, and only when one is shown.  The parent
+graph (the order `historyapplied` needs, and which merge brought each side commit) comes from
+one ``git log --format='%H %T %P'`` (which also gives every commit's root tree, so a first
+parent that did not touch YAML is read with the rest); the status branches from one
+``git log --raw`` over all of them (`gitdns.commands.historystatus`).  Objects are read in bulk,
 one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level
 (`gitdns.commands.historytrees`), the YAML blobs' sizes at once, the blobs of one commit at once,
 every status blob at once; each object is read once.  What history needs of each status document
@@ -26,26 +32,37 @@ every status blob at once; each object is read once.  What history needs of each
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
 from gitdns.adapters.statusrefs import LocalRefs, local_refs
-from gitdns.commands.historyfacts import NO_FACTS, read_facts
+from gitdns.commands.historystatus import STATUS_REFS, StatusCommit, read_status
 from gitdns.commands.historytrees import Trees
 from gitdns.commands.historywindow import window
-from gitdns.commands.statuslog import NOT_HELD, ZoneState
+from gitdns.core.limits import DEFAULT_LIMITS
 from gitdns.errors import ConfigError
 
+__all__ = ["STATUS_PREFIX", "STATUS_REFS", "Commit", "StatusCommit", "Walk", "iso_date"]
+
 STATUS_PREFIX = "gitdns-status/"
-STATUS_REFS = "refs/gitdns-status/"
 _SEP, _END = "\x1f", "\x1e"
 _FMT = _SEP.join(("%H", "%T", "%P", "%ct", "%an <%ae>", "%at", "%cn <%ce>", "%B")) + _END
-_PR = re.compile(r"^Merge pull request #(\d+)")
+# the pull (merge) request a commit names: a forge's merge commit (GitHub, GitLab, Bitbucket,
+# Azure DevOps), else a squash merge's subject ending in "(#N)"
+_MERGE_PR = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"^Merged PR (\d+):"),
+             re.compile(r"^Merged in \S+ \(pull request #(\d+)\)"))
 _MR = re.compile(r"See merge request [^!\s]*!(\d+)")
+_SQUASH = re.compile(r"\(#(\d+)\)\s*$")
+
+
+def iso_date(when: int) -> str:
+    """A git time (seconds since the epoch) as UTC ISO 8601."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,24 +80,22 @@ class Commit:
         return self.message.split("\n", 1)[0]
 
     @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+    @property
     def pr(self) -> int | None:
-        """The pull/merge request a merge commit's message names (GitHub, GitLab), else None."""
-        found = _PR.match(self.subject) or _MR.search(self.message)
+        """The pull (merge) request the commit names: a forge's merge commit message
+        (``Merge pull request #N``, GitLab's ``See merge request …!N``, Bitbucket's ``Merged in
+        BRANCH (pull request #N)``, Azure DevOps' ``Merged PR N:``), else a subject ending in
+        ``(#N)`` (GitHub's squash merge); None when it names none."""
+        subject = self.subject
+        for pattern in _MERGE_PR:
+            found = pattern.match(subject)
+            if found:
+                return int(found.group(1))
+        found = _MR.search(self.message) or _SQUASH.search(subject)
         return int(found.group(1)) if found else None
-
-
-@dataclass(frozen=True, slots=True)
-class StatusCommit:
-    """One status-branch commit that changed summary.yaml or health.yaml, as read back."""
-
-    cluster_id: str
-    sha: str
-    time: int
-    cluster: str  # summary.yaml "cluster" (metadata.name), else the id
-    applied: str  # summary.yaml appliedRevision ("" when none)
-    unhealthy: frozenset[str]  # health.yaml target ids ("host|address") in state unhealthy
-    health_known: bool  # health.yaml present in this commit
-    zones: Mapping[str, ZoneState] = field(default_factory=dict)  # zones/<zone>.yaml: held or not, and why
 
 
 class Walk:
@@ -96,6 +111,7 @@ class Walk:
         self._facts_file = workdir / "status-facts.json"
         self._parents: dict[str, tuple[str, ...]] = {}
         self._brought: dict[str, str] | None = None
+        self._paths = [f"{path}/{p}" if path else p for p in ("*.yaml", "*.yml")]
         self._order: dict[str, int] | None = None
         self.notes: tuple[str, ...] = ()  # which refs of a local repository were read, unpushed commits
         self._head: str | None = None
@@ -190,16 +206,18 @@ class Walk:
     # -- the desired branch ---------------------------------------------------------------------
 
     def commits(self, *, max_count: int = 0) -> tuple[list[Commit], Commit | None, bool]:
-        """The YAML commits (oldest first), the commit before the first (the baseline), and
-        whether older YAML commits exist than the ``max_count`` newest.  A ``path`` that is a
-        file at the branch's head, or that no commit ever had, is a ConfigError."""
-        paths = [f"{self.path}/{p}" if self.path else p for p in ("*.yaml", "*.yml")]
+        """The first-parent commits that changed YAML against their first parent (oldest
+        first), the one before the first (the baseline), and whether older ones exist than the
+        ``max_count`` newest.  A ``path`` that is a file at the branch's head, or that no commit
+        ever had, is a ConfigError."""
+        paths = self._paths
         fmt = _FMT
         self._graph()  # every commit's root tree: the first parents compared with are read with the rest
         if self.path and self._head is not None:
             self._trees.prepare([self._head])
         limit = [f"--max-count={max_count + 1}"] if max_count > 0 else []
-        newest_first = self._parse(self._run(["log", f"--format={fmt}", *limit, self.ref, "--", *paths]))
+        newest_first = self._parse(self._run(["log", "--first-parent", f"--format={fmt}", *limit, self.ref,
+                                              "--", *paths]))
         if self.path and not newest_first and self._head is not None and self._trees.directory(self._head) is None:
             raise ConfigError(f"--path {self.path}: no such directory on branch {self._git.branch} "
                               f"(at {self._head[:7]}), and no commit of the branch ever had YAML below it")
@@ -207,9 +225,9 @@ class Walk:
         if truncated:
             newest_first = newest_first[:max_count]
         baseline: Commit | None = None
-        if newest_first:
-            older = self._parse(self._run(["log", f"--format={fmt}", "--max-count=1", f"{newest_first[-1].sha}^@",
-                                           "--", *paths])) if newest_first[-1].parents else []
+        if newest_first and newest_first[-1].parents:
+            older = self._parse(self._run(["log", "--first-parent", f"--format={fmt}", "--max-count=1",
+                                           f"{newest_first[-1].sha}^", "--", *paths]))
             baseline = older[0] if older else None
         for c in newest_first:
             self._known[c.sha] = c
@@ -246,18 +264,30 @@ class Walk:
         out = self._run(["log", "--no-walk=unsorted", "--format=%H %G?", *wanted])
         return {sha: mark for sha, _, mark in (line.partition(" ") for line in out.splitlines() if line)}
 
-    def merged_by(self, sha: str) -> Commit | None:
-        """The merge commit on the branch's first-parent line that brought ``sha`` in (None when
-        ``sha`` is on that line itself)."""
+    def side_commits(self, merges: Iterable[Commit]) -> dict[str, tuple[Commit, ...]]:
+        """For each merge of ``merges`` (first-parent commits with more than one parent): the
+        commits it brought in (``M^1..M^2``, and its other parents) that changed YAML below
+        ``path``, oldest first; merges inside them left out.  One path-limited ``git log`` over
+        every merge at once, from their side parents down to the oldest one's first parent (a
+        later merge's first parent reaches the earlier ones' side commits, so only the oldest
+        bounds it): each commit found belongs to the first merge that brought it (`_bring`),
+        the first-parent commits it also finds to none."""
+        wanted = {m.sha: m for m in merges if m.is_merge}
+        if not wanted:
+            return {}
         if self._brought is None:
             self._brought = self._bring()
-        merge = self._brought.get(sha)
-        if merge is None:
-            return None
-        if merge not in self._known:
-            for c in self._parse(self._run(["log", "--no-walk", f"--format={_FMT}", merge])):
-                self._known[c.sha] = c
-        return self._known.get(merge)
+        order = self.order()
+        tips = sorted({p for m in wanted.values() for p in m.parents[1:]})
+        base = min((m.parents[0] for m in wanted.values()), key=lambda sha: order.get(sha, -1))
+        found = self._parse(self._run(["log", "--full-history", "--no-merges", "--topo-order", "--reverse",
+                                       f"--format={_FMT}", *tips, "--not", base, "--", *self._paths]))
+        out: dict[str, list[Commit]] = {sha: [] for sha in wanted}
+        for c in found:
+            merge = self._brought.get(c.sha)
+            if merge in out:
+                out[merge].append(c)
+        return {sha: tuple(cs) for sha, cs in out.items()}
 
     def _bring(self) -> dict[str, str]:
         """{commit: merge} for every commit reached only through a merge's second+ parent."""
@@ -303,46 +333,20 @@ class Walk:
 
     # -- status branches ------------------------------------------------------------------------
 
-    def status(self) -> list[StatusCommit]:
+    def status(self, groups: bool = False) -> list[StatusCommit]:
         """Every status branch's commits that changed summary.yaml, health.yaml or a zone
-        document (``zones/<zone>.yaml``), oldest first."""
+        document (``zones/<zone>.yaml``), and with ``groups`` groups.yaml, oldest first
+        (`historystatus.read_status`; what each document says kept in ``status-facts.json``,
+        ``status-facts-groups.json`` with ``groups``)."""
         refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS]).split()
-        if not refs:
-            return []
-        out = self._run(["log", "--source", "--root", "--raw", "--no-abbrev", "--reverse", "--topo-order",
-                         f"--format={_END}%H{_SEP}%S{_SEP}%ct", *refs, "--", "summary.yaml", "health.yaml", "zones/"])
-        last: dict[str, dict[str, str]] = {}  # cluster id -> {file: blob}
-        steps: list[tuple[str, str, str, dict[str, str]]] = []
-        for entry in out.split(_END):
-            if not entry.strip():
-                continue
-            head, *raw = entry.strip("\n").split("\n")
-            sha, source, ctime = head.split(_SEP)
-            cid = source[len(STATUS_REFS):] if source.startswith(STATUS_REFS) else source
-            blobs = last.setdefault(cid, {})
-            for line in raw:
-                meta, _, name = line.partition("\t")
-                fields = meta.split()
-                if len(fields) >= 5 and (name in ("summary.yaml", "health.yaml")
-                                         or (name.startswith("zones/") and name.endswith(".yaml"))):
-                    if fields[4].startswith("D"):
-                        blobs.pop(name, None)
-                    else:
-                        blobs[name] = fields[3]
-            steps.append((sha, cid, ctime, dict(blobs)))
-        zone_blobs = {blob for _, _, _, blobs in steps for name, blob in blobs.items() if name.startswith("zones/")}
-        facts = read_facts(self._git, self._facts_file,
-                           [blob for _, _, _, blobs in steps for blob in blobs.values()], zone_blobs)
-        found: list[StatusCommit] = []
-        for sha, cid, ctime, blobs in steps:
-            summary = facts.get(blobs.get("summary.yaml", ""), NO_FACTS)
-            health = facts.get(blobs.get("health.yaml", ""), NO_FACTS)
-            zones = {}
-            for name, blob in blobs.items():
-                if name.startswith("zones/"):
-                    doc = facts.get(blob, NO_FACTS)
-                    zones[name[len("zones/"):-len(".yaml")]] = \
-                        ZoneState(True, doc.applied or None, doc.reason) if doc.held else NOT_HELD
-            found.append(StatusCommit(cid, sha, int(ctime), summary.cluster or cid, summary.applied,
-                                      frozenset(health.unhealthy), "health.yaml" in blobs, zones))
-        return found
+        # a facts file per set of documents read: each keeps only the blobs its own runs read
+        facts = self._facts_file.with_name("status-facts-groups.json") if groups else self._facts_file
+        return read_status(self._run, self._git, facts, refs, groups)
+
+    def blobs(self, ids: Iterable[str]) -> dict[str, str]:
+        """Status documents read whole (one ``git cat-file``); one larger than the read cap is
+        left out (read as saying nothing)."""
+        wanted = list(dict.fromkeys(ids))
+        sizes = self._git.sizes(wanted)
+        small = [b for b in wanted if sizes[b] <= DEFAULT_LIMITS.file_bytes]
+        return {b: data.decode("utf-8", errors="replace") for b, (_, data) in self._git.objects(small).items()}

@@ -185,7 +185,8 @@ def test_history_text_and_json_through_the_cli(repo: Repo, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert (f"history of name {HOST}: 4 change(s) and 1 invalid commit(s) in 6 commit(s) of branch main, "
             "0 status branch(es)") in out
-    assert "Bob <bob@example.com> (committed by CI <ci@example.com>)  [unsigned]" in out
+    assert "  [unsigned]  api: GCP clusters take 250 shares\n  author: Bob <bob@example.com> (committed by CI " \
+           "<ci@example.com>); no pull request named in git (a direct push, or a rebase merge)\n" in out
     assert "invalid: 1 problem(s) hold zone example.com" in out
     assert "valid again; no change since the last valid revision" in out
     assert "decommission eu-central-1" in out and "status.example.com" not in out

@@ -55,6 +55,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, dict[str, s
     shas["failover"] = r.commit("Bob", "groups: example.com fails over to site-b")
     shas["merge"] = r.merge_pr("failover", 7, "Carol", EPOCH + 50 * 3600)
     r.write(GROUPS, good.replace("serial: 1", "serial: 3"))
+    r.ticks = 51  # pushed to main after the merge (50h): at 52h
     shas["restore"] = r.commit("Dave", "groups: example.com back to both sites")
     cid = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"  # eu-west-1
     first = _status_commit(r, cid, "eu-west-1", shas["initial"], [], "", EPOCH + 10_000)
@@ -70,14 +71,19 @@ def test_failover_shows_with_its_pr_and_where_it_applied(audited: tuple[Repo, di
     doc = json.loads(capsys.readouterr().out)
     entries = {e["sha"]: e for e in doc["entries"]}
     assert doc["statusBranches"] == 1
-    failover = entries[shas["failover"]]
-    assert failover["author"] == "Bob <bob@example.com>" and failover["merge"]["pr"] == 7
-    assert failover["merge"]["sha"] == shas["merge"] and failover["merge"]["author"] == "Carol <carol@example.com>"
+    # the change is the merge's, the commit that brought it onto main; the side commit is not listed
+    assert shas["failover"] not in entries
+    failover = entries[shas["merge"]]
+    assert failover["authors"] == ["Bob <bob@example.com>"] and failover["pr"] == 7 and failover["landed"] == "merge"
+    assert failover["mergedBy"] == "Carol <carol@example.com>" and failover["mergedByFrom"] == "merge commit author"
+    assert [c["sha"] for c in failover["brought"]] == [shas["failover"]]
+    assert failover["brought"][0]["author"] == "Bob <bob@example.com>"
     assert any("site-b" in n for n in failover["notes"])
     removed = [c for c in failover["changes"] if c["op"] in ("-", "~")]
     assert removed, failover  # eu-west-1 (site-a) stops publishing
     applied = {a["cluster"]: a for a in failover["applied"]}
-    assert applied["eu-west-1"]["statusCommit"] and applied["eu-west-1"]["exact"] is False  # via the merge
+    assert applied["eu-west-1"]["statusCommit"] and applied["eu-west-1"]["exact"] is True  # the merge itself
+    assert applied["eu-west-1"]["revision"] == shas["merge"]
     restore = entries[shas["restore"]]
     assert restore["changes"] and restore["applied"][0]["at"] is None  # never applied
     health = [e for e in doc["entries"] if e["status"] == "health"]
@@ -91,7 +97,8 @@ def test_search_by_value_finds_every_name_that_held_it(audited: tuple[Repo, dict
     assert main(["history", EU_WEST, "--repo", str(repo.bare)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"history of value {EU_WEST}:")
-    assert "== " in out and "PR #7" in out and shas["failover"][:7] in out
+    assert "== " in out and "; PR #7; merged by Carol <carol@example.com>" in out and shas["merge"][:7] in out
+    assert out.count(f"commit {shas['failover'][:7]}  ") == 1  # the side commit, under its merge
     assert main(["history", "192.0.2.254", "--repo", str(repo.bare)]) == 0
     assert "no commit changed the desired records of 192.0.2.254" in capsys.readouterr().out
 
@@ -103,14 +110,15 @@ def test_since_until_window(audited: tuple[Repo, dict[str, str]], capsys: pytest
     doc = json.loads(capsys.readouterr().out)
     commits = [e["sha"] for e in doc["entries"] if e["status"] != "health"]
     # initial (1h) is before 2.5h; the failover was written at 2h but reached main by its merge at
-    # 50h, so it is in the window (when a change reached the branch is what an audit asks)
-    assert commits == [shas["failover"], shas["restore"]]
+    # 50h, so it is in the window, as its merge (when a change reached the branch is what an audit asks)
+    assert commits == [shas["merge"], shas["restore"]]
     assert doc["since"] == datetime.fromtimestamp(EPOCH + 9000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert main(["history", HOST, "--repo", str(repo.bare), "--format", "json",
                  "--until", datetime.fromtimestamp(EPOCH + 9000, UTC).isoformat()]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert shas["restore"] not in [e["sha"] for e in doc["entries"]]
-    assert shas["failover"] not in [e["sha"] for e in doc["entries"]]  # written before, merged after
+    # written before, merged after
+    assert {shas["failover"], shas["merge"]}.isdisjoint(e["sha"] for e in doc["entries"])
     assert shas["initial"] in [e["sha"] for e in doc["entries"]]
 
 
@@ -120,7 +128,7 @@ def test_search_by_value_shows_the_switch_that_took_it_away_and_its_health_entri
     assert main(["history", EU_WEST, "--repo", str(repo.bare), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     entries = {e["sha"]: e for e in doc["entries"] if e["status"] != "health"}
-    failover = entries[shas["failover"]]
+    failover = entries[shas["merge"]]
     assert any(c["op"] == "-" for c in failover["changes"])  # the value went away...
     assert failover["notes"] == ["example.com: active groups serial 2 [site-b]"]  # ...because of the switch
     assert main(["history", EU_WEST, "--repo", str(repo.bare)]) == 0

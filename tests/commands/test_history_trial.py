@@ -59,13 +59,13 @@ def test_a_fresh_clone_reads_the_status_branches_origin_has(trial: tuple[Repo, d
     assert not git("branch", "--list", "gitdns-status/*", cwd=clone)  # a clone makes no local branch for them
     result = hist.history(HOST, str(clone), state_dir=tmp_path / "state")
     assert result.status_branches == 2
-    merged = next(e for e in result.entries if e.commit.sha == shas["weight"])
+    merged = next(e for e in result.entries if e.commit.sha == shas["merge"])  # the merge brought the weight
     assert [(a.cluster, a.at) for a in merged.applied if a.at] == [("eu-west-1", EPOCH + 41 * 3600)]
     assert any(h.startswith("read from ") and "refs/remotes/origin/gitdns-status/*" in h for h in result.hints)
     # a local copy of a status branch left behind: the newer remote-tracking one is read (as status does)
     git("branch", f"gitdns-status/{IDS['eu-west-1']}", f"origin/gitdns-status/{IDS['eu-west-1']}~1", cwd=clone)
     again = hist.history(HOST, str(clone), state_dir=tmp_path / "state")
-    merged = next(e for e in again.entries if e.commit.sha == shas["weight"])
+    merged = next(e for e in again.entries if e.commit.sha == shas["merge"])
     assert [a.at for a in merged.applied if a.cluster == "eu-west-1"] == [EPOCH + 41 * 3600]
     # a local branch ahead of origin's (an agent pushing to this repository) is read
     bare_clone = tmp_path / "mirror.git"
@@ -81,11 +81,13 @@ def test_the_window_is_on_when_a_change_reached_the_branch(trial: tuple[Repo, di
     # the weight change was written at 2h and merged at 40h: a window around the merge has it
     result = hist.history(HOST, str(r.bare), state_dir=tmp_path, since=_iso(EPOCH + 39 * 3600),
                           until=_iso(EPOCH + 41 * 3600))
-    assert [e.commit.sha for e in result.entries if e.status != "health"] == [shas["weight"]]
+    assert [e.commit.sha for e in result.entries if e.status != "health"] == [shas["merge"]]
     assert result.commits == 1 and (result.since, result.until) == (EPOCH + 39 * 3600, EPOCH + 41 * 3600)
     text = histfmt.to_text(result)
     assert f"that reached it from {_iso(EPOCH + 39 * 3600)} to {_iso(EPOCH + 41 * 3600)}" in text.splitlines()[0]
-    assert "merged by" in text and "PR #12" in text
+    assert "  author: Bob <bob@example.com>; PR #12; merged by Carol <carol@example.com>\n" in text
+    assert f"  commit {shas['weight'][:7]}  {_iso(EPOCH + 7200)}  Bob <bob@example.com>  [unsigned]  api: GCP 250 " \
+           "shares\n" in text
     # a window around when it was written, before it was merged, does not
     early = hist.history(HOST, str(r.bare), state_dir=tmp_path, since=_iso(EPOCH + 7200 - 60),
                          until=_iso(EPOCH + 7200 + 60))
@@ -110,15 +112,15 @@ def test_a_cluster_that_left_is_not_in_git_rather_than_never_applied(trial: tupl
     retire = next(e for e in result.entries if e.commit.sha == shas["retire"])
     by = {a.cluster: a for a in retire.applied}
     assert by["eu-central-1"].in_git and not by["eu-central-1"].at  # its own removal: it never applied it
-    assert histfmt._applied_text(by["eu-central-1"]) == "eu-central-1: not applied yet"
+    assert histfmt.applied_text(by["eu-central-1"]) == "eu-central-1: not applied yet"
     r.write("policies/api.yaml", r.read("policies/api.yaml").replace("weight: 240", "weight: 230"))
     after = r.commit("Eve", "api: 230, after eu-central-1 left")
     try:
         result = hist.history(HOST, str(r.bare), state_dir=tmp_path)
         later = {a.cluster: a for a in next(e for e in result.entries if e.commit.sha == after).applied}
         assert not later["eu-central-1"].in_git and later["eu-west-1"].in_git
-        assert histfmt._applied_text(later["eu-central-1"]) == "eu-central-1: not in git at this revision"
-        assert histfmt._applied_text(later["eu-west-1"]) == "eu-west-1: not applied yet"
+        assert histfmt.applied_text(later["eu-central-1"]) == "eu-central-1: not in git at this revision"
+        assert histfmt.applied_text(later["eu-west-1"]) == "eu-west-1: not applied yet"
     finally:  # the module's repository as the other tests know it
         git("push", "-q", "--force", str(r.bare), f"{shas['retire']}:refs/heads/main", cwd=r.work)
         git("reset", "-q", "--hard", shas["retire"], cwd=r.work)

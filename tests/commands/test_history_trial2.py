@@ -131,7 +131,7 @@ def test_a_value_search_reports_an_invalid_commit_rather_than_a_removal(held: tu
     assert {e["sha"]: e["zone"] for e in doc["entries"]}[shas["mail"]] == "example.com"
 
 
-def test_a_concurrent_commit_is_compared_with_its_own_parent(tmp_path: Path) -> None:
+def test_a_concurrent_commit_is_attributed_to_its_merge_compared_with_its_first_parent(tmp_path: Path) -> None:
     r = Repo(tmp_path)
     initial = r.commit("Alice", "initial desired state")
     git("checkout", "-q", "-b", "frank/w210", cwd=r.work)
@@ -152,8 +152,13 @@ def test_a_concurrent_commit_is_compared_with_its_own_parent(tmp_path: Path) -> 
         return any(f"weight={old} [" in line and f"-> ttl=60 weight={new} [" in line for line in weights[sha])
 
     assert changed(direct, 200, 220), weights[direct]  # its author never saw 210
-    assert changed(side, 200, 210), weights[side]
+    assert side not in weights  # 210 never reached main: the change on the branch is its merge's
     assert changed(merge, 220, 230), weights[merge]  # on the branch: from its first parent
+    entry = next(e for e in result.entries if e.commit.sha == merge)
+    assert entry.who is not None and entry.who.authors == ("Frank <frank@example.com>",)
+    assert (entry.who.pr, entry.who.landed, entry.who.merger) == (16, "merge", "Carol <carol@example.com>")
+    assert [c.sha for c, _ in entry.who.side] == [side]
+    assert [e.commit.sha for e in result.entries] == [initial, direct, merge]
 
 
 AP_SOUTH = """\

@@ -277,6 +277,7 @@ def _history_verbs(repo: str, state: Path) -> list[tuple[str, ...]]:
         verbs.append(("history", "api.example.com", "--repo", repo, "--state-dir", str(state), "--format", fmt))
         verbs.append(("status", "--repo", repo, "--state-dir", str(state), "--format", fmt))
         verbs.append(("status", "--repo", repo, "--state-dir", str(state), "--format", fmt, "--revision", "HEAD"))
+        verbs.append(("groups", "log", "example.com", "--repo", repo, "--state-dir", str(state), "--format", fmt))
     verbs.append(("groups", "get", "example.com", "--repo", repo))
     verbs.append(("groups", "get", "example.com", "--repo", repo, "--format", "json"))
     return verbs

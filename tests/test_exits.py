@@ -61,7 +61,6 @@ EXITS = (
         "gitdns/adapters/coredns_delivery.py": "the delivery manifest the orchestrator wrote",
         "gitdns/adapters/zonefile.py": "the serving file the renderer wrote",
         "gitdns/commands/historyfacts.py": "the history cache the command wrote",
-        "gitdns/commands/plan.py": "JSON the command itself just produced",
     }),
 )
 

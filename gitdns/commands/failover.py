@@ -335,7 +335,7 @@ def to_json(switch: Switch, names: dict[str, str] | None = None, base: str | Non
         "endpoints": endpoints_dict(switch.diff, switch.absent),
         "plans": [{"step": step, "pass": _pass(step), **planfmt.plan_dict(plan, names)}
                   for step, plan in switch.plans],
-        "after": json.loads(inventory.to_json(switch.zone.domain, inventory.inventory(switch.after, names))),
+        "after": inventory.to_dict(switch.zone.domain, inventory.inventory(switch.after, names)),
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 

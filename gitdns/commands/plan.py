@@ -142,7 +142,7 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
             + "</details>\n")
         if fmt == "json":
             out_json.append({"zone": zone.domain, "plans": [planfmt.plan_dict(p, names) for p in plans],
-                             "merged": json.loads(inventory.to_json(zone.domain, rows))["records"],
+                             "merged": inventory.to_dict(zone.domain, rows)["records"],
                              **prpreview.zone_dict(review)})
     all_notes = [*notes, *late_notes()]
     review_all = prpreview.Review(tuple(reviews), tuple(all_notes), detail)

@@ -65,7 +65,11 @@ def to_text(zone: str, rows: list[Row]) -> str:
 
 
 def to_json(zone: str, rows: list[Row]) -> str:
-    doc = {
+    return json.dumps(to_dict(zone, rows), indent=2, sort_keys=True) + "\n"
+
+
+def to_dict(zone: str, rows: list[Row]) -> dict[str, object]:
+    return {
         "zone": zone,
         "records": [
             {**(record_dict(r.record) or {}), "owners": list(r.owners), "foreign": r.foreign,
@@ -74,4 +78,3 @@ def to_json(zone: str, rows: list[Row]) -> str:
             for r in rows
         ],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -16,21 +16,10 @@ from gitdns.core.model import Revision
 
 log = logging.getLogger(__name__)
 
+
 def head_info(path: Path) -> HeadInfo | None:
-    try:
-        import git
-    except ImportError:  # pragma: no cover - gitpython is a declared dependency
-        return None
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-        commit = repo.head.commit
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return None
-    except git.GitCommandError as exc:
-        log.warning("read head failed: path=%s error=%s", path, exc)
-        return None
-    message = commit.message if isinstance(commit.message, str) else commit.message.decode()
-    return HeadInfo(Revision(int(commit.committed_date), commit.hexsha), message, str(commit.author))
+    """HEAD of the work tree at ``path`` (None: no repository, or no commit yet)."""
+    return commit_at(path, "HEAD")
 
 
 def commit_at(path: Path, rev: str) -> HeadInfo | None:

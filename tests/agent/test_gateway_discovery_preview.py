@@ -56,7 +56,9 @@ def test_the_preview_uses_the_published_observation_and_says_so(repo: Path) -> N
     text = "\n".join(result.out)
     assert ("gateway ingress/api-gw of eu-west-1: addresses observed by eu-west-1 at 2030-01-02T03:04:05Z: "
             "'192.0.2.77'") in text
-    assert "192.0.2.77" in text.split("merged zone after every cluster applied:", 1)[1]
+    assert "192.0.2.77" in text.split("\nzone example.com:", 1)[1]  # among the preview's changed records
+    verbose = "\n".join(plan(repo, all_clusters=True, verbose=True).out)
+    assert "192.0.2.77" in verbose.split("merged zone after every cluster applied:", 1)[1]
 
 
 def test_a_gateway_never_observed_is_shown_as_such_and_nothing_guessed(repo: Path) -> None:

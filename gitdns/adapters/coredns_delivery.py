@@ -14,9 +14,12 @@ never touched.  Nothing is written when nothing changed.
 Directory (the orchestrator as a sidecar of the CoreDNS pod, an emptyDir mounted at
 ``/etc/coredns/custom`` in both containers): each file is written to a hidden temporary file
 in the same directory, fsynced, chmod 0644 (dnsmasq and CoreDNS may run as another user) and
-renamed over the old one, so a reader sees the old or the new file, never half of one.  With
-``pid_file`` the process named there gets SIGHUP after a change (dnsmasq re-reads its
-``addn-hosts`` on SIGHUP; CoreDNS's ``hosts`` plugin re-reads on its own timer instead).
+renamed over the old one, so a reader sees the old or the new file, never half of one.  A
+process killed mid-write leaves such a temporary file (hidden: CoreDNS and dnsmasq never read
+it); the first delivery of the next process removes those of this owner's files and manifest
+(one orchestrator per pool writes them).  With ``pid_file`` the process named there gets
+SIGHUP after a change (dnsmasq re-reads its ``addn-hosts`` on SIGHUP; CoreDNS's ``hosts``
+plugin re-reads on its own timer instead).
 
 ConfigMap: read, change only the keys that differ, replace with the resourceVersion read (a
 concurrent writer makes that a 409: re-read and retry, at most ``max_attempts`` times).  A
@@ -92,6 +95,7 @@ class DirectoryDelivery:
         self.pid_file = pid_file
         self.sig = sig
         self.manifest = self.directory / f".gitdns-{owner}.owned"
+        self._swept = False  # the first delivery removes what a killed predecessor left
 
     @property
     def target(self) -> str:
@@ -111,6 +115,8 @@ class DirectoryDelivery:
         check_names(files)
         self.directory.mkdir(parents=True, exist_ok=True)
         before = self.owned()
+        if not self._swept:
+            self._sweep(before | set(files))
         if not before >= set(files):  # own a file before it exists: a crash leaves nothing unowned
             self._write_manifest(before | set(files))
         written = tuple(sorted(n for n, text in files.items() if self._write_if_changed(n, text)))
@@ -130,6 +136,14 @@ class DirectoryDelivery:
             if self.pid_file is not None:
                 result = DeliveryResult(written, tuple(removed), signalled=self._signal())
         return result
+
+    def _sweep(self, names: set[str]) -> None:
+        """Remove the temporary files of ``names`` and of the manifest that a killed writer
+        left (another owner's are never touched)."""
+        for name in sorted(names | {self.manifest.name}):
+            for stray in fsutil.remove_stray_temps(self.directory, fsutil.temp_glob(self.directory / name)):
+                log.warning("removed stray temp: path=%s", stray)
+        self._swept = True
 
     def _write_if_changed(self, name: str, text: str) -> bool:
         path = self.directory / name

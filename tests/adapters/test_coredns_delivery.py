@@ -94,6 +94,23 @@ def test_no_temporary_files_are_left(tmp_path: Path) -> None:
     assert listing(tmp_path) == [".gitdns-edge.owned", "tenant-a.hosts"]
 
 
+def test_temporary_files_a_killed_writer_left_are_removed_but_nobody_elses(tmp_path: Path) -> None:
+    """kill -9 between a temporary file's write and its rename leaves it (bench/crash.py found
+    them piling up); the next process's first delivery removes this owner's, never another's."""
+    DirectoryDelivery(tmp_path, "core").deliver({"tenant-z.hosts": "10.9.9.9 z.io\n"})
+    edge = DirectoryDelivery(tmp_path, "edge")
+    edge.deliver({**FILES, "tenant-b.hosts": "10.0.0.1 b.io\n"})
+    left = [".tenant-a.hosts.tmp-4242-0badf00d", ".tenant-b.hosts.tmp-4242-0badf00e",
+            "..gitdns-edge.owned.tmp-4242-0badf00f", ".new.hosts.tmp-4242-0badf010"]
+    others = [".tenant-z.hosts.tmp-77-00000001", "..gitdns-core.owned.tmp-77-00000002", ".mine.override.tmp-1-2"]
+    for name in [*left, *others]:
+        (tmp_path / name).write_text("half of a fi")
+    restarted = DirectoryDelivery(tmp_path, "edge")
+    restarted.deliver({**FILES, "new.hosts": "10.0.0.3 n.io\n"})  # tenant-b gone, new.hosts new
+    assert listing(tmp_path) == sorted([".gitdns-core.owned", ".gitdns-edge.owned", "gitdns-edge.server", "new.hosts",
+                                        "tenant-a.hosts", "tenant-z.hosts", *others])
+
+
 @pytest.mark.parametrize("name", ["../escape.hosts", ".hidden", "a/b", "spaced name"])
 def test_bad_names_are_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ConfigError):

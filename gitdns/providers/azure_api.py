@@ -105,6 +105,8 @@ class SdkClient:
             response: Any = exc.response
             headers = response.headers if response is not None else {}
             return ApiError(int(exc.status_code), code, clean_message(message), retry_after(headers.get("Retry-After")))
+        if isinstance(exc, HttpResponseError):  # no status: the answer was cut off (IncompleteReadError)
+            return UnreachableError(f"azure: {what}: cannot reach {self.endpoint} ({type(exc).__name__})")
         if isinstance(exc, ServiceRequestError | ServiceResponseError):
             return UnreachableError(f"azure: {what}: cannot reach {self.endpoint} ({type(exc).__name__})")
         return exc

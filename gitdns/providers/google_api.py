@@ -90,6 +90,8 @@ class LibraryApi:
             raise _api_error(exc) from None
         except (rexc.ConnectionError, rexc.Timeout, aexc.TransportError) as exc:
             raise UnreachableError(f"Cloud DNS: cannot reach the API ({type(exc).__name__})") from None
+        except (rexc.ChunkedEncodingError, rexc.ContentDecodingError) as exc:  # the answer was cut off mid-body
+            raise UnreachableError(f"Cloud DNS: cannot reach the API ({type(exc).__name__})") from None
         except aexc.GoogleAuthError as exc:  # a refused or unrefreshable token (401 and no refresh)
             raise AuthError(f"Cloud DNS: the credentials were refused ({type(exc).__name__})") from None
         return dict(answer or {})

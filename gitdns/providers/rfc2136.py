@@ -155,6 +155,8 @@ class DnsPythonClient:
         if isinstance(exc, dns.exception.FormError) and "TSIG" in str(exc):
             return AuthError(f"{what}: {where} answered without a TSIG signature, so it did not accept "
                              "the key: check tsigKeyName, tsigAlgorithm and the secret")
+        if isinstance(exc, EOFError):  # dnspython: the connection closed before the whole answer
+            return UnreachableError(f"{what}: {where} closed the connection before the whole answer")
         if isinstance(exc, OSError):
             return UnreachableError(f"{what}: cannot reach {where}: {exc.strerror or type(exc).__name__}")
         if isinstance(exc, dns.exception.DNSException):

@@ -1,0 +1,158 @@
+"""An answer the server cuts off mid-way is a retryable `UnreachableError` on every provider.
+
+A load balancer restarting, a proxy timing out or a server crashing closes the connection after
+the first bytes of an answer (a body shorter than its Content-Length, a chunked body that stops,
+a DNS message shorter than its length prefix).  Each provider's real client is pointed at a
+loopback server that does exactly that; what comes out must be the provider's `UnreachableError`
+(the agent retries it on its validation loop), never the SDK's own exception: that one escapes
+the provider, fails the zone's pass as ``InternalError`` with a traceback in the log, and makes
+the agent take back what the pass had written.  (Found while checking that the soak's
+``connection-reset`` fault raises what each adapter raises: tests/faults/test_fault_fidelity.py.)
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from gitdns.core.model import ProviderRef
+from gitdns.core.records import Action, Change, RecordSet
+from gitdns.errors import UnreachableError
+from gitdns.providers.fences import Fences
+from tests.providers.tls import server_context
+
+ZONE = "example.test"
+CUTS = {
+    "body": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"a\": \"" + b"x" * 100,
+    "chunked": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"1000\r\n" + b"x" * 100),
+}
+
+
+@contextmanager
+def cutting_https(answer: bytes) -> Iterator[str]:
+    """An HTTPS server on loopback that reads a request, sends ``answer`` (the start of a longer
+    one) and closes."""
+    raw = socket.socket()
+    raw.bind(("127.0.0.1", 0))
+    raw.listen(16)
+    context = server_context()
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = raw.accept()
+            except OSError:
+                return
+            try:
+                tls = context.wrap_socket(conn, server_side=True)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = tls.recv(65536)
+                    if not chunk:
+                        break
+                    request += chunk
+                tls.sendall(answer)
+                tls.close()
+            except OSError:
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"https://127.0.0.1:{raw.getsockname()[1]}"
+    finally:
+        done.set()
+        raw.close()
+
+
+def check(call: Callable[[], object]) -> UnreachableError:
+    with pytest.raises(UnreachableError) as err:
+        call()
+    return err.value
+
+
+def record() -> Change:
+    rec = RecordSet(f"x.{ZONE}", "A", 60, ("192.0.2.1",))
+    return Change(Action.CREATE, None, rec, rec.key)
+
+
+@pytest.mark.parametrize("cut", sorted(CUTS))
+def test_route53(cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("botocore")
+    from gitdns.providers import route53
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with cutting_https(CUTS[cut]) as url:
+        ref = ProviderRef("route53", (("endpoint", url), ("hostedZoneId", "Z1")))
+        provider = route53.from_ref(ZONE, ref, Path("."), fences=Fences.parse(provider_endpoints=url))
+        check(lambda: provider.read(ZONE))
+        check(lambda: provider.apply(ZONE, [record()]))
+
+
+@pytest.mark.parametrize("cut", sorted(CUTS))
+def test_google(cut: str) -> None:
+    pytest.importorskip("google.cloud.dns")
+    from gitdns.providers import google
+
+    with cutting_https(CUTS[cut]) as url:
+        ref = ProviderRef("google", (("endpoint", url), ("managedZone", "mz"), ("project", "p")))
+        provider = google.from_ref(ZONE, ref, Path("."), fences=Fences.parse(provider_endpoints=url))
+        assert "cannot reach" in str(check(lambda: provider.read(ZONE)))
+        check(lambda: provider.apply(ZONE, [record()]))
+
+
+@pytest.mark.parametrize("cut", sorted(CUTS))
+def test_azure(cut: str) -> None:
+    pytest.importorskip("azure.mgmt.dns")
+    from gitdns.providers.azure import AzureProvider
+    from gitdns.providers.azure_api import SdkClient
+    from tests.providers.azure_fake import FakeCredential
+
+    with cutting_https(CUTS[cut]) as url:
+        provider = AzureProvider(ZONE, SdkClient(FakeCredential(), "sub", "rg", url, timeout=5))
+        assert "cannot reach" in str(check(lambda: provider.read(ZONE)))
+        check(lambda: provider.apply(ZONE, [record()]))
+
+
+@contextmanager
+def cutting_dns() -> Iterator[int]:
+    """A DNS server over TCP on loopback that reads a message, answers with a length prefix of
+    200 octets and 12 of them, and closes."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    done = threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conn.recv(65535)
+            conn.sendall(struct.pack("!H", 200) + b"\x00" * 12)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        done.set()
+        sock.close()
+
+
+def test_rfc2136() -> None:
+    from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider
+
+    with cutting_dns() as port:
+        provider = Rfc2136Provider(ZONE, DnsPythonClient("127.0.0.1", port, 5.0))
+        assert "closed the connection" in str(check(lambda: provider.read(ZONE)))
+        check(lambda: provider.apply(ZONE, [record()]))

@@ -8,6 +8,7 @@
     │   └── UnsupportedError         a provider cannot do what is asked
     └── RetryableError               try again later, with backoff
         ├── UnreachableError         a zone, remote or API cannot be reached
+        │   └── TimedOutError        it did not answer in time (the request may have taken effect)
         ├── ThrottledError           the service asked us to slow down (``retry_after``)
         └── StaleWriteError          a compare-and-swap was refused: re-read and re-plan
 
@@ -56,6 +57,12 @@ class RetryableError(GitdnsError):
 
 class UnreachableError(RetryableError):
     reason = "Unreachable"
+
+
+class TimedOutError(UnreachableError):
+    """The call was sent and no answer came in time: whether it took effect is unknown (the
+    next read says).  Its reason stays ``Unreachable``; the agent's metrics tell it apart as
+    the provider fault kind ``timeout``."""
 
 
 class ThrottledError(RetryableError):

@@ -28,6 +28,7 @@ from gitdns.agent.zones import Zones
 from gitdns.agent.zonework import ZoneWork
 from gitdns.core.status import ClusterReport
 from gitdns.errors import GitdnsError
+from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class Agent:
 
     def refresh_report(self) -> None:
         """Rebuild the report without publishing it (the remote may be the thing that is down)."""
-        self.state.last_report = self.reporter.report()
+        self.state.last_report = self.reporter.shown()
 
     def report(self) -> ClusterReport:
         return self.reporter.report()
@@ -197,9 +198,9 @@ class Agent:
         return True
 
     # --- validation loop (Kuadrant's DNS controller: re-check after a write) ----------------
-    def validate(self) -> int:
+    def validate(self, outcomes: list[ZoneOutcome] | None = None) -> int:
         """Re-check due zones; re-apply where own records are missing or overwritten.
-        Returns the number of zones re-applied."""
+        Returns the number of zones re-applied; each pass's outcome is added to ``outcomes``."""
         desired = self.state.current
         if desired is None:
             return 0
@@ -211,6 +212,8 @@ class Agent:
             zone = self.zones.zone_in(track.desired, name)
             outcome = self.work.run(zone, track.desired, desired, can_write, validation=True)
             reapplied += 1 if outcome.applied else 0
+            if outcomes is not None:
+                outcomes.append(outcome)
         if can_write is not None:
             self.reporter.publish()
         return reapplied

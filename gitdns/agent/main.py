@@ -189,6 +189,7 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
 
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     from gitdns.agent.budget import Budgets
+    from gitdns.agent.observed import observed_factory
     from gitdns.providers.fences import SETTINGS, fences_from
 
     fences = fences_from({name: getattr(config, name) for name in SETTINGS}, {},
@@ -196,12 +197,8 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
     plain = default_factory(Path(config.state_dir), namespace=config.pod_namespace or None, fences=fences)
     fleet = FleetSize()
     budgets = Budgets(fleet.get)
-    wrapped: dict[str, Any] = {}
-
-    def factory(zone: Any) -> Any:  # every provider call is paid from the account's budget
-        if zone.name not in wrapped:
-            wrapped[zone.name] = budgets.wrap(plain(zone))
-        return wrapped[zone.name]
+    # every provider call is counted (and its faults classified), then paid from the account's budget
+    factory = observed_factory(plain, metrics, budgets.wrap)
 
     wake = Wake()
     status = StatusPublisher(config) if config.status else None

@@ -17,35 +17,82 @@ gitdns_conflicts{zone,reason}              gauge   set_conflicts (reasons not gi
 gitdns_stale_write_retries_total{zone}     counter record_stale_retries
 gitdns_cycle_duration_seconds              hist.   observe_cycle
 gitdns_cycle_last_duration_seconds         gauge   observe_cycle
-gitdns_git_errors_total{reason}            counter record_git_error
-gitdns_head_refusals_total{reason}         counter record_refusal (SignatureRefused|RollbackRefused; once per head)
+gitdns_git_errors_total{reason}            counter record_git_error (the desired branch's fetch and verify)
+gitdns_head_refusals_total{reason}         counter record_refusal (SignatureRefused|RollbackRefused; once per
+                                                   head; both reasons start at 0)
+gitdns_status_push_failures_total{reason}  counter record_status_push_failure (each failed push of the
+                                                   status branch; reasons: STATUS_PUSH_REASONS, each
+                                                   starting at 0)
+gitdns_provider_errors_total{zone,kind}    counter record_provider_error (each fault a provider call met,
+                                                   retried or not; kinds: PROVIDER_ERROR_KINDS)
 gitdns_applied_revision_info{revision}     gauge   set_revision (=1; the old label goes)
 gitdns_validation_problems{zone}           gauge   set_validation_problems
 gitdns_zone_errors_total{zone,reason}      counter record_zone_error (a pass ended in an error; runner.error_reason)
 gitdns_webhook_deliveries_total            counter record_webhook; result is one of
   {provider,result}                                accepted|forged|replayed|ignored
-gitdns_provider_calls_total{zone,op}       counter record_provider_call
+gitdns_provider_calls_total{zone,op}       counter record_provider_call (op: zones|read|apply)
 gitdns_last_success_timestamp_seconds      gauge   mark_success
-gitdns_ready                               gauge   set_ready (0/1)
+gitdns_ready                               gauge   set_ready (0/1: the Ready condition)
+gitdns_condition{type,reason}              gauge   set_conditions (each condition of /status: 1 True,
+                                                   0 False; one series per type, built at scrape time)
 gitdns_health_all_targets_unhealthy        gauge   set_all_targets_unhealthy (=1 per host
   {zone,host}                                      whose every target, in every cluster, is
                                                    down: all published, fail open; hosts no
                                                    longer given are removed)
 ========================================== ======= =========================================
+
+Every fault the agent can meet has a kind in `FAULT_KINDS` (docs/agent.md, "Faults and
+alerts"), shown by the series named there; the shipped PrometheusRule has an alert naming each
+(tests/agent/test_fault_alerts.py drives each kind and evaluates the rule on the scrape).  Label
+values come from closed sets: never an error's text.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 
-__all__ = ["CONTENT_TYPE", "WEBHOOK_RESULTS", "Metrics"]
+from gitdns.core.conditions import Condition
+
+__all__ = ["CONTENT_TYPE", "FAULT_KINDS", "HEAD_REFUSAL_REASONS", "PROVIDER_ERROR_KINDS", "STATUS_PUSH_REASONS",
+           "WEBHOOK_RESULTS", "Metrics"]
 
 # The classic text format; generate_latest writes it for names that need no escaping (all ours).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WEBHOOK_RESULTS = frozenset({"accepted", "forged", "replayed", "ignored"})
+# what a provider call met (gitdns.agent.observed classifies it: by the error's type, never its text)
+PROVIDER_ERROR_KINDS = (
+    "timeout",         # TimedOutError: no answer in time (before or after the write took effect)
+    "connection",      # UnreachableError: connection refused or reset, name resolution
+    "server_error",    # RetryableError: the service failed (HTTP 5xx, SERVFAIL, a store lock held)
+    "throttled",       # ThrottledError: Route53 Throttling, Google and Azure 429 (each answer, retried or not)
+    "partial_batch",   # an apply that wrote some change groups and not the others
+    "change_refused",  # a change group the provider refused for its content
+    "stale_write",     # a compare-and-swap refused (the read was stale): re-read and re-planned
+    "auth",            # AuthError: credentials refused
+    "rejected",        # PermanentError: a request the service will not take (4xx, unsupported, bad settings)
+    "unexpected",      # anything else the provider raised (a bug): the pass is taken back
+)
+# why a status push failed: the StatusPublished reasons (gitdns.agent.reporting)
+STATUS_PUSH_REASONS = ("PushDeclined", "AuthenticationFailed", "HostKeyMismatch", "HostKeyUnknown", "KeyPermissions",
+                       "KeyMissing", "RepositoryNotFound", "TLSVerificationFailed", "GitConnectionRefused",
+                       "GitUnreachable", "GitTimeout", "StatusPushRaced", "StatusCacheError", "StatusPushFailed")
+HEAD_REFUSAL_REASONS = ("SignatureRefused", "RollbackRefused")
+# every fault kind the agent meets -> what shows it in /metrics (docs/agent.md, "Faults and alerts")
+FAULT_KINDS: Mapping[str, str] = {
+    **{f"provider:{kind}": f'gitdns_provider_errors_total{{zone,kind="{kind}"}}' for kind in PROVIDER_ERROR_KINDS},
+    "zone-error": "gitdns_zone_errors_total{zone,reason}",
+    "git-fetch": 'gitdns_git_errors_total{reason}, gitdns_condition{type="SourceAvailable"}',
+    "head-refused": 'gitdns_head_refusals_total{reason}, gitdns_condition{type="SourceAvailable"}',
+    "status-push": 'gitdns_status_push_failures_total{reason}, gitdns_condition{type="StatusPublished"}, '
+                   "gitdns_ready",
+    "lease-lost": 'gitdns_condition{type="LeaseHeld"}',
+    "validation": "gitdns_validation_problems{zone}",
+    "probe": 'gitdns_condition{type="Healthy"}',
+}
 CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
@@ -98,6 +145,16 @@ class Metrics:
             "gitdns_head_refusals", "Heads refused (unsigned or untrusted, or not a descendant of the applied "
             "revision), once per refused head.", ["reason"], registry=r
         )
+        self.status_push_failures = Counter(
+            "gitdns_status_push_failures", "Failed pushes of the status branch, by reason.", ["reason"], registry=r)
+        self.provider_errors = Counter(
+            "gitdns_provider_errors", "Faults provider calls met, retried or not, by zone and kind.",
+            ["zone", "kind"], registry=r)
+        # closed sets start at 0, so that increase() sees the first one (a series born at 1 shows none)
+        for reason in HEAD_REFUSAL_REASONS:
+            self.head_refusals.labels(reason)
+        for reason in STATUS_PUSH_REASONS:
+            self.status_push_failures.labels(reason)
         self.applied_revision = Gauge(
             "gitdns_applied_revision_info", "The desired revision applied last (value 1).", ["revision"], registry=r
         )
@@ -128,6 +185,8 @@ class Metrics:
             "unhealthy and all are published (fail open; condition Healthy AllTargetsUnhealthy).",
             ["zone", "host"], registry=r)
         self.ready.set(0)
+        self._conditions: tuple[Condition, ...] = ()
+        r.register(_ConditionCollector(self))
 
     # --- the load-balancing RFC's four events ----------------------------------------
 
@@ -177,7 +236,32 @@ class Metrics:
         self.zone_errors.labels(zone, reason).inc()
 
     def record_refusal(self, reason: str) -> None:
+        if reason not in HEAD_REFUSAL_REASONS:
+            raise ValueError(f"head refusal reason {reason!r} is not one of {HEAD_REFUSAL_REASONS}")
         self.head_refusals.labels(reason).inc()
+
+    def record_status_push_failure(self, reason: str) -> None:
+        """One failed push of the status branch; a reason outside the set counts as StatusPushFailed."""
+        self.status_push_failures.labels(reason if reason in STATUS_PUSH_REASONS else "StatusPushFailed").inc()
+
+    def record_provider_error(self, zone: str, kind: str, n: int = 1) -> None:
+        if kind not in PROVIDER_ERROR_KINDS:
+            raise ValueError(f"provider error kind {kind!r} is not one of {PROVIDER_ERROR_KINDS}")
+        self.provider_errors.labels(zone, kind).inc(_count(n))
+
+    def set_conditions(self, conditions: Iterable[Condition]) -> None:
+        """Replace the condition series (``gitdns_condition{type,reason}``): one per type, the
+        first of each type as /status lists them; built at scrape time, so an old reason leaves
+        no series behind."""
+        seen: dict[str, Condition] = {}
+        for condition in conditions:
+            seen.setdefault(condition.type, condition)
+        with self._lock:
+            self._conditions = tuple(seen.values())
+
+    def conditions(self) -> tuple[Condition, ...]:
+        with self._lock:
+            return self._conditions
 
     def set_revision(self, label: str) -> None:
         """Point ``gitdns_applied_revision_info`` at ``label``; the previous label is removed."""
@@ -239,6 +323,21 @@ class Metrics:
         """One sample's current value by its exposed name (for tests and ``/status``)."""
         result = self.registry.get_sample_value(name, dict(labels or {}))
         return None if result is None else float(result)
+
+
+class _ConditionCollector:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("gitdns_condition", "Conditions of /status: 1 True, 0 False (one series per "
+                                   "type, labelled with its reason).", labels=["type", "reason"])
+        for condition in self.metrics.conditions():
+            family.add_metric([condition.type, condition.reason], 1 if condition.status else 0)
+        yield family
 
 
 def _count(n: int) -> int:

@@ -45,6 +45,10 @@ class Reporter:
     def report(self) -> ClusterReport:
         return report(self)
 
+    def shown(self) -> ClusterReport:
+        """The report as ``/status`` and the metrics show it: with the last status push."""
+        return with_push(self, report(self))
+
     def publish(self) -> None:
         publish(self)
 
@@ -222,14 +226,15 @@ def ready_condition(agent: Reporter, zones: list[ZoneReport], conditions: list[C
 
 def publish(agent: Reporter) -> None:
     """Push the report to the status branch.  A failed push is reported (the StatusPublished
-    condition in ``/status`` and ``--once``, a log line, the git error metric) and retried by
-    the next pass; DNS is reconciled meanwhile."""
+    condition in ``/status`` and ``--once``, Ready False with the push's reason until a push
+    succeeds, a log line, ``gitdns_status_push_failures_total``) and retried on its own backoff;
+    DNS is reconciled meanwhile."""
     built = report(agent)
     if agent.ports.status is not None and agent.config.status:
         state, now = agent.state, agent.ports.clock()
         if state.status_push is None or state.status_push.status or state.push_wait.ready(now):
             state.status_push = _push(agent, built)
-        built = replace(built, conditions=(*built.conditions, state.status_push))
+    built = with_push(agent, built)
     agent.state.last_report = built
     for hook in agent.ports.report_hooks:
         try:
@@ -238,14 +243,37 @@ def publish(agent: Reporter) -> None:
             log.warning("report hook failed: error=%s", exc)
 
 
+def with_push(agent: Reporter, built: ClusterReport) -> ClusterReport:
+    """``built`` with the last status push's condition (StatusPublished).  While the last push
+    failed, Ready is False with the push's reason (unless already False for another): the
+    status branch, which the fleet, the pull-request preview and `gitdns status` read, no
+    longer says what this cluster does.  The DNSPolicies are still judged by their zones
+    (``zones_only``): DNS was published."""
+    pushed = agent.state.status_push
+    if pushed is None or agent.ports.status is None or not agent.config.status:
+        return built
+    conditions = (*built.conditions, pushed)
+    if pushed.status or not built.ready:
+        return replace(built, conditions=conditions)
+    ready = Condition("Ready", False, pushed.reason, f"the status branch could not be pushed ({pushed.reason}; see "
+                      "StatusPublished): DNS is reconciled, Ready again once a push succeeds")
+    return replace(built, conditions=tuple(ready if c.type == "Ready" else c for c in conditions), zones_only=True)
+
+
+# why a push failed, as the StatusPublished reason: git's own classification where it has one
+_PUSH_REASONS = {"StaleWrite": "StatusPushRaced", "Unreachable": "GitUnreachable"}
+
+
 def _push(agent: Reporter, built: ClusterReport) -> Condition:
     assert agent.ports.status is not None
     try:
         agent.ports.status.publish(built)
     except GitdnsError as exc:
         delay = agent.state.push_wait.failed(agent.ports.clock())
+        agent.state.push_failures += 1
         log.warning("status push failed: reason=%s retry_in=%.2fs error=%s", exc.reason, delay, exc)
-        reason = exc.reason if exc.reason in REASONS else "StatusPushFailed"
+        reason = _PUSH_REASONS.get(exc.reason, exc.reason)
+        reason = reason if reason in REASONS else "StatusPushFailed"
         return Condition("StatusPublished", False, reason,
                          f"status push failed: {exc}; DNS is reconciled meanwhile, the push is tried again "
                          f"in {delay:.0f}s (or at the next webhook delivery)")

@@ -24,6 +24,7 @@ from gitdns.agent.gitwait import BACKOFF_MAX, BACKOFF_START, backoff
 from gitdns.agent.metrics import Metrics
 from gitdns.core.text import inline
 from gitdns.errors import ConfigError, GitdnsError, ValidationError
+from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class Runner:
         self.wall = wall
         self.cycles = 0
         self._refusal: tuple[str, str] | None = None  # the head refusal last counted
+        self._push_failures = 0  # the status push failures counted so far
         self.alive = True
         self.stopped = threading.Event()
         # set before the scheduler shuts down: apscheduler's shutdown holds its job-store lock
@@ -146,10 +148,12 @@ class Runner:
         return cycle
 
     def validate(self) -> None:
+        outcomes: list[ZoneOutcome] = []
         try:
-            self.agent.validate()
+            self.agent.validate(outcomes)
         except GitdnsError as exc:
             log.warning("validation failed: reason=%s error=%s", exc.reason, exc)
+        self._zone_metrics(outcomes)  # a failing zone is retried here: each pass counts
         self._schedule_validation()
         self._publish_state()
 
@@ -161,14 +165,29 @@ class Runner:
         self._refusal = refusal
         if cycle.desired is not None or cycle.outcomes:
             self.metrics.observe_cycle(seconds)
-        pushed = self.agent.state.status_push
-        if cycle.desired is not None and pushed is not None and not pushed.status:
-            self.metrics.record_git_error(pushed.reason)
         current = self.agent.state.current
         domains = {z.name: z.domain for z in current.state.zones} if current is not None else {}
         self.metrics.set_all_targets_unhealthy({domains.get(name, name): result.fail_open
                                                 for name, result in self.agent.state.health_results.items()})
-        for outcome in cycle.outcomes:
+        self._zone_metrics(cycle.outcomes)
+        if self.agent.state.applied_sha:
+            self.metrics.set_revision(self.agent.state.applied_sha[:12])
+        for zone, verdict in self.agent.state.group_results.items():
+            if verdict.get("group"):
+                self.metrics.set_group(zone, str(verdict["group"]), bool(verdict["active"]),
+                                       int(verdict["records"]), int(verdict["targets"]))
+        if self.agent.state.current is not None:
+            problems: dict[str, int] = {}
+            for problem in self.agent.state.current.problems:
+                for zone_name in problem.zones or ("*",):
+                    problems[zone_name] = problems.get(zone_name, 0) + 1
+            self.metrics.set_validation_problems(problems)
+        self._schedule_validation()
+        self._publish_state()
+
+    def _zone_metrics(self, outcomes: list[ZoneOutcome]) -> None:
+        """What each zone pass did and met (a poll's passes, and the validation loop's)."""
+        for outcome in outcomes:
             zone = outcome.zone.domain
             refused = {f.error for f in outcome.failed}
             for error in outcome.errors:
@@ -185,25 +204,17 @@ class Runner:
                     self.metrics.record_desired_set_change(zone)
             if outcome.refused_retries:
                 self.metrics.record_stale_retries(zone, outcome.refused_retries)
-        if self.agent.state.applied_sha:
-            self.metrics.set_revision(self.agent.state.applied_sha[:12])
-        for zone, verdict in self.agent.state.group_results.items():
-            if verdict.get("group"):
-                self.metrics.set_group(zone, str(verdict["group"]), bool(verdict["active"]),
-                                       int(verdict["records"]), int(verdict["targets"]))
-        if self.agent.state.current is not None:
-            problems: dict[str, int] = {}
-            for problem in self.agent.state.current.problems:
-                for zone_name in problem.zones or ("*",):
-                    problems[zone_name] = problems.get(zone_name, 0) + 1
-            self.metrics.set_validation_problems(problems)
-        self._schedule_validation()
-        self._publish_state()
 
     def _publish_state(self) -> None:
+        state = self.agent.state
+        if state.push_failures > self._push_failures and state.status_push is not None:
+            for _ in range(state.push_failures - self._push_failures):
+                self.metrics.record_status_push_failure(state.status_push.reason)
+        self._push_failures = state.push_failures
         report = self.agent.last_report
         ready = report is not None and report.ready
         self.metrics.set_ready(ready)
+        self.metrics.set_conditions(report.conditions if report is not None else ())
         if ready:
             self.metrics.mark_success(self.wall())
 

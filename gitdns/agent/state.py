@@ -50,6 +50,7 @@ class AgentState:
     group_results: dict[str, dict[str, Any]] = field(default_factory=dict)  # zone domain -> groups verdict
     revision_loaded_at: float | None = None  # when a new revision was loaded (the health grace window)
     status_push: Condition | None = None  # how the last push of the status branch went
+    push_failures: int = 0  # failed pushes of the status branch since the start (the metrics count them)
     git_wait: GitWait = field(default_factory=GitWait)  # the desired branch's fetch backs off alone
     push_wait: GitWait = field(default_factory=GitWait)  # and so does the status push
     refused_head: str | None = None  # a head refused (signature): not fetched again until it moves

@@ -52,6 +52,7 @@ REASONS = frozenset({
     "CacheUnreadable",
     "GitTimeout",
     "StatusPushRefused",
+    "StatusPushRaced",
     "StatusCacheError",
     "StatusPushed",
     "StatusPushFailed",

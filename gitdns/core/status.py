@@ -62,8 +62,8 @@ class ClusterReport:
     heartbeat_granularity: float = HEARTBEAT_GRANULARITY
     # discovered gateways ("namespace/name" -> gateway_entry(...)); empty when none is discovered
     gateways: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # not Ready only because of some zones (held, stalled, errors): the other zones' policies are
-    # published, so each policy is judged by its own hosts' zones
+    # not Ready only because of some zones (held, stalled, errors) or of the status push: the other
+    # zones' policies are published, so each policy is judged by its own hosts' zones
     zones_only: bool = False
     rejected_policies: tuple[str, ...] = ()  # DNSPolicy documents that did not validate at this revision
 

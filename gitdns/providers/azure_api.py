@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError
+from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, TimedOutError, UnreachableError
 
 DEFAULT_ENDPOINT = "https://management.azure.com"
 
@@ -95,7 +95,13 @@ class SdkClient:
         self._call: dict[str, Any] = {}
 
     def _error(self, exc: Exception, what: str) -> Exception:
-        from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+        from azure.core.exceptions import (
+            HttpResponseError,
+            ServiceRequestError,
+            ServiceRequestTimeoutError,
+            ServiceResponseError,
+            ServiceResponseTimeoutError,
+        )
 
         if isinstance(exc, HttpResponseError) and exc.status_code is not None:
             code, message = "", str(exc.reason or "")
@@ -107,6 +113,8 @@ class SdkClient:
             return ApiError(int(exc.status_code), code, clean_message(message), retry_after(headers.get("Retry-After")))
         if isinstance(exc, HttpResponseError):  # no status: the answer was cut off (IncompleteReadError)
             return UnreachableError(f"azure: {what}: cannot reach {self.endpoint} ({type(exc).__name__})")
+        if isinstance(exc, ServiceRequestTimeoutError | ServiceResponseTimeoutError):
+            return TimedOutError(f"azure: {what}: no answer from {self.endpoint} in time ({type(exc).__name__})")
         if isinstance(exc, ServiceRequestError | ServiceResponseError):
             return UnreachableError(f"azure: {what}: cannot reach {self.endpoint} ({type(exc).__name__})")
         return exc

@@ -18,6 +18,7 @@ from gitdns.errors import (
     PermanentError,
     RetryableError,
     ThrottledError,
+    TimedOutError,
     UnreachableError,
 )
 
@@ -88,7 +89,9 @@ class LibraryApi:
                 timeout=self._timeout)
         except gexc.GoogleAPICallError as exc:
             raise _api_error(exc) from None
-        except (rexc.ConnectionError, rexc.Timeout, aexc.TransportError) as exc:
+        except rexc.Timeout as exc:  # sent, no answer in time: it may have taken effect
+            raise TimedOutError(f"Cloud DNS: no answer from the API in time ({type(exc).__name__})") from None
+        except (rexc.ConnectionError, aexc.TransportError) as exc:
             raise UnreachableError(f"Cloud DNS: cannot reach the API ({type(exc).__name__})") from None
         except (rexc.ChunkedEncodingError, rexc.ContentDecodingError) as exc:  # the answer was cut off mid-body
             raise UnreachableError(f"Cloud DNS: cannot reach the API ({type(exc).__name__})") from None

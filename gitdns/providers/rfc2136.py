@@ -40,7 +40,7 @@ from gitdns.core.providersettings import (
 )
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
-from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
+from gitdns.errors import AuthError, ConfigError, RetryableError, TimedOutError, UnreachableError
 from gitdns.providers.base import ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
@@ -146,7 +146,7 @@ class DnsPythonClient:
 
         where = self.where
         if isinstance(exc, dns.exception.Timeout):
-            return UnreachableError(f"{what}: no answer from {where} within {self.timeout:g}s")
+            return TimedOutError(f"{what}: no answer from {where} within {self.timeout:g}s")
         if isinstance(exc, dns.xfr.TransferError):
             return rcode_error(int(exc.rcode), f"{what} from {where}")
         if isinstance(exc, dns.tsig.PeerError | dns.tsig.BadSignature | dns.message.UnknownTSIGKey):

@@ -11,7 +11,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from gitdns.errors import AuthError, ConfigError, PermanentError, RetryableError, ThrottledError, UnreachableError
+from gitdns.errors import (
+    AuthError,
+    ConfigError,
+    PermanentError,
+    RetryableError,
+    ThrottledError,
+    TimedOutError,
+    UnreachableError,
+)
 from gitdns.providers import route53_listing
 
 CONNECT_TIMEOUT = 5.0
@@ -25,6 +33,7 @@ AUTH_CODES = frozenset({"AccessDenied", "AccessDeniedException", "InvalidClientT
 ZONE_CODES = frozenset({"NoSuchHostedZone", "HostedZoneNotFound"})
 UNREACHABLE_NAMES = frozenset({"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError",
                                "ConnectionClosedError", "ProxyConnectionError", "SSLError", "ConnectionError"})
+TIMEOUT_NAMES = frozenset({"ConnectTimeoutError", "ReadTimeoutError"})
 CREDENTIAL_NAMES = frozenset({"NoCredentialsError", "PartialCredentialsError", "NoRegionError"})
 _REQUEST_ID = re.compile(r"\s*[(\[]?\b(?:request[ _-]?id|x-amzn-requestid)\b\s*[:=]?\s*[0-9A-Za-z-]+[)\]]?", re.I)
 
@@ -137,6 +146,8 @@ def map_error(exc: Exception, what: str) -> Exception:
             return RetryableError(message)
         return Rejected(message, code, detail)
     name = type(exc).__name__
+    if name in TIMEOUT_NAMES or isinstance(exc, TimeoutError):  # no answer in time: a write may have taken effect
+        return TimedOutError(f"{what}: no answer from Route53 in time ({name})")
     if name in UNREACHABLE_NAMES or isinstance(exc, OSError):
         return UnreachableError(f"{what}: cannot reach Route53 ({name})")
     if name in CREDENTIAL_NAMES:

@@ -232,18 +232,25 @@ def test_a_failed_status_push_is_retried_on_its_own_backoff_by_an_idle_poll(tmp_
     sink.up = False
     agent = make(source, tmp_path, clock, providers, sink=sink)
     agent.run()
-    status, _reason, message = condition(agent, "StatusPublished")
-    assert not status and "tried again in" in message
-    assert condition(agent, "Ready")[0]  # DNS was reconciled meanwhile
+    status, reason, message = condition(agent, "StatusPublished")
+    assert (status, reason) == (False, "GitUnreachable") and "tried again in" in message
+    assert values(providers["example.com"])  # DNS was reconciled meanwhile
+    # the status branch no longer says what this cluster does: not Ready until a push succeeds
+    ready, reason, message = condition(agent, "Ready")
+    assert (ready, reason) == (False, "GitUnreachable") and "Ready again once a push succeeds" in message
+    report = agent.last_report
+    assert report is not None and report.zones_only  # its policies are judged by their zones: published
     attempts = sink.attempts
     agent.run()  # idle, and the push waits its backoff
     assert sink.attempts == attempts
+    assert not condition(agent, "Ready")[0]  # still: no push succeeded
     sink.up = True
     clock.advance(1.0)
     agent.run()  # idle: nothing new, but the push is due again
     assert sink.attempts == attempts + 1 and sink.pushed
     assert condition(agent, "StatusPublished")[0]
-    assert agent.state.push_wait.failures == 0
+    assert condition(agent, "Ready")[:2] == (True, "ReconcileSucceeded")
+    assert agent.state.push_wait.failures == 0 and agent.state.push_failures == 1
 
 
 def test_a_webhook_push_to_the_desired_branch_is_fetched_without_listing_it_first(tmp_path: Path) -> None:

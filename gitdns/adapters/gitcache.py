@@ -4,8 +4,12 @@
 is configured, so no URL is ever written to git config.  Every git command runs with
 ``kill_after_timeout``; a timeout or a failed network command is a retryable error whose
 message names the remote without credentials.  The cache survives every network failure.
-On the first use, lock files older than the timeout (left by a killed git) are removed and
-``git fsck --connectivity-only`` checks the cache (``check_on_start``; a reader that recovers
+On the first use, lock files a killed git left are removed — every one when no other process
+uses the cache (the first user takes an exclusive ``flock`` on ``<workdir>/cache.owner`` and
+holds it until it ends, its git commands with it, so a process killed with its git goes with
+its flock and a restart recovers at once), else only those older than the timeout (no live
+git holds a lock longer) —
+and ``git fsck --connectivity-only`` checks the cache (``check_on_start``; a reader that recovers
 on its own may skip it: `GitCache.recover`); a corrupt cache is wiped and the work retried once
 (also when a read finds objects missing).  Calls within a process are serialised by a lock.
 `GitCache.objects` and `GitCache.sizes` read many objects in one ``git cat-file`` run.
@@ -13,12 +17,14 @@ on its own may skip it: `GitCache.recover`); a corrupt cache is wiped and the wo
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +38,7 @@ from gitdns.errors import ConfigError, RetryableError, UnreachableError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+OWNER_FILE = "cache.owner"  # beside the cache: flocked by the process using it
 
 _CORRUPT = (
     "not a git repository",
@@ -73,6 +80,7 @@ class GitCache:
         self.refspec = f"+refs/heads/{branch}:{self.ref}"
         self._lock = threading.RLock()
         self._started = False
+        self._owner_fd: int | None = None  # the flock on OWNER_FILE, held until the process ends
 
     def with_repo(self, fn: Callable[[git.Repo], T]) -> T:
         """Run ``fn`` on the opened cache; a confirmed corrupt cache is wiped and ``fn`` retried once."""
@@ -98,9 +106,10 @@ class GitCache:
         """Crash recovery: stale locks removed, a corrupt or foreign cache wiped."""
         self.workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._started = True
+        alone = self._own()
         if not self.path.exists():
             return
-        self._clear_locks(max_age=self.timeout)
+        self._clear_locks(max_age=0 if alone else self.timeout)
         try:
             git.Repo(self.path).close()
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -108,6 +117,23 @@ class GitCache:
             return
         if self.check_on_start and self._confirm_corrupt():
             self._wipe("fsck found missing or corrupt objects")
+
+    def _own(self) -> bool:
+        """Whether no other process uses this cache: an exclusive flock on `OWNER_FILE`, taken
+        once and kept while this object lives (the kernel drops it when the process ends,
+        however it ends).  Another holder: False, and only locks older than the timeout are stale."""
+        if self._owner_fd is None:
+            fd = os.open(self.workdir / OWNER_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                log.info("shared: cache=%s another process uses it; stale locks are those older than %gs",
+                         self.path, self.timeout)
+                return False
+            self._owner_fd = fd
+            weakref.finalize(self, os.close, fd)
+        return True
 
     def recover(self) -> bool:
         """After a read found objects missing: True when fsck confirms the cache is corrupt (it
@@ -221,7 +247,7 @@ class GitCache:
 
     def run(self, repo: git.Repo, args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
         """Run one local git command with the timeout; (status, stdout, stderr)."""
-        status, out, err = _execute(repo, args, {**BASE_ENV, **(env or {})}, self.timeout)
+        status, out, err = _execute(repo, args, {**BASE_ENV, **(env or {})}, self.timeout, self._owner_fd)
         if _timed_out(status, err):
             self._clear_locks(max_age=0)  # we killed the only writer
             raise RetryableError(f"git {args[0]} did not finish within {self.timeout:g}s", reason="GitTimeout")
@@ -231,7 +257,7 @@ class GitCache:
         """Run a git command that talks to the remote; failures become gitdns errors."""
         self._clear_locks(max_age=self.timeout)
         env, secrets = auth_env(self.auth, self.workdir, self.timeout)
-        status, out, err = _execute(repo, args, env, self.timeout)
+        status, out, err = _execute(repo, args, env, self.timeout, self._owner_fd)
         if status == 0:
             return out
         remote = redact(self.url, secrets)
@@ -253,13 +279,17 @@ class GitCache:
         raise failure
 
 
-def _execute(repo: git.Repo, args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+def _execute(repo: git.Repo, args: list[str], env: dict[str, str], timeout: float,
+             owner_fd: int | None) -> tuple[int, str, str]:
+    """Run git; it inherits the owner flock's descriptor, so that a git outliving a killed
+    parent still holds the cache and its locks are not taken for stale."""
     result: Any = repo.git.execute(
         ["git", *args],
         kill_after_timeout=timeout,
         env=env,
         with_extended_output=True,
         with_exceptions=False,
+        pass_fds=() if owner_fd is None else (owner_fd,),
     )
     status, out, err = result
     return int(status), str(out), str(err)

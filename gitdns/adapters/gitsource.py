@@ -8,15 +8,17 @@
         log(paths, max_count)   CommitInfo list, full history (unshallowed on demand)
 
 Layout of ``workdir``: ``cache.git`` (the bare cache, `gitdns.adapters.gitcache`),
-``askpass.sh`` (see gitauth) and ``gnupg/`` (see gitverify).  The branch lands in
+``cache.owner`` (flocked by the process using the cache), ``askpass.sh`` (see gitauth) and
+``gnupg/`` (see gitverify).  The branch lands in
 ``refs/remotes/origin/<branch>``; no remote is configured, so no URL is ever written to git
 config.
 
 Every git command runs with ``kill_after_timeout``; a timeout or a failed network command is
 an ``UnreachableError`` (retryable) whose message names the remote without credentials.
-The cache survives every network failure.  On the first use, lock files older than the
-timeout (left by a killed git) are removed and ``git fsck --connectivity-only`` checks the
-cache; a corrupt cache is wiped and fetched again (also when a read finds objects missing).
+The cache survives every network failure.  On the first use, lock files a killed git left
+are removed (all of them when no other process uses the cache, else those older than the
+timeout: `gitdns.adapters.gitcache`) and ``git fsck --connectivity-only`` checks the cache; a
+corrupt cache is wiped and fetched again (also when a read finds objects missing).
 
 is_descendant deepens a shallow cache by 64, then 256 more commits, then unshallows: the
 answer is always exact, and costs the full history of the branch only when the old commit

@@ -3,11 +3,14 @@ recovery, signatures and credentials."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import pytest
 
 from gitdns.adapters import gitsource
 from gitdns.adapters.gitauth import GitAuth, auth_env, redact, ssh_command
+from gitdns.adapters.gitcache import GitCache
 from gitdns.adapters.gitsource import (
     DEEPEN_STEPS,
     GitSource,
@@ -255,23 +259,41 @@ def test_a_hanging_remote_times_out(hanging_port: int, remote: Remote, workdir: 
     assert src.files_at(sha) == {"zone.yaml": ZONE}  # the cache survived the killed fetch
 
 
-def test_stale_locks_are_removed_on_start(remote: Remote, workdir: Path, caplog: pytest.LogCaptureFixture) -> None:
-    remote.commit({"zone.yaml": "1\n"})
-    remote.push()
-    source(remote, workdir).fetch()
+@contextlib.contextmanager
+def used_by_another_process(workdir: Path) -> Iterator[None]:
+    """Hold the cache's owner flock as a running agent would (flock locks belong to an open
+    file, so this descriptor conflicts with the source's own even in one process)."""
+    fd = os.open(workdir / "cache.owner", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
+
+
+def plant_locks(workdir: Path) -> tuple[list[Path], Path]:
+    """Lock files a killed git leaves: three older than the timeout, one fresh."""
     cache = workdir / "cache.git"
     locks = [cache / "index.lock", cache / "shallow.lock", cache / "refs" / "remotes" / "origin" / "main.lock"]
     old = time.time() - 3600
     for lock in locks:
         lock.write_text("", encoding="utf-8")
         os.utime(lock, (old, old))
-    fresh = cache / "packed-refs.lock"  # younger than the timeout: another git may hold it
+    fresh = cache / "packed-refs.lock"  # younger than the timeout
     fresh.write_text("", encoding="utf-8")
+    return locks, fresh
+
+
+def test_stale_locks_are_removed_on_start(remote: Remote, workdir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    remote.commit({"zone.yaml": "1\n"})
+    remote.push()
+    source(remote, workdir).fetch()
+    locks, fresh = plant_locks(workdir)
 
     new = remote.commit({"zone.yaml": "2\n"})
     remote.push()
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
-        src = source(remote, workdir)  # a restarted agent
+    with used_by_another_process(workdir), caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
+        src = source(remote, workdir)  # a second process on the cache: a fresh lock may be a live git's
         assert src.fetch().files == {"zone.yaml": "2\n"}
 
     assert src.remote_head() == new
@@ -279,6 +301,53 @@ def test_stale_locks_are_removed_on_start(remote: Remote, workdir: Path, caplog:
     assert fresh.exists()
     assert "removed: lock=index.lock" in caplog.text
     assert "removed: lock=refs/remotes/origin/main.lock" in caplog.text
+
+
+def test_a_restart_after_kill_9_removes_every_lock_at_once(remote: Remote, workdir: Path) -> None:
+    """An agent killed during a fetch leaves its git's fresh lock files (bench/crash.py's kills
+    found the restarted agent refused with CacheBusy until they aged past the git timeout).
+    Nobody else holds the cache's owner flock, so the restarted one removes them all."""
+    remote.commit({"zone.yaml": "1\n"})
+    remote.push()
+    source(remote, workdir).fetch()
+    locks, fresh = plant_locks(workdir)
+    os.utime(locks[1])  # shallow.lock as a killed fetch leaves it: just now
+    new = remote.commit({"zone.yaml": "2\n"})
+    remote.push()
+    src = source(remote, workdir)  # the restarted agent
+    assert src.fetch().files == {"zone.yaml": "2\n"}
+    assert src.remote_head() == new
+    assert not any(lock.exists() for lock in [*locks, fresh])
+
+
+def test_a_killed_holder_of_the_cache_releases_it(remote: Remote, workdir: Path) -> None:
+    """The owner flock dies with its process, kill -9 included."""
+    remote.commit({"zone.yaml": "1\n"})
+    remote.push()
+    source(remote, workdir).fetch()
+    holder = subprocess.Popen(["python3", "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n",
+                               str(workdir / "cache.owner")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        holder.kill()
+        holder.wait(10)
+    finally:
+        holder.kill()
+    _, fresh = plant_locks(workdir)
+    assert source(remote, workdir).fetch().files == {"zone.yaml": "1\n"}
+    assert not fresh.exists()
+
+
+def test_the_git_commands_hold_the_cache_with_their_process(remote: Remote, workdir: Path) -> None:
+    """Every git the cache runs inherits the owner flock: one that outlives its killed parent
+    still holds the cache, so its fresh locks are not taken for a dead process's."""
+    remote.commit({"zone.yaml": "1\n"})
+    remote.push()
+    cache = GitCache(remote.url, "main", workdir, GitAuth(), 30)
+    status, out, _ = cache.with_repo(lambda repo: cache.run(repo, ["-c", "alias.fds=!ls -l /proc/$$/fd", "fds"]))
+    assert status == 0 and str(workdir / "cache.owner") in out
 
 
 def test_a_fresh_ref_lock_is_a_retryable_busy_cache(remote: Remote, workdir: Path) -> None:

@@ -43,7 +43,15 @@ health_orchestrator_probe_config_errors         gauge   nodes not probed for a c
                                                         error (headersSecret unreadable)
 health_orchestrator_condition{type,reason}      gauge   each condition of /status: 1 True, 0
                                                         False (one series per type)
+health_orchestrator_faults{step,reason}         gauge   1 for each step whose last try failed
+                                                        (desired, discovery, probes, render,
+                                                        delivery), with its reason; none when
+                                                        every step went well
 =============================================== ======= =========================================
+
+Every fault the orchestrator can meet has a kind in `FAULT_KINDS` (docs/health.md, "Faults and
+alerts"), shown by the series named there; the shipped PrometheusRule has an alert naming each
+(tests/orchestrator/test_fault_alerts.py drives each kind and evaluates the rule on the scrape).
 """
 
 from __future__ import annotations
@@ -54,11 +62,23 @@ from collections.abc import Iterator, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-__all__ = ["CONTENT_TYPE", "NodeSample", "OrchestratorMetrics"]
+__all__ = ["CONTENT_TYPE", "FAULT_KINDS", "NodeSample", "OrchestratorMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CHECK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 NodeSample = tuple[str, bool, int, float | None]  # (ip, healthy, consecutive failures, last round)
+# every fault kind the orchestrator meets -> what shows it in /metrics (docs/health.md, "Faults and alerts")
+FAULT_KINDS: Mapping[str, str] = {
+    "desired": 'health_orchestrator_desired_errors_total{reason}, health_orchestrator_faults{step="desired"}',
+    "discovery": 'health_orchestrator_faults{step="discovery"}',
+    "probe-config": 'health_orchestrator_probe_config_errors, health_orchestrator_condition{type="ProbesConfigured"}',
+    "probe": "health_orchestrator_probe_consecutive_failures{node_name}, health_orchestrator_node_status",
+    "all-nodes-down": "health_orchestrator_healthy_nodes, health_orchestrator_fail_open",
+    "render": 'health_orchestrator_tenants{state="refused"}, health_orchestrator_render_refusals_total{reason}, '
+              'health_orchestrator_faults{step="render"}',
+    "delivery": 'health_orchestrator_delivery_errors_total{reason}, health_orchestrator_faults{step="delivery"}',
+    "lease-lost": "health_orchestrator_lease_held",
+}
 
 
 class OrchestratorMetrics:
@@ -99,6 +119,8 @@ class OrchestratorMetrics:
                                          "error (headersSecret unreadable).", registry=r)
         self._conditions: tuple[tuple[str, bool, str], ...] = ()
         r.register(_ConditionCollector(self))
+        self._faults: tuple[tuple[str, str], ...] = ()
+        r.register(_FaultCollector(self))
 
     def set_nodes(self, samples: Mapping[str, NodeSample]) -> None:
         """Replace the per-node series: ``{node name: (ip, healthy, failures, last round)}``.
@@ -120,6 +142,15 @@ class OrchestratorMetrics:
     def conditions(self) -> tuple[tuple[str, bool, str], ...]:
         with self._lock:
             return self._conditions
+
+    def set_faults(self, faults: Mapping[str, str]) -> None:
+        """Replace the fault series: ``{step: reason}`` of the steps whose last try failed."""
+        with self._lock:
+            self._faults = tuple(sorted(faults.items()))
+
+    def faults(self) -> tuple[tuple[str, str], ...]:
+        with self._lock:
+            return self._faults
 
     def set_counts(self, *, healthy: int, total: int, published: int, fail_open: bool) -> None:
         self.healthy_nodes.set(healthy)
@@ -179,4 +210,19 @@ class _ConditionCollector:
                                    labels=["type", "reason"])
         for kind, status, reason in self.metrics.conditions():
             family.add_metric([kind, reason], 1 if status else 0)
+        yield family
+
+
+class _FaultCollector:
+    def __init__(self, metrics: OrchestratorMetrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("health_orchestrator_faults", "1 for each step whose last try failed, with its "
+                                   "reason.", labels=["step", "reason"])
+        for step, reason in self.metrics.faults():
+            family.add_metric([step, reason], 1)
         yield family

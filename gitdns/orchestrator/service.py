@@ -249,6 +249,7 @@ class Orchestrator:
                                 fail_open=self.published.fail_open)
         self.metrics.ready.set(1 if self.ready else 0)
         self.metrics.set_conditions(tuple((c["type"], c["status"] == "True", c["reason"]) for c in self.conditions()))
+        self.metrics.set_faults(self.faults.reasons)
 
     @staticmethod
     def _wall(monotonic_time: float) -> float:

@@ -22,7 +22,7 @@ from gitdns.core import names
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.plancontext import Observed, PlanContext, claimed, removed_by_authority, stale_claim
 from gitdns.core.planresolve import find_strategy_conflicts, resolve_single, resolve_union, type_conflict
-from gitdns.core.plantxt import announce, emit, leave_guards, my_txt
+from gitdns.core.plantxt import announce, emit, leave_guards, my_txt, stay_guards
 from gitdns.core.records import MULTI_VALUE_TYPES, Action, Change, RecordKey, RecordSet, ZoneSnapshot, in_zone
 from gitdns.core.registry import OwnershipEntry, add_entry, decode_entries
 from gitdns.core.safety import judge_mass_change
@@ -85,6 +85,8 @@ def _plan_key(ctx: PlanContext, key: RecordKey) -> None:
     txt = my_txt(ctx, key, new, want)
     if new is None and current is not None:
         leave_guards(ctx, key, entries)
+    elif want is None and mine is not None and not mine.joint and new is not None and others:
+        stay_guards(ctx, key, others)
     emit(ctx, key, current, new, txt, removed)
     ctx.final[key] = new
     ctx.final_owners[key] = tuple(others) + ((me,) if want is not None else ())

@@ -125,3 +125,12 @@ def leave_guards(ctx: PlanContext, key: RecordKey, entries: dict[str, OwnershipE
         name = txt_name(owner, key.type, key.name, ctx.policy.zone)
         ctx.guards.append(Guard(RecordKey(name, "TXT", key.set_id), False, key,
                                 f"{owner} has not joined {key}"))
+
+
+def stay_guards(ctx: PlanContext, key: RecordKey, others: dict[str, OwnershipEntry]) -> None:
+    """Leaving a record the other owners keep (this owner's TXT goes, the record stays): each
+    of them must still hold its TXT when the change lands.  Without this, owners leaving at
+    the same moment each leave the record to the others, every TXT goes, and the record stays
+    with no owner: foreign for good, never deleted."""
+    for owner, entry in sorted(others.items()):
+        ctx.guards.append(Guard(entry.txt.key, True, key, f"{owner} still owns {key}"))

@@ -9,8 +9,11 @@
   compare-and-swap) — and packs groups into ``ChangeResourceRecordSets``
   requests within Route53's limits (`route53_batch.batches`).  A refused request is narrowed
   to the groups its ``InvalidChangeBatch`` message names (else bisected) and the rest is sent
-  again: stale groups go to ``refused``, others to ``failed`` (`route53_apply`).  Guards are
-  not supported (Route53 cannot condition a change on other names); they are ignored.
+  again: stale groups go to ``refused``, others to ``failed`` (`route53_apply`).  A
+  ``present`` guard (a co-owner still holds the record this owner leaves) rides in its group's
+  request as an unchanged ``DELETE``/``CREATE`` pair of the record it names; an ``absent``
+  guard (no joiner announced) cannot be said to Route53 and is ignored (capabilities: no
+  guards).
 - Errors: throttling → `ThrottledError`; 5xx → `RetryableError`; connection failures →
   `UnreachableError`; refused credentials → `AuthError`.  botocore runs with one attempt
   (the agent owns retries); request ids never reach a message.
@@ -185,12 +188,22 @@ class Route53Provider:
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
-        out = self._applier.apply(domain, zone_id, changes)
+        out = self._applier.apply(domain, zone_id, changes, guards, self._held(domain, changes, guards))
         if out.refused or out.failed:
             log.info("apply: zone=%s applied=%d refused=%d failed=%d",
                      domain, len(out.applied), len(out.refused), len(out.failed))
         return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed),
                            change_ids=tuple(out.change_ids))
+
+    def _held(self, domain: str, changes: Sequence[Change],
+              guards: Sequence[Guard]) -> dict[RecordKey, RecordSet]:
+        """The records the ``present`` guards of these changes name, read now: each goes into its
+        group's request unchanged (`route53_batch.with_unchanged`), so Route53 refuses the group
+        if it changed or went meanwhile.  ``absent`` guards cannot be said to Route53 (a request
+        cannot require a record to be missing without creating it): they are ignored."""
+        groups = {c.group for c in changes}
+        names = sorted({g.key.name for g in guards if g.present and g.group in groups})
+        return self.read(domain, names).by_key() if names else {}
 
     def _settle(self, change_id: str, status: str) -> None:
         """After a request landed: wait for INSYNC when asked to."""

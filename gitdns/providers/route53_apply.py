@@ -11,11 +11,11 @@ is sent again: stale groups go to ``refused``, others to ``failed``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitdns.core.records import Change, RecordKey
+from gitdns.core.records import Change, Guard, RecordKey, RecordSet
 from gitdns.core.store import group_changes
 from gitdns.providers.memory import invalid_groups
 from gitdns.providers.route53_api import Rejected
@@ -30,6 +30,7 @@ from gitdns.providers.route53_batch import (
     parse_batch_error,
     request_changes,
     unsupported,
+    with_unchanged,
 )
 from gitdns.providers.route53_health import HealthChecks
 
@@ -54,19 +55,29 @@ class ChangeApplier:
         self._health = health
         self._sent = sent
 
-    def apply(self, domain: str, zone_id: str, changes: Sequence[Change]) -> Outcome:
+    def apply(self, domain: str, zone_id: str, changes: Sequence[Change], guards: Sequence[Guard] = (),
+              held: Mapping[RecordKey, RecordSet] | None = None) -> Outcome:
+        """``guards``: the ``present`` ones, with ``held`` the records they name as read just
+        before (each becomes an unchanged pair in its group's request: `with_unchanged`)."""
         out = Outcome()
         # groups are converted as the batches fill and each request is built when it is
         # sent: only one request's Route53 dicts are alive at a time
-        for batch in batches(self._prepare(domain, changes, out)):
+        for batch in batches(self._prepare(domain, changes, out, guards, held or {})):
             self._send(domain, zone_id, batch, out)
         return out
 
-    def _prepare(self, domain: str, changes: Sequence[Change], out: Outcome) -> Iterator[GroupOps]:
+    def _prepare(self, domain: str, changes: Sequence[Change], out: Outcome, guards: Sequence[Guard],
+                 held: Mapping[RecordKey, RecordSet]) -> Iterator[GroupOps]:
         """The groups to send, one at a time; the others go to ``out`` on the way."""
         bad = invalid_groups(domain, changes)
         observed = self._health_ids.get(domain, {})
         for group, members in group_changes(changes).items():
+            present = [g for g in guards if g.group == group and g.present]
+            gone = next((g for g in present if g.key not in held), None)
+            if gone is not None:
+                out.refused.append((group, f"{gone.key} disappeared ({gone.why})" if gone.why else
+                                    f"{gone.key} disappeared"))
+                continue
             why = bad.get(group) or next((w for c in members for r in (c.old, c.new) if r is not None
                                           for w in [unsupported(r)] if w), "")
             if why:
@@ -87,7 +98,7 @@ class ChangeApplier:
             elif not ops.deletes and not ops.creates:
                 out.applied.extend(members)
             else:
-                yield ops
+                yield with_unchanged(ops, [held[g.key] for g in present])
 
     def _send(self, domain: str, zone_id: str, batch: Sequence[GroupOps], out: Outcome) -> None:
         try:

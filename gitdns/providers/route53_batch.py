@@ -306,6 +306,21 @@ def group_ops(group: RecordKey, changes: Sequence[Change], health_ids: Mapping[R
     return GroupOps(group, tuple(changes), tuple(deletes), tuple(creates), values, chars)
 
 
+def with_unchanged(ops: GroupOps, records: Sequence[RecordSet]) -> GroupOps:
+    """``ops`` with a ``DELETE`` and a ``CREATE`` of each of ``records`` exactly as read: the
+    request changes nothing there, and Route53 refuses it whole when one of them changed or
+    went (the exact-match ``DELETE``), which is how a group is made conditional on another
+    record being present (a ``present`` `Guard`)."""
+    if not records:
+        return ops
+    natives = tuple(to_native(rec) for rec in records)
+    values, chars = ops.values, ops.chars
+    for rrs in natives:
+        v, c = _size(rrs)
+        values, chars = values + 2 * v, chars + 2 * c
+    return GroupOps(ops.group, ops.changes, ops.deletes + natives, ops.creates + natives, values, chars)
+
+
 def oversize(ops: GroupOps, max_values: int = MAX_VALUES, max_chars: int = MAX_CHARS) -> str:
     if ops.values > max_values:
         return f"{ops.group}: {ops.values} values exceed route53's {max_values} per request"

@@ -1,6 +1,11 @@
 """A counting HTTP proxy in front of a loopback moto_server, for the Route53 benchmarks.
 
-    python bench/route53_proxy.py --listen 127.0.0.1:PORT --upstream http://127.0.0.1:MOTOPORT
+    python bench/route53_proxy.py --listen 127.0.0.1:PORT --upstream http://127.0.0.1:MOTOPORT \
+        [--tls-cert CERT.pem --tls-key KEY.pem]
+
+* With ``--tls-cert``/``--tls-key`` it serves HTTPS (a provider endpoint must be an https
+  origin the operator allows: gitdns refuses ``http://``); the upstream stays plain HTTP on
+  loopback.
 
 * Forwards every request to moto unchanged and COUNTS it by Route53 operation
   (ListHostedZones, ListResourceRecordSets, ChangeResourceRecordSets, GetChange,
@@ -24,11 +29,14 @@ import argparse
 import http.client
 import json
 import re
+import socket
+import ssl
 import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 API = "/2013-04-01"
@@ -209,9 +217,32 @@ def make_handler(upstream: str, counts: Counts) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(listen: str, upstream: str) -> ThreadingHTTPServer:
+class TLSServer(ThreadingHTTPServer):
+    """HTTPS: each accepted connection is wrapped (the handshake in the connection's thread)."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 context: ssl.SSLContext) -> None:
+        super().__init__(address, handler)
+        self.context = context
+
+    def finish_request(self, request: socket.socket, client_address: Any) -> None:  # type: ignore[override]
+        try:
+            wrapped = self.context.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        super().finish_request(wrapped, client_address)
+
+
+def serve(listen: str, upstream: str, cert: str | None = None, key: str | None = None) -> ThreadingHTTPServer:
     host, _, port = listen.rpartition(":")
-    server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), make_handler(upstream, Counts()))
+    address = (host or "127.0.0.1", int(port))
+    handler = make_handler(upstream, Counts())
+    if cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server: ThreadingHTTPServer = TLSServer(address, handler, context)
+    else:
+        server = ThreadingHTTPServer(address, handler)
     server.daemon_threads = True
     return server
 
@@ -220,8 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--listen", required=True, help="HOST:PORT to listen on (PORT 0: any free port)")
     ap.add_argument("--upstream", required=True, help="moto_server URL, e.g. http://127.0.0.1:5000")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="and this private key (PEM)")
     args = ap.parse_args(argv)
-    server = serve(args.listen, args.upstream)
+    server = serve(args.listen, args.upstream, args.tls_cert, args.tls_key)
     host, port = server.server_address[:2]
     print(f"listening {host!r}:{port}".replace("'", ""), flush=True)
     try:

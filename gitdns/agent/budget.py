@@ -1,10 +1,12 @@
 """Provider request budgets: the agent owns them, providers report throttling.
 
-A fleet shares an account's budget (Route53: 5 requests/s per account; Google: 240 reads and
-60 writes per minute; Azure: 60 lists and 40 writes per minute), so each agent takes
-``budget ÷ fleet size`` (the fleet is known from git) as a token bucket per account.  Every
-read and apply waits for a token; a throttled call waits what the service asked
-(Retry-After) or backs off, and is tried again: throttling is never fatal.
+A fleet shares an account's budget (Route53: 5 requests/s per account, reads and writes
+together; Google: 240 reads and 60 writes per minute; Azure: 60 lists and 40 writes per
+minute), so each agent takes ``budget ÷ fleet size`` (the fleet is known from git, and the
+rate follows it) as a token bucket per account.  Every read and apply waits for a token and is
+charged every further request it sent (a paged read: one per page; the provider counts them);
+a throttled call waits what the service asked (Retry-After) or backs off, and is tried again:
+throttling is never fatal.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ THROTTLE_BACKOFF_CAP = 60.0
 
 @dataclass(slots=True)
 class TokenBucket:
-    """``rate`` tokens per second, at most ``burst`` saved up."""
+    """``rate`` tokens per second, at most ``burst`` saved up; a bucket may go into debt
+    (`charge`), which the next `take` waits out."""
 
     rate: float
     burst: float
@@ -40,22 +43,53 @@ class TokenBucket:
     lock: threading.Lock = field(default_factory=threading.Lock)
     waited: float = 0.0  # seconds spent waiting, for metrics and tests
 
+    def _refill(self, now: float) -> float:
+        tokens = self.burst if self.tokens is None else self.tokens
+        return min(self.burst, tokens + (now - self.stamp) * self.rate)
+
     def take(self, n: float = 1.0) -> None:
         if self.rate <= 0:
             return
         with self.lock:
             now = self.clock()
-            tokens = self.burst if self.tokens is None else self.tokens
-            tokens = min(self.burst, tokens + (now - self.stamp) * self.rate) - n
+            tokens = self._refill(now) - n
             self.tokens, self.stamp = tokens, now
             wait = -tokens / self.rate if tokens < 0 else 0.0
         if wait > 0:
             self.waited += wait
             self.sleep(wait)
 
+    def charge(self, n: float) -> None:
+        """Spend ``n`` more tokens without waiting (what a call cost beyond the one it took):
+        the next `take` waits for the debt."""
+        if self.rate <= 0 or n <= 0:
+            return
+        with self.lock:
+            now = self.clock()
+            self.tokens, self.stamp = self._refill(now) - n, now
+
+    def resize(self, rate: float) -> None:
+        """A new rate (the fleet grew or shrank); tokens saved up stay within the new burst."""
+        with self.lock:
+            if rate != self.rate:
+                if self.tokens is not None and self.rate > 0:
+                    self.tokens = self._refill(self.clock())
+                    self.stamp = self.clock()
+                self.rate, self.burst = rate, burst_for(rate)
+                if self.tokens is not None:
+                    self.tokens = min(self.tokens, self.burst)
+
+
+def burst_for(rate: float) -> float:
+    """Five seconds' worth of calls, at least one."""
+    return max(1.0, rate * 5)
+
 
 class Budgets:
-    """One read bucket and one write bucket per (provider, account), shared by every zone."""
+    """One read bucket and one write bucket per (provider, account), shared by every zone (one
+    bucket for both where the service counts reads and writes together: Route53).  Each bucket's
+    rate is the service's budget divided by the fleet size *now*: it follows git as Clusters
+    join and leave."""
 
     def __init__(self, fleet_size: Callable[[], int], clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
@@ -66,13 +100,18 @@ class Budgets:
 
     def bucket(self, provider: Provider, kind: str) -> TokenBucket:
         account = str(getattr(provider, "account", provider.name))
+        caps = provider.capabilities
+        if caps.one_budget:
+            kind = "all"
+        per_minute = caps.writes_per_minute if kind == "write" else caps.reads_per_minute
+        rate = per_minute / 60.0 / max(self.fleet_size(), 1)
         key = (provider.name, account, kind)
-        if key not in self.buckets:
-            caps = provider.capabilities
-            per_minute = caps.reads_per_minute if kind == "read" else caps.writes_per_minute
-            rate = per_minute / 60.0 / max(self.fleet_size(), 1)
-            self.buckets[key] = TokenBucket(rate, max(1.0, rate * 5), self.clock, self.sleep)
-        return self.buckets[key]
+        found = self.buckets.get(key)
+        if found is None:
+            found = self.buckets[key] = TokenBucket(rate, burst_for(rate), self.clock, self.sleep)
+        else:
+            found.resize(rate)
+        return found
 
     def wrap(self, provider: Provider) -> Provider:
         return BudgetedProvider(provider, self)
@@ -91,10 +130,18 @@ class BudgetedProvider:
     def __getattr__(self, item: str) -> object:  # views_dir and other extras of the inner provider
         return getattr(self.inner, item)
 
+    def _sent(self) -> int | None:
+        count = getattr(self.inner, "requests", None)
+        return count if isinstance(count, int) else None
+
     def _call(self, kind: str, fn: Callable[[], T]) -> T:
+        """One call of the provider protocol: one token first, then one for every further
+        request it sent to the service (a paged read, a write in several batches), as the
+        provider counts them (``requests``); a provider that counts none costs one per call."""
         bucket = self.budgets.bucket(self.inner, kind)
         for attempt in range(THROTTLE_RETRIES + 1):
             bucket.take()
+            before = self._sent()
             try:
                 return fn()
             except ThrottledError as exc:
@@ -104,7 +151,12 @@ class BudgetedProvider:
                                                                                 THROTTLE_BACKOFF_CAP)
                 log.warning("throttled: provider=%s kind=%s retry_in=%.2fs", self.name, kind, wait)
                 self.budgets.sleep(wait)
+            finally:
+                after = self._sent()
+                if before is not None and after is not None:
+                    bucket.charge(after - before - 1)
         raise AssertionError("unreachable")
+
 
     def zones(self) -> list[ZoneInfo]:
         return self._call("read", self.inner.zones)

@@ -44,7 +44,7 @@ class Agent:
         self.role = Role(configured=config.mode, poll_interval=config.poll_interval, stale_after=config.stale_after,
                          clock=ports.clock, configmap=ports.configmap_mode, delegation=ports.delegation,
                          env=ports.mode_env)
-        self.zones = Zones(self.state, config, ports.source, self.role, ports.rng)
+        self.zones = Zones(self.state, config, ports.source, self.role, ports.rng, ports.loader)
         self.health = HealthInputs(self.state, ports.probes, ports.fleet_health, ports.clock)
         self.work = ZoneWork(self.state, config, ports, self.role, self.zones, self.health)
         # discovered gateways (gitdns.agent.discovery): read on every poll, from ``gateways`` (else

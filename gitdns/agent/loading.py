@@ -17,7 +17,7 @@ from gitdns.agent import identity
 from gitdns.agent.applied import load_applied
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.gitwait import FileWatch
-from gitdns.agent.ports import AgentPorts
+from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
@@ -214,12 +214,13 @@ class Loading:
         state.current = cycle.desired
         if applied and applied != fetched.sha:
             state.revision_loaded_at = self.ports.clock()
+        view = AgentView(state.known_cluster, self.role.mode, state.current)
+        for hook in self.ports.load_hooks:  # before any zone: the fleet size the budgets divide by
+            hook(view)
         return True
 
     def _from(self, files: dict[str, str], head: HeadInfo) -> Desired:
-        from gitdns.reconcile.engine import from_files
-
-        return from_files(self.zones.root, files, head, None)
+        return self.ports.loader(self.zones.root, files, head)
 
     def _identify(self, desired: Desired) -> None:
         """Who we are in this revision, in which mode, and what we last applied."""

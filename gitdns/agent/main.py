@@ -214,7 +214,7 @@ def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:
         identity_check=lambda cluster: check_cluster_identity(config, cluster),
         delegation=delegation_source(config), configmap_mode=configmap_reader(config),
         report_hooks=(gateway_hook(),) if in_cluster() else (),
-        poll_hooks=tuple(hooks), wake=wake)
+        poll_hooks=tuple(hooks), load_hooks=(fleet.update,), wake=wake)  # the fleet size before any call
     return Agent(config, ports)
 
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from gitdns.adapters.leases import Lease
 from gitdns.agent.delegate import DelegationSource
-from gitdns.core.desired import Desired
+from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.healthfilter import HealthTarget
 from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.status import ClusterReport
-from gitdns.reconcile.engine import ProviderFactory
-from gitdns.reconcile.zonepass import ZoneOutcome
+from gitdns.reconcile.engine import ProviderFactory, from_files
+from gitdns.reconcile.zonepass import REAL_TIME, Pacing, ZoneOutcome
 
 
 class Fetched(Protocol):
@@ -77,6 +78,12 @@ class Wake:
 
 
 ReportHook = Callable[[ClusterReport, Desired | None], None]
+# a commit's files as a Desired (root, files, head): `gitdns.reconcile.engine.from_files`
+DesiredLoader = Callable[[Path, dict[str, str], HeadInfo], Desired]
+
+
+def load_desired(root: Path, files: dict[str, str], head: HeadInfo) -> Desired:
+    return from_files(root, files, head)
 LeaseBuilder = Callable[[Desired, Cluster, list[Zone], Mode], Lease]
 
 
@@ -99,5 +106,8 @@ class AgentPorts:
     mode_env: Mapping[str, str] | None = None  # where GITDNS_MODE / DNS_MODE are read (None: the process's)
     report_hooks: tuple[ReportHook, ...] = ()
     poll_hooks: tuple[Callable[[AgentView], None], ...] = ()  # after every poll
+    load_hooks: tuple[Callable[[AgentView], None], ...] = ()  # after a revision is loaded, before any zone
     on_apply: Callable[[str, ZoneOutcome], None] | None = None
     wake: Wake = field(default_factory=Wake)
+    pacing: Pacing = REAL_TIME  # the clock and pauses of a pass's stale-write retries
+    loader: DesiredLoader = load_desired  # a fetched commit's files as a Desired

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gitdns.agent import identity
 from gitdns.agent.config import AgentConfig
-from gitdns.agent.ports import Source
+from gitdns.agent.ports import DesiredLoader, Source, load_desired
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.core import builder
@@ -29,7 +29,6 @@ from gitdns.core.model import Cluster, DesiredState, Mode, Publisher, Zone
 from gitdns.core.planleave import holds
 from gitdns.core.records import ZoneSnapshot
 from gitdns.errors import GitdnsError, RetryableError
-from gitdns.reconcile.engine import from_files
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
@@ -40,8 +39,9 @@ ReadZone = Callable[[Zone], ZoneSnapshot]  # a whole-zone read through the agent
 
 class Zones:
     def __init__(self, state: AgentState, config: AgentConfig, source: Source, role: Role,
-                 rng: random.Random) -> None:
+                 rng: random.Random, loader: DesiredLoader = load_desired) -> None:
         self.state = state
+        self.loader = loader
         self.config = config
         self.source = source
         self.role = role
@@ -186,7 +186,7 @@ class Zones:
         if not sha:
             return None
         try:  # with its revision: a zone held at it reports it as its last good revision
-            return from_files(self.root, self.source.files_at(sha), HeadInfo(self.source.revision_at(sha), "", ""))
+            return self.loader(self.root, self.source.files_at(sha), HeadInfo(self.source.revision_at(sha), "", ""))
         except GitdnsError:
             return None
 

@@ -61,7 +61,8 @@ class ZoneWork:
             zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome, memory=track.memory,
                              validation=validation, owners=tuple(c.id for c in newest.state.clusters),
                              always_verify=self.config.once, unhealthy=unhealthy, frozen=frozen,
-                             primary=None if remote else self.role.primary_inputs(zdesired, cluster, zone))
+                             primary=None if remote else self.role.primary_inputs(zdesired, cluster, zone),
+                             pacing=self.ports.pacing)
             pipeline.run(zpass, _role(remote, zpass))
             self._note(zone, cluster, zpass)
             if outcome.plan is None and track.last is not None and not remote:

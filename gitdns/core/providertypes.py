@@ -68,6 +68,7 @@ class Capabilities:
     # (a token bucket per account); providers only report throttling.
     reads_per_minute: float = 0.0
     writes_per_minute: float = 0.0
+    one_budget: bool = False  # reads and writes spend one budget (reads_per_minute) of the account
     # read cost: records per page of a whole-zone read (0: the whole zone in one call, as a
     # local file or an AXFR); per-name reads cost one call per name
     page_size: int = 0
@@ -132,6 +133,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD, max_values_per_batch=1000,
                          max_chars_per_batch=32000, geo=ROUTE53_STYLE, weights=(0, 255),
                          reads_per_minute=300.0, writes_per_minute=300.0,  # 5 requests/s per account, shared
+                         one_budget=True,  # by reads and writes together
                          page_size=300),  # ListResourceRecordSets pages: per-name reads win for small changes
             kuadrant_secret="kuadrant.io/aws", extra="route53", sdk=("botocore",),
             page="providers/route53.md",

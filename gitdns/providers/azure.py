@@ -88,17 +88,18 @@ class AzureProvider:
         self.domain = normalize_name(domain)
         self.account = account
         self._client = client
+        self._api = _Counted(client)  # every call goes through it: it counts the requests
         self._lock = threading.Lock()
         self._seen: dict[str, dict[RecordKey, Seen]] = {}
 
     # --- reads ---------------------------------------------------------------------------------
     def zones(self) -> list[ZoneInfo]:
-        return [ZoneInfo(id=z, domain=normalize_name(z)) for z in sorted(self._client.list_zones())]
+        return [ZoneInfo(id=z, domain=normalize_name(z)) for z in sorted(self._api.list_zones())]
 
     def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
         zone = normalize_name(zone)
         try:
-            natives = self._client.list_record_sets(zone)
+            natives = self._api.list_record_sets(zone)
         except ApiError as err:
             if err.status == 404:
                 raise ConfigError(f"azure: zone {zone} not found in the resource group "
@@ -126,6 +127,12 @@ class AzureProvider:
                 meta = (body.get("properties") or {}).get("metadata")
                 seen[rec.key] = Seen(rec, str(body.get("etag") or ""), dict(meta) if meta else None)
         return seen
+
+    @property
+    def requests(self) -> int:
+        """Requests sent to the service (the agent's budget charges each); a listing counts
+        one per page the service answers with 100 record sets."""
+        return self._api.requests
 
     def etag_of(self, zone: str, key: RecordKey) -> str:
         """The cached ETag of a record set ("" when none): for tests and diagnostics."""
@@ -176,7 +183,7 @@ class AzureProvider:
             touched.add(change.key)
             if change.action is Action.CREATE:
                 try:
-                    body = self._client.get(zone, relative_name(change.key.name, zone), change.key.type)
+                    body = self._api.get(zone, relative_name(change.key.name, zone), change.key.type)
                 except ApiError as err:
                     raise error_for(err, f"read {change.key}") from None
                 if body is not None:
@@ -199,7 +206,7 @@ class AzureProvider:
                 assert change.new is not None
                 self._put(zone, change.new, seen.metadata, if_match=seen.etag)
             else:
-                self._client.delete(zone, rel, key.type, if_match=seen.etag)
+                self._api.delete(zone, rel, key.type, if_match=seen.etag)
                 self._forget(zone, key)
         except ApiError as err:
             self._forget(zone, key)
@@ -217,7 +224,7 @@ class AzureProvider:
             rel, body = to_native(rec, zone, metadata)
         except ValueError as exc:
             raise GroupFailed(f"{rec.key}: {exc}") from None
-        answer = self._client.put(zone, rel, rec.type, body, **cond)
+        answer = self._api.put(zone, rel, rec.type, body, **cond)
         written = from_native(answer, zone)
         with self._lock:
             cache = self._seen.setdefault(zone, {})
@@ -235,7 +242,7 @@ class AzureProvider:
         if not fresh and cached is not None and cached.record == old and cached.etag:
             return cached
         try:
-            body = self._client.get(zone, relative_name(old.name, zone), old.type)
+            body = self._api.get(zone, relative_name(old.name, zone), old.type)
         except ApiError as err:
             raise error_for(err, f"read {old.key}") from None
         rec = from_native(body, zone) if body is not None else None
@@ -253,6 +260,39 @@ class AzureProvider:
     def _forget(self, zone: str, key: RecordKey) -> None:
         with self._lock:
             self._seen.get(zone, {}).pop(key, None)
+
+
+class _Counted:
+    """The client, counting the requests each call sends (a record set listing: one per page)."""
+
+    PAGE = 100
+
+    def __init__(self, client: AzureDnsApi) -> None:
+        self.client = client
+        self.requests = 0
+
+    def list_zones(self) -> list[str]:
+        self.requests += 1
+        return self.client.list_zones()
+
+    def list_record_sets(self, zone: str) -> list[dict[str, Any]]:
+        self.requests += 1
+        found = self.client.list_record_sets(zone)
+        self.requests += max(0, -(-len(found) // self.PAGE) - 1)
+        return found
+
+    def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
+        self.requests += 1
+        return self.client.get(zone, relative, rtype)
+
+    def put(self, zone: str, relative: str, rtype: str, body: Mapping[str, Any], *,
+            if_match: str | None = None, if_none_match: str | None = None) -> dict[str, Any]:
+        self.requests += 1
+        return self.client.put(zone, relative, rtype, body, if_match=if_match, if_none_match=if_none_match)
+
+    def delete(self, zone: str, relative: str, rtype: str, *, if_match: str) -> None:
+        self.requests += 1
+        self.client.delete(zone, relative, rtype, if_match=if_match)
 
 
 # --- construction from a Zone's spec.provider --------------------------------------------------------

@@ -78,6 +78,7 @@ class GoogleProvider:
         self._pinned = managed_zone
         self._default_location = default_location
         self._zone_names: dict[str, str] = {}
+        self.requests = 0  # requests sent to the service (the agent's budget charges each)
 
     def zones(self) -> list[ZoneInfo]:
         found: list[ZoneInfo] = []
@@ -98,6 +99,7 @@ class GoogleProvider:
     def _pages(self, call: Callable[[str | None], dict[str, Any]], key: str, what: str) -> Iterable[Any]:
         token: str | None = None
         while True:
+            self.requests += 1
             try:
                 page = call(token)
             except CloudDnsError as exc:
@@ -169,6 +171,7 @@ class GoogleProvider:
         are not about this group (throttling, auth, server errors)."""
         if not body.deletions and not body.additions:
             return "applied", ""
+        self.requests += 1
         try:
             answer = self._api.create_change(managed, body.request())
         except CloudDnsError as exc:

@@ -79,9 +79,11 @@ class Route53Provider:
         self._health_ids: dict[str, dict[RecordKey, str]] = {}
         self.health = HealthChecks(self._call, self.domain, self._a_values) if health_checks else None
         self._applier = ChangeApplier(self._call, self._health_ids, self.health, self._settle)
+        self.requests = 0  # requests sent to the service (the agent's budget charges each)
 
     # -- calls
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
+        self.requests += 1
         try:
             result: dict[str, Any] = getattr(self._client, op)(**kwargs)
         except Exception as exc:

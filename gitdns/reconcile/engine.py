@@ -8,8 +8,6 @@ pipeline (`gitdns.reconcile.pipeline`) runs the steps.  Nothing here prints.
 from __future__ import annotations
 
 import logging
-import random
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +29,7 @@ from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
 from gitdns.providers.fences import STRICT, Fences
 from gitdns.providers.registry import make_provider
-from gitdns.reconcile.zonepass import ZoneOutcome
+from gitdns.reconcile.zonepass import REAL_TIME, Pacing, ZoneOutcome
 
 log = logging.getLogger(__name__)
 
@@ -163,14 +161,16 @@ def _reviewed(desired: Desired, zone: Zone) -> bool:
 def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider,
                         outcome: ZoneOutcome, force: bool, mode: PlanMode,
                         budget: float = STALE_RETRY_BUDGET, intent: Intent | None = None,
-                        names: Collection[str] | None = None, reviewed: bool = False) -> None:
+                        names: Collection[str] | None = None, reviewed: bool = False,
+                        pacing: Pacing = REAL_TIME) -> None:
     """Apply; a change group refused as stale is re-read and re-planned at once, again and
-    again with full-jitter backoff, until it lands or the time budget runs out.  A group the
+    again with full-jitter backoff, until it lands or the time budget runs out (``pacing``:
+    the clock and pauses that budget is counted in).  A group the
     provider failed (not stale: content it will not take) is one error and is not sent again
     in this pass, whatever re-plans follow; the next pass tries it again."""
     plan = outcome.plan
     assert plan is not None
-    deadline = time.monotonic() + budget
+    deadline = pacing.clock() + budget
     attempt = 0
     while not plan.stalled and plan.changes:
         failed = outcome.failed_groups
@@ -186,12 +186,12 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
         attempt += 1
         outcome.refused_retries += 1
         log.info("stale write refused: zone=%s groups=%d attempt=%d", zone.domain, len(result.refused), attempt)
-        wait = random.uniform(0, min(STALE_BACKOFF_CAP, STALE_BACKOFF_BASE * 2 ** min(attempt, 16)))
-        if time.monotonic() + wait > deadline:
+        wait = pacing.uniform(0, min(STALE_BACKOFF_CAP, STALE_BACKOFF_BASE * 2 ** min(attempt, 16)))
+        if pacing.clock() + wait > deadline:
             outcome.errors.append(f"stale writes still refused after {attempt} re-plans in {budget:g}s; "
                                   "the validation loop retries")
             return
-        time.sleep(wait)
+        pacing.sleep(wait)
         plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names,
                             reviewed=reviewed)
         outcome.plan = plan

@@ -221,7 +221,7 @@ def apply(p: ZonePass) -> Result:
         return Result.CONTINUE
     first = plan_
     apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, p.force, p.mode, intent=p.intent,
-                       names=p.names, reviewed=p.reviewed)
+                       names=p.names, reviewed=p.reviewed, pacing=p.pacing)
     if p.outcome.refused_retries == 0:
         p.outcome.plan = first
     if p.memory.zone_size:  # keep the read-cost estimate in step with what was written
@@ -250,7 +250,7 @@ def verify_step(p: ZonePass) -> Result:
         if p.outcome.plan.stalled:
             break
         apply_with_retries(p.desired, p.cluster, p.zone, p.provider, p.outcome, p.force, p.mode, intent=p.intent,
-                           names=p.names, reviewed=p.reviewed)
+                           names=p.names, reviewed=p.reviewed, pacing=p.pacing)
     return Result.CONTINUE
 
 

@@ -8,7 +8,9 @@ holds by reference: a step that learns something updates it in place.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import random
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -138,6 +140,20 @@ class ZoneMemory:
     groups_seen: tuple[object, ...] | None = None  # those records as last read (None: read again for a baseline)
 
 
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """The time a pass waits on: the clock, the pause and the jitter of its stale-write retries.
+    Real time unless the caller gives its own (the agent passes its ports' pacing, so a
+    simulation drives the retries in virtual time)."""
+
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    uniform: Callable[[float, float], float] = random.uniform
+
+
+REAL_TIME = Pacing()
+
+
 @dataclass(slots=True)
 class ZonePass:
     zone: Zone
@@ -165,6 +181,7 @@ class ZonePass:
     merged: Merged | None = None  # what the merge step made of them
     unchanged: bool = False  # the intent equals the last pass's: nothing was read
     endpoints: tuple[RecordSet, ...] = ()  # remote mode: what goes to the status branch
+    pacing: Pacing = REAL_TIME  # the clock and pauses of the stale-write retries
 
     @property
     def reviewed(self) -> bool:

@@ -3,6 +3,9 @@
 The Cluster git names for this agent (by id or metadata.name) is remembered in the state
 directory (``cluster.json``: id, name, mode), so an agent started after its Cluster was removed
 from git still knows whose records to clean up; failing that, the desired history is searched.
+The instance's own lease identity is kept there too (``instance-id``: `instance_identity`).
+Both are written whole (a temporary file renamed): a process killed while writing leaves the
+old file or the new one.
 ``cluster_problem`` says when git names no usable Cluster for us.
 """
 
@@ -27,13 +30,45 @@ log = logging.getLogger(__name__)
 IDENTITY_FILE = "cluster.json"
 
 
+def instance_identity(state_dir: Path) -> str:
+    """This agent instance's lease identity, kept in its state directory so a restart after a
+    crash takes its own lease back at once, while a second agent (another state directory)
+    with the same cluster id waits.  Written whole (a temporary file renamed): a process killed
+    while writing leaves no file or the whole one, never an empty one that would give each
+    restart a new identity, left waiting out the lease its crashed predecessor held.  A file
+    that holds no identity (empty, or not one word) is replaced by a new one."""
+    import os
+    import secrets
+
+    from gitdns import fsutil
+
+    path = state_dir / "instance-id"
+    try:
+        found = path.read_text(errors="replace").strip()
+    except FileNotFoundError:
+        found = ""
+    if found and len(found) <= 253 and all(c.isprintable() and not c.isspace() for c in found):
+        return found
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fsutil.remove_stray_temps(state_dir, fsutil.temp_glob(path))  # a killed predecessor's
+    ident = f"{os.uname().nodename}-{secrets.token_hex(6)}"
+    fsutil.write_atomic(path, f"{ident}\n".encode())
+    return ident
+
+
 def save_identity(root: Path, cluster: Cluster) -> None:
+    """Remember ``cluster`` in ``root`` (whole: a temporary file renamed, so a process killed
+    while writing leaves the old file or the new one; a failure is logged, never raised)."""
     import json
+
+    from gitdns import fsutil
 
     path = root / IDENTITY_FILE
     try:
         root.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"id": cluster.id, "name": cluster.name, "mode": cluster.mode.value}) + "\n")
+        fsutil.remove_stray_temps(root, fsutil.temp_glob(path))  # a killed predecessor's
+        doc = json.dumps({"id": cluster.id, "name": cluster.name, "mode": cluster.mode.value}) + "\n"
+        fsutil.write_atomic(path, doc.encode())
     except OSError as exc:
         log.warning("cannot keep the cluster identity: path=%s error=%s", path, exc)
 

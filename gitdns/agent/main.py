@@ -29,6 +29,7 @@ from gitdns.agent.hooks import (
     kube_delegation_hook,
     make_health,
 )
+from gitdns.agent.identity import instance_identity
 from gitdns.agent.lease import TxtLease
 from gitdns.agent.metrics import Metrics
 from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
@@ -131,22 +132,6 @@ def read_limits(config: AgentConfig) -> Any:
                           else DEFAULT_LIMITS.commit_bytes)
     except ValueError as exc:
         raise ConfigError(f"--max-file-bytes / --max-commit-bytes: {exc}") from None
-
-
-def instance_identity(state_dir: Path) -> str:
-    """This agent instance's lease identity, kept in its state directory so a restart after a
-    crash takes its own lease back at once, while a second agent (another state directory)
-    with the same cluster id waits."""
-    import secrets
-
-    path = state_dir / "instance-id"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        ident = f"{os.uname().nodename}-{secrets.token_hex(6)}"
-        path.write_text(ident + "\n")
-        return ident
 
 
 def make_lease(config: AgentConfig, factory: ProviderFactory) -> LeaseBuilder:

@@ -1,0 +1,72 @@
+"""Crash safety (issue 30, item 3): kill -9 of real gitdns processes at chosen moments.
+
+* The agent's state files, killed at every step of their writes in turn: each file is whole
+  (or absent), and the instance identity a restart reads is the one it keeps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitdns.agent.applied import save_applied
+from gitdns.agent.identity import instance_identity, save_identity
+from gitdns.core.model import Cluster
+from tests.e2e.crash_kit import Moment, parse_events, run_clean, run_killed, state_problems
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+pytestmark = pytest.mark.slow
+
+# the agent's three state writes, in the order a first start makes them
+STATE_WRITES = """
+import sys
+from pathlib import Path
+from gitdns.agent.applied import save_applied
+from gitdns.agent.identity import instance_identity, save_identity
+from gitdns.core.model import Cluster
+root = Path(sys.argv[1])
+print(instance_identity(root))
+save_identity(root, Cluster(name=sys.argv[3], id="3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"))
+save_applied(root, sys.argv[2])
+"""
+
+
+def writes(root: Path, sha: str, name: str) -> str:
+    """The same three writes in this process (a restart's); the identity."""
+    ident = instance_identity(root)
+    save_identity(root, Cluster(name=name, id="3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"))
+    save_applied(root, sha)
+    return ident
+
+
+@pytest.mark.parametrize("start", ["first", "later"])
+def test_state_files_are_whole_after_a_kill_at_every_step(tmp_path: Path, start: str) -> None:
+    """An agent's first start (empty state directory) or a later one (the files there from
+    the last), killed at every step of its three state writes in turn: each file is whole or
+    absent, a later start keeps its identity, and the writes made again leave every file whole
+    and no temporary file behind."""
+    argv = ["-c", STATE_WRITES, "", SHA[::-1], "west"]
+    count = tmp_path / "count"
+    if start == "later":
+        writes(count, SHA, "eu-west-1")
+    done, _ = run_clean([*argv[:2], str(count), *argv[3:]], tmp_path / "count.log")
+    assert done.returncode == 0, done.stderr
+    steps = parse_events(tmp_path / "count.log", None, "state").steps
+    assert steps >= 10, f"only {steps} steps in the three writes"
+    for at in range(1, steps + 1):
+        root = tmp_path / f"at-{at}"
+        before = writes(root, SHA, "eu-west-1") if start == "later" else None
+        kill = run_killed([*argv[:2], str(root), *argv[3:]], tmp_path / "kill.log", "state", Moment("step", at=at))
+        assert kill.killed, f"step {at}: not killed ({kill.output})"
+        assert state_problems(root) == [], f"killed at step {at} ({kill.last_step})"
+        if before is not None:
+            assert (root / "instance-id").read_text() == f"{before}\n", f"step {at}: the identity changed"
+            assert json.loads((root / "cluster.json").read_text())["name"] in ("eu-west-1", "west")
+        ident = writes(root, SHA[::-1], "west")  # the restart
+        assert ident == instance_identity(root) and (before is None or ident == before)
+        assert json.loads((root / "applied.json").read_text()) == {"sha": SHA[::-1]}
+        assert json.loads((root / "cluster.json").read_text())["name"] == "west"
+        assert not [p.name for p in root.iterdir() if ".tmp" in p.name], f"step {at}: temporary files left"

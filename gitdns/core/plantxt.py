@@ -132,5 +132,8 @@ def stay_guards(ctx: PlanContext, key: RecordKey, others: dict[str, OwnershipEnt
     of them must still hold its TXT when the change lands.  Without this, owners leaving at
     the same moment each leave the record to the others, every TXT goes, and the record stays
     with no owner: foreign for good, never deleted."""
+    seen: set[RecordKey] = set()  # a joint legacy TXT stands for each owner it names: one guard
     for owner, entry in sorted(others.items()):
-        ctx.guards.append(Guard(entry.txt.key, True, key, f"{owner} still owns {key}"))
+        if entry.txt.key not in seen:
+            seen.add(entry.txt.key)
+            ctx.guards.append(Guard(entry.txt.key, True, key, f"{owner} still owns {key}"))

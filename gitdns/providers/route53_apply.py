@@ -98,7 +98,7 @@ class ChangeApplier:
             elif not ops.deletes and not ops.creates:
                 out.applied.extend(members)
             else:
-                yield with_unchanged(ops, [held[g.key] for g in present])
+                yield with_unchanged(ops, [held[k] for k in dict.fromkeys(g.key for g in present)])
 
     def _send(self, domain: str, zone_id: str, batch: Sequence[GroupOps], out: Outcome) -> None:
         try:

@@ -116,6 +116,19 @@ def test_leaving_removes_only_the_owners_own_values_and_txt() -> None:
     assert zone.plan("o1", []).empty
 
 
+def test_leaving_beside_a_joint_txt_guards_on_it_once() -> None:
+    """An owner leaving a record the joint TXT's owners keep: its TXT delete is conditional on
+    the joint TXT (a ``present`` guard) once, not once per owner the TXT names (Route53 says
+    a guard as an unchanged DELETE/CREATE pair; two pairs of one record refuse the request)."""
+    zone = Zone([a("foo", "1.1.1.1", "2.2.2.2"), JOINT.with_values(
+        ('"heritage=external-dns,external-dns/owner=o2&&o3"',))])
+    zone.sync("o1", [a("foo", "1.1.1.1")])
+    leave = zone.plan("o1", [])
+    assert [(g.key, g.present) for g in leave.guards] == [(JOINT.key, True)]
+    zone.apply(leave)
+    assert registry.txt_name("o1", "A", FOO) not in zone.txt()
+
+
 def test_an_owner_only_the_joint_txt_names_removes_nothing_when_it_wants_nothing() -> None:
     zone = joint_zone("1.1.1.1", "2.2.2.2")
     before = dict(zone.records)

@@ -1,12 +1,23 @@
-"""Crash safety (issue 30, item 3): kill -9 of real gitdns processes at chosen moments.
+"""Crash safety (issue 30, item 3): kill -9 of real gitdns processes at chosen and random moments.
 
 * The agent's state files, killed at every step of their writes in turn: each file is whole
   (or absent), and the instance identity a restart reads is the one it keeps.
+* bench/crash.py --quick in two subprocesses side by side: 10 kills per target in the `local`
+  store and its BIND-served views, an RFC 2136 zone on a real BIND, the status push, and the
+  orchestrator's hosts files served by a real dnsmasq; the run must report its kills and no
+  torn file, lost value, duplicate status commit, stray temporary file or other violation.
+  It never checks a time.
+
+Without named or dnsmasq the bench test skips, except under ``CI=true`` where it fails.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +26,11 @@ from gitdns.agent.applied import save_applied
 from gitdns.agent.identity import instance_identity, save_identity
 from gitdns.core.model import Cluster
 from tests.e2e.crash_kit import Moment, parse_events, run_clean, run_killed, state_problems
+from tests.e2e.dns_servers import ToolMissing, find_tool
+from tests.e2e.orchestrator_kit import dnsmasq_path
 
+ROOT = Path(__file__).resolve().parent.parent.parent
+BENCH = ROOT / "bench" / "crash.py"
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 pytestmark = pytest.mark.slow
@@ -70,3 +85,35 @@ def test_state_files_are_whole_after_a_kill_at_every_step(tmp_path: Path, start:
         assert json.loads((root / "applied.json").read_text()) == {"sha": SHA[::-1]}
         assert json.loads((root / "cluster.json").read_text())["name"] == "west"
         assert not [p.name for p in root.iterdir() if ".tmp" in p.name], f"step {at}: temporary files left"
+
+
+def require_servers() -> None:
+    try:
+        find_tool("named")
+        if dnsmasq_path() is None:
+            raise ToolMissing("dnsmasq not found: apt-get install -y --no-install-recommends dnsmasq-base")
+    except ToolMissing as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+ROW = re.compile(r"^\| (local|bind|status|delivery) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|",
+                 re.M)
+
+
+def test_crash_bench_quick_kills_every_target_and_finds_nothing() -> None:
+    require_servers()
+    runs = [subprocess.Popen([sys.executable, str(BENCH), "--quick", "--targets", targets], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for targets in ("local,bind", "status", "delivery")]
+    outputs = [run.communicate(timeout=280)[0] for run in runs]
+    output = "\n".join(outputs)
+    assert [run.returncode for run in runs] == [0, 0, 0], output[-6000:]
+    rows = {m.group(1): [int(x) for x in m.groups()[1:]] for m in ROW.finditer(output)}
+    assert set(rows) == {"local", "bind", "status", "delivery"}, output[-6000:]
+    for target, (kills, inside, *violations) in rows.items():
+        assert kills == 10, f"{target}: {kills} kills\n{output[-6000:]}"
+        assert inside >= 1, f"{target}: no kill landed inside a write\n{output[-6000:]}"
+        assert violations == [0, 0, 0, 0, 0], f"{target}: {violations}\n{output[-6000:]}"
+    assert all("violations: 0" in out for out in outputs), output[-6000:]

@@ -108,8 +108,8 @@ class ZoneWork:
             try:
                 snapshot = self.ports.factory(zone).read(zone.domain, [kuadrant_name(zone.domain),
                                                                       gitdns_name(zone.domain)])
-            except GitdnsError as exc:
-                log.debug("active groups check failed: zone=%s error=%s", zone.domain, exc)
+            except Exception as exc:  # a library's own failure too: the zone's pass reports it
+                log.debug("active groups check failed: zone=%s error=%s", zone.domain, _error(exc))
                 continue
             seen = read_zone_groups(snapshot, zone.domain).key()
             if memory.groups_seen is not None and seen != memory.groups_seen:
@@ -128,8 +128,8 @@ class ZoneWork:
         for zone in self.role.zones(desired, cluster):
             try:
                 snapshot = self.ports.factory(zone).read(zone.domain)
-            except GitdnsError as exc:
-                log.warning("reading own revisions failed: zone=%s error=%s", zone.domain, exc)
+            except Exception as exc:  # a library's own failure too: the zone's pass reports it
+                log.warning("reading own revisions failed: zone=%s error=%s", zone.domain, _error(exc))
                 continue
             for row in owners(snapshot, ()):
                 if row.owner != cluster.id:
@@ -264,6 +264,11 @@ def _undo(zpass: ZonePass) -> None:
         render_views(zpass.provider, zpass.zone, zpass.desired.state)
     except Exception as exc:
         log.warning("undo of a failed pass failed: zone=%s error=%s: %s", zpass.zone.domain, type(exc).__name__, exc)
+
+
+def _error(exc: Exception) -> str:
+    """An error for a log line: a gitdns error as it says itself, another with its type."""
+    return str(exc) if isinstance(exc, GitdnsError) else f"{type(exc).__name__}: {_short(str(exc))}"
 
 
 _INVERSE = {Action.CREATE: Action.DELETE, Action.DELETE: Action.CREATE, Action.UPDATE: Action.UPDATE}

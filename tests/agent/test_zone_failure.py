@@ -60,3 +60,25 @@ def test_an_unexpected_failure_fails_its_zone_only_and_is_taken_back(tmp_path: P
     assert report is not None and not report.ready
     ready = next(c for c in report.conditions if c.type == "Ready")
     assert "example.com" in ready.message and "InternalError" in ready.message
+
+
+class ReadBreaks(MemoryProvider):
+    """Fails every read as a provider library's own bug would (no gitdns error)."""
+
+    def read(self, zone: str, names: Sequence[str] | None = None):  # type: ignore[no-untyped-def]
+        raise KeyError("ResourceRecordSets")
+
+
+def test_an_unexpected_read_failure_on_a_restart_fails_the_zones_not_the_agent(tmp_path: Path) -> None:
+    """A restart that finds no state reads each zone for the revision its own records carry,
+    and a grouped zone is read for its active groups at every poll: a failure there that is no
+    gitdns error fails the zones' passes (reported), never the agent's cycle."""
+    source = FakeSource()
+    source.commit(example_files(), "c1")
+    agent = Agent(AgentConfig(repo="mem://", cluster="eu-west-1", state_dir=str(tmp_path / "fresh")),
+                  AgentPorts(source=source, factory=lambda zone: ReadBreaks(), clock=Clock(), rng=random.Random(1)))
+    cycle = agent.run()  # no exception escapes
+    assert cycle.outcomes and all(o.errors for o in cycle.outcomes)
+    assert agent.run() is not None  # the next poll too
+    report = agent.last_report
+    assert report is not None and not report.ready

@@ -4,7 +4,7 @@ and random provider faults; every read of the zone is checked against the invari
     python bench/soak.py                                   # 1,000 cycles on local, bind and route53
     python bench/soak.py --backends local --cycles 1000 --seed 7
     python bench/soak.py --backends local=1000,bind=300,route53=200
-    python bench/soak.py --quick                           # CI: 30 cycles on local, 5 on bind and route53
+    python bench/soak.py --quick                           # CI: 20 cycles on local, 10 on bind, 5 on route53
 
 Per backend — ``local`` (the record store in a temp directory), ``bind`` (a real BIND 9 on a
 free loopback port, RFC 2136 with TSIG: tests/e2e/dns_servers.py) and ``route53`` (moto_server
@@ -24,15 +24,18 @@ on loopback over TLS, with Route53's batch semantics: bench/soak_peers.py) — t
    (bench/soak_zone.py: the store file and its views, AXFR, moto's API) every 0.1 s and
    checked, until it equals the desired union (its convergence time) or ``--cycle-timeout``
    passes;
-4. every ``--quiet-every`` cycles and after the last, stops the faults and requires the zone to
-   equal the desired union within 3 agent cycles (3 x (poll interval + validation window));
-5. stops the agents (SIGTERM).
+4. every ``--quiet-every`` cycles and at the last, stops the faults 0.1..1 s after the push, while
+   the agents are still at work on it (a pass failed by a fault waiting for its retry), and
+   requires the zone to equal the desired union within 3 agent cycles of the stop
+   (3 x (poll interval + validation window)); faults resume with the next cycle;
+5. stops the agents (SIGTERM), each one's peak resident set (``VmHWM`` in /proc/<pid>/status)
+   read just before.
 
 It prints per backend: cycles, faults injected by kind, invariant violations (must be 0),
 crashes (an agent that exited, or a traceback in its log: must be 0), convergence times (worst,
-p50, p90, and after faults stopped), and the seed to replay.  The seed fixes the desired changes
-and each agent's fault decisions call by call; the interleaving of the processes is the
-machine's.  Exit code 1 when a violation or a crash was seen.  Times are figures, never
+p50, p90, and after faults stopped), each agent's peak memory, and the seed to replay.  The
+seed fixes the desired changes and each agent's fault decisions call by call; the interleaving
+of the processes is the machine's.  Exit code 1 when a violation or a crash was seen.  Times are figures, never
 asserted (tests/e2e/test_soak_quick.py runs ``--quick`` and checks only the counts).
 """
 
@@ -77,7 +80,7 @@ QUIET_BOUND = 3 * AGENT_CYCLE  # after faults stop, the zone is level within 3 a
 SECRET = b"soak-webhook-secret"
 BACKENDS = ("local", "bind", "route53")
 AGENTS = {"local": 4, "bind": 3, "route53": 3}
-QUICK = {"local": 30, "bind": 5, "route53": 5}
+QUICK = {"local": 20, "bind": 10, "route53": 5}
 FLAVOUR = {"local": "mixed", "bind": "auto", "route53": "auto"}
 
 
@@ -141,6 +144,7 @@ class Agent:
                      *backend.flags]
         self.env = {**os.environ, **GIT_ENV, "PYTHONPATH": str(ROOT), **backend.env}
         self.restarts = 0
+        self.peaks: list[int] = []  # VmHWM (KiB) of each process this agent ran, read before it stopped
         self.proc = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
@@ -151,7 +155,7 @@ class Agent:
         return self.proc.poll() is None
 
     def restart(self) -> None:
-        self.restarts += 1
+        self.restarts += 1  # the exited process's peak is gone with it
         self.proc = self._start()
 
     def poke(self, sha: str) -> None:
@@ -167,8 +171,20 @@ class Agent:
         except (urllib.error.URLError, OSError):
             pass  # not listening yet, or busy: its poll picks the commit up
 
+    def peak_kib(self) -> int | None:
+        """The process's peak resident set (VmHWM in /proc/<pid>/status), in KiB; None once it exited."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return None
+        line = next((ln for ln in status.splitlines() if ln.startswith("VmHWM:")), "")
+        return int(line.split()[1]) if line else None
+
     def stop(self) -> int | None:
         if self.proc.poll() is None:
+            peak = self.peak_kib()
+            if peak is not None:
+                self.peaks.append(peak)
             self.proc.send_signal(signal.SIGTERM)
             try:
                 return self.proc.wait(timeout=60)
@@ -181,6 +197,14 @@ class Agent:
     def tracebacks(self) -> int:
         return self.log.read_text(errors="replace").count("Traceback (most recent call last)")
 
+    def last_words(self, lines: int = 12) -> str:
+        """The end of its log (the last traceback, or what it said before exiting), for the report:
+        the work directory is removed after the run."""
+        text = self.log.read_text(errors="replace")
+        start = text.rfind("Traceback (most recent call last)")
+        tail = (text[start:] if start >= 0 else text).splitlines()
+        return "\n      ".join([*tail[:3], "...", *tail[-lines:]] if len(tail) > lines + 3 else tail)
+
 
 # --- one backend's run -----------------------------------------------------------------------
 @dataclass
@@ -190,6 +214,7 @@ class Report:
     converged: list[float] = field(default_factory=list)  # seconds from push to the desired union
     unconverged: int = 0  # cycles whose zone was not level within --cycle-timeout
     quiet: list[float] = field(default_factory=list)  # seconds from faults stopping to level
+    quiet_mid: int = 0  # stops that came while the zone was not yet level with the commit
     violations: list[Violation] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
@@ -198,6 +223,7 @@ class Report:
     orphans_seen: int = 0
     missing_seen: int = 0
     seconds: float = 0.0
+    peaks: dict[str, int] = field(default_factory=dict)  # agent -> peak resident set (VmHWM), KiB
 
 
 class Run:
@@ -244,11 +270,14 @@ class Run:
     def watch_agents(self) -> None:
         for agent in self.agents:
             if not agent.alive():
-                self.report.crashes.append(f"{agent.name} exited with {agent.proc.returncode} (restarted; see "
-                                           f"{agent.log.name})")
+                self.report.crashes.append(f"{agent.name} exited with {agent.proc.returncode} (restarted):\n      "
+                                           + agent.last_words())
                 agent.restart()
 
-    def cycle(self, index: int) -> None:
+    def cycle(self, index: int, stop_faults: bool = False) -> None:
+        """One commit, pushed and delivered, and the zone read until level.  With ``stop_faults``
+        the faults stop a random moment (0.1..1 s) after the push, while the agents are still at
+        work on it, and the zone must be level within `QUIET_BOUND` of that moment."""
         assert self.checker is not None
         what = "; ".join(self.model.mutate(self.rng) for _ in range(self.rng.choice((1, 1, 2, 3))))
         sha = self.commit(f"soak {index}: {what}")
@@ -257,7 +286,11 @@ class Run:
         for agent in self.agents:
             agent.poke(sha)
         seen, passing = len(self.checker.violations), len(self.checker.transients)
-        took = self.settle(pushed, self.args.cycle_timeout)
+        if stop_faults:
+            level = self.settle(pushed, self.rng.uniform(0.1, 1.0))
+            took = self.quiet(pushed, mid_change=level is None)
+        else:
+            took = self.settle(pushed, self.args.cycle_timeout)
         if self.args.verbose:
             for violation in self.checker.violations[seen:]:
                 print(f"  [{self.backend.name}] cycle {index} ({what}): violation: {violation.what}", flush=True)
@@ -272,8 +305,9 @@ class Run:
             self.report.converged.append(took)
         self.report.cycles += 1
 
-    def quiet(self, last: bool) -> None:
-        """Faults off: the zone must be level within `QUIET_BOUND`."""
+    def quiet(self, pushed: float, mid_change: bool) -> float | None:
+        """Faults off now: the zone must be level within `QUIET_BOUND`; seconds from ``pushed``
+        to level, or None."""
         assert self.checker is not None
         self.switch.unlink()
         stopped = time.time()
@@ -283,10 +317,11 @@ class Run:
             self.checker.violations.append(Violation(time.time(), (
                 f"faults stopped, the zone was level with the desired union after {when}, beyond 3 agent cycles "
                 f"({QUIET_BOUND:g} s): " + "; ".join(self.checker.last_diff[:6]))))
-        if took is not None:
-            self.report.quiet.append(took)
-        if not last:
-            self.switch.touch()
+        if took is None:
+            return None
+        self.report.quiet.append(took)
+        self.report.quiet_mid += mid_change
+        return stopped + took - pushed
 
     def run(self) -> Report:
         started = time.time()
@@ -298,9 +333,10 @@ class Run:
                 self.checker.violations.append(Violation(time.time(), "the initial desired state never converged: "
                                                          + "; ".join(self.checker.last_diff[:6])))
             for index in range(1, self.cycles + 1):
-                self.cycle(index)
-                if index == self.cycles or (self.args.quiet_every and index % self.args.quiet_every == 0):
-                    self.quiet(last=index == self.cycles)
+                stop = index == self.cycles or bool(self.args.quiet_every and index % self.args.quiet_every == 0)
+                self.cycle(index, stop_faults=stop)
+                if stop and index < self.cycles:
+                    self.switch.touch()
                 if self.args.verbose and index % 25 == 0:
                     print(f"  [{self.backend.name}] cycle {index}: violations {len(self.checker.violations)}",
                           flush=True)
@@ -312,10 +348,13 @@ class Run:
     def finish(self) -> None:
         for agent in self.agents:
             code = agent.stop()
+            if agent.peaks:
+                self.report.peaks[agent.name] = max(agent.peaks)
             if code != 0:
                 self.report.crashes.append(f"{agent.name} stopped with {code} on SIGTERM")
             if agent.tracebacks():
-                self.report.crashes.append(f"{agent.name}: {agent.tracebacks()} traceback(s) in {agent.log.name}")
+                self.report.crashes.append(f"{agent.name}: {agent.tracebacks()} traceback(s) in its log, the "
+                                           "last:\n      " + agent.last_words())
             for fault in read_log(agent.fault_log):
                 self.report.faults[fault.kind] += 1
                 self.report.flavours[fault.flavour] += 1
@@ -350,12 +389,16 @@ def print_report(r: Report, args: argparse.Namespace) -> None:
               f"p50 {statistics.median(r.converged):.2f} s, p90 {pct(r.converged, 0.9):.2f} s; "
               f"not level within {args.cycle_timeout:g} s: {r.unconverged} cycle(s)")
     if r.quiet:
-        print(f"{tag} after faults stopped: level in worst {max(r.quiet):.2f} s over {len(r.quiet)} stop(s) "
-              f"(bound: 3 agent cycles = {QUIET_BOUND:g} s)")
+        print(f"{tag} after faults stopped: level in worst {max(r.quiet):.2f} s over {len(r.quiet)} stop(s), "
+              f"{r.quiet_mid} of them mid-change (bound: 3 agent cycles = {QUIET_BOUND:g} s)")
     print(f"{tag} transient states seen: {r.orphans_seen} ownership TXT briefly without its record, "
           f"{r.missing_seen} live value(s) briefly missing (allowed for {LIMITS.window:g} s)")
+    if r.peaks:
+        each = ", ".join(f"{name} {kib / 1024:.1f}" for name, kib in sorted(r.peaks.items()))
+        print(f"{tag} agent peak memory (VmHWM before SIGTERM): max {max(r.peaks.values()) / 1024:.1f} MiB "
+              f"({each} MiB)")
     print(f"{tag} seed: {args.seed} (replay: python bench/soak.py --backends {r.backend}={r.cycles} --seed {args.seed}"
-          f" --fault-rate {args.fault_rate:g})")
+          f" --fault-rate {args.fault_rate:g} --quiet-every {args.quiet_every})")
 
 
 def parse_backends(text: str, cycles: int) -> list[tuple[str, int]]:
@@ -375,17 +418,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="default: a random seed, printed")
     parser.add_argument("--fault-rate", type=float, default=0.1, help="chance of a fault per provider call")
     parser.add_argument("--agents", type=int, default=0, help="agents per backend (default 4 local, 3 others)")
-    parser.add_argument("--quiet-every", type=int, default=100, help="stop faults every N cycles (0: only at the end)")
+    parser.add_argument("--quiet-every", type=int, default=25, help="stop faults every N cycles (0: only at the end)")
     parser.add_argument("--cycle-timeout", type=float, default=30.0)
-    parser.add_argument("--quick", action="store_true", help="CI: 30 cycles on local, 5 on bind and route53")
+    parser.add_argument("--quick", action="store_true", help="CI: 20 cycles on local, 10 on bind, 5 on route53")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the agents and servers on the way out
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
     if args.quick:
         plan = [(name, QUICK[name]) for name, _ in parse_backends(args.backends, 0)]
-        args.quiet_every = args.quiet_every if args.quiet_every != 100 else 15
+        args.quiet_every = args.quiet_every if args.quiet_every != 25 else 10
     else:
         plan = parse_backends(args.backends, args.cycles)
     print(f"soak: seed {args.seed}, fault rate {args.fault_rate:g} per provider call, backends "

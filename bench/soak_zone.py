@@ -273,7 +273,7 @@ class Checker:
     _present: set[tuple[str, Key, str]] = field(default_factory=set)
     _missing: dict[tuple[str, Key, str], float] = field(default_factory=dict)
     _orphans: dict[Key, float] = field(default_factory=dict)
-    _reported: set[tuple[str, Any]] = field(default_factory=set)
+    _reported: set[tuple[Any, ...]] = field(default_factory=set)
     last_diff: list[str] = field(default_factory=list)
 
     def desire(self, expected: Expected, at: float) -> None:
@@ -284,7 +284,7 @@ class Checker:
         self._missing = {c: t for c, t in self._missing.items() if c in claims}
         self.expected = expected
 
-    def _violate(self, at: float, tag: tuple[str, Any], what: str) -> None:
+    def _violate(self, at: float, tag: tuple[Any, ...], what: str) -> None:
         if tag not in self._reported:
             self._reported.add(tag)
             self.violations.append(Violation(at, what))

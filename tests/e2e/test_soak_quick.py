@@ -1,7 +1,8 @@
 """CI's run of the soak (bench/soak.py --quick): agents as separate processes on `local`, real
 BIND and moto's Route53, random desired-state commits and injected provider faults.  It checks
-the counts the soak prints — faults were injected, no invariant was violated, no agent crashed —
-never a time.
+the counts the soak prints — faults were injected, no invariant was violated, no agent crashed,
+the faults were stopped and the zone checked after, each agent's peak memory was read — never a
+time.
 
 Without ``named`` or moto it skips, except under ``CI=true`` where it fails.
 """
@@ -50,5 +51,10 @@ def test_the_quick_soak_finds_no_violation_and_no_crash() -> None:
         assert f"[{backend}] invariant violations: 0" in done.stdout, out[-6000:]
         assert f"[{backend}] crashes: 0" in done.stdout, out[-6000:]
         assert f"[{backend}] seed: {SEED}" in done.stdout
+        stops = re.search(rf"^\[{backend}\] after faults stopped: .* over (\d+) stop\(s\)", done.stdout, re.M)
+        assert stops and int(stops.group(1)) >= 1, out[-6000:]
+        peak = re.search(rf"^\[{backend}\] agent peak memory \(VmHWM before SIGTERM\): max ([\d.]+) MiB",
+                         done.stdout, re.M)
+        assert peak and float(peak.group(1)) > 0, out[-6000:]
     assert done.returncode == 0, out[-6000:]
     assert re.search(r"^soak total: .*invariant violations 0, crashes 0", done.stdout, re.M), out[-6000:]

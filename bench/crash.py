@@ -2,7 +2,7 @@
 "Crash safety").
 
     python bench/crash.py [--trials 100] [--seed 30] [--targets local,bind,status,delivery]
-    python bench/crash.py --quick            # 10 kills per target (what CI runs)
+    python bench/crash.py --quick            # 10 kills in all (what CI runs)
 
 Targets, each a real process killed with SIGKILL together with every process it started:
 
@@ -21,6 +21,9 @@ the receiving side's pre-receive or post-receive hook, the server killed too or 
 or a delay from the process start, uniform over a full run's length, with every write step
 slowed so that more kills land inside a write.  After the kill, what a reader sees is checked;
 the same command is then run again to completion and what it left is checked.
+
+--quick: 10 kills spread over the targets (QUICK), the first of each target at a counted step,
+so that every target is killed inside one of its writes at least once.
 
 Prints per target: kills, kills inside a write of the target, torn files, lost values,
 duplicate status commits, stray temporary files, other violations (must all be 0), with the
@@ -47,6 +50,7 @@ from tests.e2e.crash_delivery import DeliveryRig, answered_at_kill, whole_at_kil
 from tests.e2e.crash_kit import Kill, Moment, parse_events, run_clean, run_killed  # noqa: E402
 
 TARGETS = ("local", "bind", "status", "delivery")
+QUICK = {"local": 3, "bind": 2, "status": 3, "delivery": 2}  # --quick: 10 kills in all
 SPANS = {"local": "store|views|state", "bind": "rfc2136", "status": "status", "delivery": "delivery"}
 KINDS = ("torn", "lost", "dup", "stray", "other")
 HEADINGS = {"torn": "torn files", "lost": "lost values", "dup": "duplicate status commits",
@@ -92,15 +96,15 @@ class Catalogue:
                          f"{statistics.median(self.seconds[key]):.2f}s"
                          for key, steps in sorted(self.steps.items()) if key.split("/")[0] == target and steps)
 
-    def moment(self, rng: random.Random, key: str, remote: bool) -> Moment:
+    def moment(self, rng: random.Random, key: str, remote: bool, step: bool = False) -> Moment:
         """A counted step (60 %), or for a push its remote side (25 %, then 40 % steps), or a
         delay over a full run's length with the target's steps slowed so that they take about a
-        third of the slowed run."""
-        roll = rng.random()
+        third of the slowed run.  ``step``: a counted step (a kill inside a write)."""
+        roll = 0.5 if step else rng.random()
         if remote and roll < 0.25:
             return Moment("remote", remote=rng.choice(("pre-receive", "post-receive")), spare_remote=rng.random() < 0.5)
         steps = self.steps.get(key, 0)
-        if steps and roll < (0.65 if remote else 0.6):
+        if steps and (step or roll < (0.65 if remote else 0.6)):
             return Moment("step", at=rng.randint(1, steps))
         seconds = statistics.median(self.seconds.get(key) or [1.0])
         slow = min(0.2, max(0.002, 0.5 * seconds / max(steps, 1)))
@@ -134,7 +138,8 @@ def record_kill(tally: Tally, kill: Kill, moment: Moment) -> None:
 # --- the agent targets --------------------------------------------------------------------------
 
 
-def agent_trial(rig: AgentRig, tally: Tally, n: int, rng: random.Random, catalogue: Catalogue, work: Path) -> None:
+def agent_trial(rig: AgentRig, tally: Tally, n: int, rng: random.Random, catalogue: Catalogue, work: Path,
+                step: bool = False) -> None:
     target = tally.target
     spans = SPANS[target]
     log = work / f"{target}-{n}.log"
@@ -148,7 +153,7 @@ def agent_trial(rig: AgentRig, tally: Tally, n: int, rng: random.Random, catalog
             rig.fresh_state(cluster)  # a new pod, an empty state volume
             trial += " (fresh state)"
         key = f"{target}/{kind}"
-        moment = catalogue.moment(rng, key, remote=target == "status")
+        moment = catalogue.moment(rng, key, remote=target == "status", step=step)
         argv = rig.argv(cluster, kind)
         kill = run_killed(argv, log, spans, moment)
         trial += f" at {moment.describe()}"
@@ -178,7 +183,8 @@ def rng_of(seed: int, target: str) -> random.Random:
     return random.Random(f"{seed}:{target}")
 
 
-def run_agent_targets(targets: list[str], trials: int, seed: int, work: Path) -> list[Tally]:
+def run_agent_targets(targets: list[str], trials: dict[str, int], seed: int, work: Path,
+                      quick: bool = False) -> list[Tally]:
     rig = AgentRig(work / "agent")
     catalogue = Catalogue()
     tallies = []
@@ -205,8 +211,8 @@ def run_agent_targets(targets: list[str], trials: int, seed: int, work: Path) ->
             tally.full_run = catalogue.describe(target)
             rng = rng_of(seed, target)
             started = time.monotonic()
-            for n in range(1, trials + 1):
-                agent_trial(rig, tally, n, rng, catalogue, work)
+            for n in range(1, trials[target] + 1):
+                agent_trial(rig, tally, n, rng, catalogue, work, step=quick and n == 1)
             print(f"  {target}: {tally.kills} kills in {time.monotonic() - started:.0f}s", flush=True)
     finally:
         rig.stop()
@@ -217,13 +223,13 @@ def run_agent_targets(targets: list[str], trials: int, seed: int, work: Path) ->
 
 
 def delivery_trial(rig: DeliveryRig, tally: Tally, n: int, rng: random.Random, catalogue: Catalogue,
-                   work: Path) -> None:
+                   work: Path, step: bool = False) -> None:
     log = work / f"delivery-{n}.log"
     for _attempt in range(6):
         before_files, before = rig.files(), rig.published().answers()
         move = rig.change(rng)
         want = rig.published()
-        moment = catalogue.moment(rng, "delivery", remote=False)
+        moment = catalogue.moment(rng, "delivery", remote=False, step=step)
         trial = f"delivery #{n} {move} at {moment.describe()}"
         kill = run_killed(rig.argv(), log, SPANS["delivery"], moment)
         at_kill = rig.files()
@@ -249,7 +255,7 @@ def delivery_trial(rig: DeliveryRig, tally: Tally, n: int, rng: random.Random, c
             return
 
 
-def run_delivery(trials: int, seed: int, work: Path) -> Tally:
+def run_delivery(trials: int, seed: int, work: Path, quick: bool = False) -> Tally:
     rig = DeliveryRig(work / "delivery")
     catalogue = Catalogue()
     tally = Tally("delivery")
@@ -264,7 +270,7 @@ def run_delivery(trials: int, seed: int, work: Path) -> Tally:
         tally.full_run = catalogue.describe("delivery")
         started = time.monotonic()
         for n in range(1, trials + 1):
-            delivery_trial(rig, tally, n, rng, catalogue, work)
+            delivery_trial(rig, tally, n, rng, catalogue, work, step=quick and n == 1)
         print(f"  delivery: {tally.kills} kills in {time.monotonic() - started:.0f}s", flush=True)
     finally:
         rig.stop()
@@ -274,8 +280,8 @@ def run_delivery(trials: int, seed: int, work: Path) -> Tally:
 # --- report -------------------------------------------------------------------------------------
 
 
-def report(tallies: list[Tally], seed: int, trials: int) -> int:
-    print(f"\nseed {seed}, {trials} trials per target\n")
+def report(tallies: list[Tally], seed: int, trials: dict[str, int]) -> int:
+    print(f"\nseed {seed}, trials " + ", ".join(f"{t.target} {trials[t.target]}" for t in tallies) + "\n")
     print("| target | kills | inside a write | torn files | lost values | duplicate status commits "
           "| stray temp files | other violations | runs done before the kill | restarts refused |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -303,22 +309,23 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=100, help="kills per target (default 100)")
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--targets", default=",".join(TARGETS), help="comma-separated: " + ",".join(TARGETS))
-    parser.add_argument("--quick", action="store_true", help="10 kills per target (CI)")
+    parser.add_argument("--quick", action="store_true",
+                        help="10 kills in all, spread over the targets, each killed inside a write (CI)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
-    trials = 10 if args.quick else args.trials
+    trials = dict(QUICK) if args.quick else dict.fromkeys(TARGETS, args.trials)
     targets = [t for t in args.targets.split(",") if t]
     unknown = set(targets) - set(TARGETS)
     if unknown:
         parser.error(f"unknown targets: {sorted(unknown)}")
     work = Path(tempfile.mkdtemp(prefix="gitdns-crash-"))
-    print(f"crash trials: seed {args.seed}, {trials} per target, targets {','.join(targets)}", flush=True)
+    print(f"crash trials: seed {args.seed}, " + ", ".join(f"{t} {trials.get(t)}" for t in targets), flush=True)
     tallies: list[Tally] = []
     agent = [t for t in targets if t != "delivery"]
     if agent:
-        tallies += run_agent_targets(agent, trials, args.seed, work)
+        tallies += run_agent_targets(agent, trials, args.seed, work, quick=args.quick)
     if "delivery" in targets:
-        tallies.append(run_delivery(trials, args.seed, work))
+        tallies.append(run_delivery(trials["delivery"], args.seed, work, quick=args.quick))
     code = report(tallies, args.seed, trials)
     if args.keep:
         print(f"work directory kept: {work}")

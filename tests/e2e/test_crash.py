@@ -2,11 +2,12 @@
 
 * The agent's state files, killed at every step of their writes in turn: each file is whole
   (or absent), and the instance identity a restart reads is the one it keeps.
-* bench/crash.py --quick in two subprocesses side by side: 10 kills per target in the `local`
-  store and its BIND-served views, an RFC 2136 zone on a real BIND, the status push, and the
-  orchestrator's hosts files served by a real dnsmasq; the run must report its kills and no
-  torn file, lost value, duplicate status commit, stray temporary file or other violation.
-  It never checks a time.
+* bench/crash.py --quick, the agent targets and the delivery side by side: 10 kills in all,
+  spread over the `local` store and its BIND-served views, an RFC 2136 zone on a real BIND,
+  the status push, and the orchestrator's hosts files served by a real dnsmasq, each target
+  killed inside one of its writes at least once; the run must report those kills and no torn
+  file, lost value, duplicate status commit, stray temporary file or other violation.  It
+  never checks a time (bench/crash.py --trials 100 is the full run, docs/benchmarks.md).
 
 Without named or dnsmasq the bench test skips, except under ``CI=true`` where it fails.
 """
@@ -98,6 +99,7 @@ def require_servers() -> None:
         pytest.skip(str(exc))
 
 
+QUICK = {"local": 3, "bind": 2, "status": 3, "delivery": 2}  # bench/crash.py's --quick: 10 kills in all
 ROW = re.compile(r"^\| (local|bind|status|delivery) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|",
                  re.M)
 
@@ -106,14 +108,14 @@ def test_crash_bench_quick_kills_every_target_and_finds_nothing() -> None:
     require_servers()
     runs = [subprocess.Popen([sys.executable, str(BENCH), "--quick", "--targets", targets], cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for targets in ("local,bind", "status", "delivery")]
+            for targets in ("local,bind,status", "delivery")]
     outputs = [run.communicate(timeout=280)[0] for run in runs]
     output = "\n".join(outputs)
-    assert [run.returncode for run in runs] == [0, 0, 0], output[-6000:]
+    assert [run.returncode for run in runs] == [0, 0], output[-6000:]
     rows = {m.group(1): [int(x) for x in m.groups()[1:]] for m in ROW.finditer(output)}
     assert set(rows) == {"local", "bind", "status", "delivery"}, output[-6000:]
     for target, (kills, inside, *violations) in rows.items():
-        assert kills == 10, f"{target}: {kills} kills\n{output[-6000:]}"
+        assert kills == QUICK[target], f"{target}: {kills} kills\n{output[-6000:]}"
         assert inside >= 1, f"{target}: no kill landed inside a write\n{output[-6000:]}"
         assert violations == [0, 0, 0, 0, 0], f"{target}: {violations}\n{output[-6000:]}"
     assert all("violations: 0" in out for out in outputs), output[-6000:]

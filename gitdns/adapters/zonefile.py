@@ -39,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import dns.exception
 import dns.name
 import dns.rdata
 import dns.rdataclass
@@ -81,14 +82,25 @@ def _absolute(name: str) -> str:
 
 def _txt_text(value: str) -> str:
     if value.startswith('"'):
-        return value  # already in presentation format
-    raw = value.encode("utf-8")
+        return value  # already in presentation format (`_add` falls back to `_txt_plain` if it is not)
+    return _txt_plain(value)
+
+
+def _txt_plain(value: str) -> str:
+    """A TXT value as quoted strings of at most 255 octets each, read back as it was: a byte
+    outside printable ASCII is written ``\\DDD`` (so a string may be cut inside a UTF-8
+    sequence, and a lone surrogate, what reading bytes that are not UTF-8 leaves, is its byte
+    again)."""
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte was decoded to
+        raw = value.encode("utf-8", "surrogatepass")
     chunks = [raw[i : i + _TXT_CHUNK] for i in range(0, len(raw), _TXT_CHUNK)] or [b""]
-    parts = []
-    for chunk in chunks:
-        text = chunk.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\").replace('"', '\\"')
-        parts.append(f'"{text}"')
-    return " ".join(parts)
+    return " ".join('"' + "".join(_TXT_BYTES[b] for b in chunk) + '"' for chunk in chunks)
+
+
+_TXT_BYTES = [chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:03d}" for b in range(256)]
+_TXT_BYTES[0x22], _TXT_BYTES[0x5C] = '\\"', "\\\\"
 
 
 def rdata_text(rtype: str, value: str) -> str:
@@ -119,7 +131,12 @@ def _add(zone: dns.zone.Zone, rec: RecordSet) -> None:
     rdtype = dns.rdatatype.from_text(rec.type)
     rdataset = zone.find_rdataset(name, rdtype, create=True)
     for value in rec.values:
-        rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, rdata_text(rec.type, value), origin=origin)
+        try:
+            rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, rdata_text(rec.type, value), origin=origin)
+        except dns.exception.SyntaxError:
+            if rec.type != "TXT":
+                raise
+            rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, _txt_plain(value))  # quoted, but not well
         rdataset.add(rdata, rec.ttl)
 
 

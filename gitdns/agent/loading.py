@@ -21,8 +21,9 @@ from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
+from gitdns.core.checks.index import Held, documents_of_files
 from gitdns.core.conditions import REASONS, Condition
-from gitdns.core.desired import Desired, HeadInfo
+from gitdns.core.desired import Desired, HeadInfo, held_as_before
 from gitdns.core.model import Cluster, Mode, Revision
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.zonepass import ZoneOutcome
@@ -58,6 +59,7 @@ class Loading:
         self.health_changed = changed
         self.groups_moved = groups_moved
         self.own_revision = own_revision
+        self.held_files: dict[str, Held] = {}  # a broken file -> what its documents were (`_held`)
         self.floor: tuple[str, Revision] | None = None  # (zone, revision) our own records carry, if nothing else
         self.restore = ports.restore
         self.directed = False  # a webhook announced a push to the desired branch
@@ -201,8 +203,12 @@ class Loading:
         if fetched is None:
             return cycle.desired is not None
         head = HeadInfo(fetched.revision, fetched.message, fetched.author)
-        desired = self._from(fetched.files, head)
+        desired = self._held(self._from(fetched.files, head))
+        restored = state.applied_sha is None
         self._identify(desired)
+        if restored and state.applied_sha is not None and desired.problems:  # restored after a restart
+            desired = self._held(desired)
+            self._identify(desired)
         state.fetched_sha = fetched.sha
         if self._refuse_rollback(fetched.sha):
             cycle.fetched = None
@@ -221,6 +227,20 @@ class Loading:
 
     def _from(self, files: dict[str, str], head: HeadInfo) -> Desired:
         return self.ports.loader(self.zones.root, files, head)
+
+    def _held(self, desired: Desired) -> Desired:
+        """A head with problems also holds what the documents of its broken files touched when
+        each file last had none (`held_as_before`): read at the applied revision the first time
+        a file breaks, and kept while it stays broken (the applied revision moves on to broken
+        heads, which no longer hold what the file was)."""
+        files = {p.file for p in desired.problems}
+        self.held_files = {f: held for f, held in self.held_files.items() if f in files}
+        missing = files - self.held_files.keys()
+        applied = self.state.applied_sha
+        before = self.zones.state_at(applied) if missing and applied else None
+        if before is not None:
+            self.held_files.update(documents_of_files(before, missing))
+        return held_as_before(desired, self.held_files)
 
     def _identify(self, desired: Desired) -> None:
         """Who we are in this revision, in which mode, and what we last applied."""

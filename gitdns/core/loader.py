@@ -14,6 +14,7 @@ broken file holds back only the zones it touches.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -31,6 +32,7 @@ from gitdns.core.yamllines import lines
 from gitdns.core.yamlparse import Document, StandIn, StandInKey, parse
 
 MAX_SCHEMA_PROBLEMS = 20  # a document's schema problems listed; the rest are counted out
+_MORE = f"more schema problems in this document are not listed (the first {MAX_SCHEMA_PROBLEMS} are)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,8 @@ def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
                 good.append(doc)
     state, lookup = _build(good, bad)
     for doc, found in bad:
-        zones = None if found[0].code in _PLACED and _names_zones_by_alias(doc) else _raw_zones(doc, lookup, state)
+        unknown = (found[0].code in _PLACED and _names_zones_by_alias(doc)) or _naming_broken(doc, found)
+        zones = None if unknown else _raw_zones(doc, lookup, state)
         for problem in found:
             blocked = replace(problem, zones=zones or (), blocks_all=zones is None)
             if problem.code in _PLACED:
@@ -125,9 +128,7 @@ def _schema_problems(file: str, validator: Any, data: Any) -> list[Problem]:
     errors = list(islice(validator.iter_errors(data), MAX_SCHEMA_PROBLEMS + 1))
     found = [p for e in errors[:MAX_SCHEMA_PROBLEMS] for p in describe(file, e)]
     if len(errors) > MAX_SCHEMA_PROBLEMS:
-        found.append(Problem(file, (), f"more schema problems in this document are not listed (the first "
-                                        f"{MAX_SCHEMA_PROBLEMS} are)", hint="fix these and validate again",
-                             code="SchemaViolation"))
+        found.append(Problem(file, (), _MORE, hint="fix these and validate again", code="SchemaViolation"))
     return found
 
 
@@ -153,16 +154,33 @@ def _parse(file: str, text: str) -> tuple[list[Document], Problem | None]:
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        problem = Problem(
-            file,
-            (),
-            f"the file is not valid YAML: {clipped(str(what))}",
-            hint="fix the YAML syntax; documents in this file are ignored until then",
-            line=mark.line + 1 if mark is not None else 0,
-            blocks_all=True,
-            code="ParseError",
-        )
-        return [], problem
+        line = mark.line + 1 if mark is not None else _line_at(text, getattr(exc, "position", None))
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file read as UTF-8 holds one, a caller's text may
+        what = f"the character {exc.object[exc.start]!r} is no Unicode scalar value"
+        line = _line_at(text[: exc.start].encode("utf-8", "surrogatepass"), None)
+    problem = Problem(
+        file,
+        (),
+        f"the file is not valid YAML: {clipped(str(what))}",
+        hint="fix the YAML syntax; documents in this file are ignored until then",
+        line=line,
+        blocks_all=True,
+        code="ParseError",
+    )
+    return [], problem
+
+
+_BREAKS = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # line breaks, as libyaml counts lines
+
+
+def _line_at(text: str | bytes, offset: int | None) -> int:
+    """The line of the UTF-8 byte ``offset`` of ``text`` (the whole of it when None): where
+    libyaml's reader stopped (an unacceptable character carries no mark, only its offset)."""
+    if offset is None and isinstance(text, str):
+        return 0
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    head = data[:offset].decode("utf-8", "replace")
+    return len(_BREAKS.findall(head)) + 1
 
 
 _REFUSED_HINTS = {"AliasRefused": "write the value out where it is used", "MergeKeyRefused": "write the keys out",
@@ -264,7 +282,20 @@ def _raw_zones(doc: Doc, lookup: ZoneLookup, state: DesiredState) -> tuple[str, 
     zone = _dig(spec, "zone")
     if doc.kind == "RecordSet" and isinstance(zone, str):
         zones.add(zone)
+    if not zones and doc.kind in ("DNSPolicy", "RecordSet"):
+        return None  # it names no host of any zone (a gateway no cluster has, names outside every zone)
     return tuple(sorted(zones))
+
+
+def _naming_broken(doc: Doc, found: list[Problem]) -> bool:
+    """Whether a problem is where the document names the zones it touches, or above it (a field
+    missing, a mapping of another shape): then they cannot be read from it.  A RecordSet with a
+    ``spec.zone`` names its zone there alone."""
+    names = _NAMING.get(doc.kind, ())
+    if doc.kind == "RecordSet" and isinstance(_dig(doc.body, "spec", "zone"), str):
+        names = (("spec", "zone"),)
+    return any(all(f == "*" or f == p for f, p in zip(name, problem.path, strict=False))
+               for problem in found if problem.code not in _PLACED and problem.message != _MORE for name in names)
 
 
 # where each kind names the zones it touches (what `_raw_zones` reads; "*": every item)
@@ -276,6 +307,14 @@ _ZONE_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "Cluster": (("spec", "gateways", "*", "listeners", "*", "hostname"),),
     "DNSPolicy": (("spec", "targetRef"),),
     "Tenant": (("spec", "domains"),),
+}
+
+
+# ... and what says which zones they are: a Cluster whose name or id cannot be read may be any
+# cluster (whose agent would take itself for removed from git and clean its zones up)
+_NAMING: dict[str, tuple[tuple[str, ...], ...]] = {
+    **{kind: fields for kind, fields in _ZONE_FIELDS.items() if kind not in ("Tenant", "NodePool")},
+    "Cluster": (*_ZONE_FIELDS["Cluster"], ("metadata", "name"), ("spec", "id")),
 }
 
 

@@ -22,7 +22,7 @@ from gitdns.core import names
 from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.plancontext import Observed, PlanContext, claimed, removed_by_authority, stale_claim
 from gitdns.core.planresolve import find_strategy_conflicts, resolve_single, resolve_union, type_conflict
-from gitdns.core.plantxt import announce, emit, leave_guards, my_txt, stay_guards
+from gitdns.core.plantxt import announce, emit, leave_guards, my_txt, stay_guards, txt_taken
 from gitdns.core.records import MULTI_VALUE_TYPES, Action, Change, RecordKey, RecordSet, ZoneSnapshot, in_zone
 from gitdns.core.registry import OwnershipEntry, add_entry, decode_entries
 from gitdns.core.safety import judge_mass_change
@@ -30,8 +30,9 @@ from gitdns.core.safety import judge_mass_change
 
 def decode_zone(snapshot: ZoneSnapshot) -> Observed:
     obs = Observed(complete=snapshot.complete)
-    for rec in snapshot.records:
-        entries = decode_entries(rec) if rec.type == "TXT" else ()
+    zone = snapshot.zone
+    for rec in snapshot.records:  # an ownership TXT outside the zone (a store another writer filled) is none
+        entries = decode_entries(rec) if rec.type == "TXT" and (not zone or in_zone(rec.name, zone)) else ()
         if not entries:
             key = rec.key
             obs.data[key] = rec
@@ -83,6 +84,8 @@ def _plan_key(ctx: PlanContext, key: RecordKey) -> None:
     if new == current:
         new = current  # keep the record read rather than an equal copy (one per record of a zone)
     txt = my_txt(ctx, key, new, want)
+    if txt is not None and txt_taken(ctx, key, txt):
+        return
     if new is None and current is not None:
         leave_guards(ctx, key, entries)
     elif want is None and mine is not None and not mine.joint and new is not None and others:

@@ -17,8 +17,10 @@ from __future__ import annotations
 from gitdns.core import names
 from gitdns.core.model import Revision
 from gitdns.core.plancontext import PlanContext, claimed, removed_by_authority, revision_of, stale_claim
+from gitdns.core.rdata import value_error
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import OwnershipEntry
+from gitdns.core.text import inline
 
 _SIMPLE = "simple"
 _LB = "loadbalanced"
@@ -213,11 +215,14 @@ def resolve_union(ctx: PlanContext, key: RecordKey, want: RecordSet | None,
     values: set[str] = set(want.values) if want is not None else set()
     drop = set(my_prev) - values
     whole = False
+    held = set(current.values) if current is not None else set()
     for entry in others.values():
         claim = set(claimed(entry, current))
         if entry.labels.targets is None:
             claim -= drop
             whole = whole or current is not None
+        else:
+            claim -= _not_values(ctx, key, claim - held - values, entry.owner)
         values |= claim
     if not values and whole:
         # dns-operator removes a leaving owner's values "but not if we are going to be left
@@ -241,3 +246,15 @@ def resolve_union(ctx: PlanContext, key: RecordKey, want: RecordSet | None,
                          f"{current.ttl}", others)
     return base.with_values(values) if base.ttl == ttl else RecordSet(
         base.name, base.type, ttl, tuple(values), base.set_id, base.weight, base.geo)
+
+
+def _not_values(ctx: PlanContext, key: RecordKey, new: set[str], owner: str) -> set[str]:
+    """What a co-owner's ``targets`` label claims beyond the record and this owner's values that
+    is no value of the record's type (a label is text anyone writing TXT to the zone chose):
+    never written into the record, and the plan says so."""
+    wrong = {v for v in new if value_error(key.type, v) is not None}
+    if wrong:
+        shown = ", ".join(inline(v)[:40] for v in sorted(wrong)[:3])
+        ctx.notes.append(f"{key}: the ownership record of {inline(owner)[:80]} claims {len(wrong)} value(s) that are "
+                         f"no {key.type} values ({shown}); they are left out")
+    return wrong

@@ -85,11 +85,23 @@ def _same_but_rev(old: RecordSet, new: RecordSet) -> bool:
     return replace(old_labels[0], rev=None) == replace(new_labels[0], rev=None)
 
 
+def txt_taken(ctx: PlanContext, key: RecordKey, txt: RecordSet) -> bool:
+    """Whether the name of this owner's ownership TXT holds a TXT that is not one of its
+    ownership records (malformed, another heritage, another owner's value under this owner's
+    hash): it is never overwritten, so nothing of the group is written (a conflict says so)."""
+    if txt.key not in ctx.obs.data:
+        return False
+    ctx.conflict(key, "ForeignRecordInTheWay",
+                 f"{txt.key}, where this owner's ownership record of {key} goes, holds a TXT that is not an "
+                 "ownership record of this owner; remove it to let this owner publish the record")
+    return True
+
+
 def announce(ctx: PlanContext, key: RecordKey, want: RecordSet, mine: OwnershipEntry | None) -> None:
     """Write only this owner's ownership TXT, so co-owners see the claim."""
     mine = _own(mine)
     txt = my_txt(ctx, key, want, want)
-    if txt is None:
+    if txt is None or txt_taken(ctx, key, txt):
         return
     upsert_only = ctx.policy.mode is PlanMode.UPSERT_ONLY
     if mine is None:

@@ -177,10 +177,11 @@ def encode(labels: OwnerLabels) -> tuple[str, bool]:
 
 
 def decode(value: str) -> OwnerLabels | None:
-    """Labels of an ownership TXT value; None when heritage is not external-dns."""
+    """Labels of an ownership TXT value; None when heritage is not external-dns, or when the
+    value did not read as text (no owner writes one: see `_is_text`)."""
     value = value.strip().strip('"')
     parts = value.split(",")
-    if not parts or parts[0] != HERITAGE:
+    if not parts or parts[0] != HERITAGE or not _is_text(value):
         return None
     found: dict[str, str] = {}
     for part in parts[1:]:
@@ -201,6 +202,22 @@ def decode(value: str) -> OwnerLabels | None:
         version=found.pop("version", None),
         extra=tuple(sorted(found.items())),
     )
+
+
+def _is_text(value: str) -> bool:
+    """False for a value holding U+FFFD or a lone surrogate: bytes that are no UTF-8, as a
+    provider reads them (replaced, or kept with ``surrogateescape``; a ``\\udcff`` escape in
+    JSON).  No owner writes one, and such a value cannot be matched or hashed as it is on the
+    server (a delete conditional on it is refused for good): it is another writer's."""
+    if value.isascii():
+        return True
+    if "\ufffd" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ownership_record(data: RecordSet, labels: OwnerLabels, zone: str | None = None) -> tuple[RecordSet, bool]:
@@ -233,7 +250,7 @@ def decode_entry(txt: RecordSet) -> OwnershipEntry | None:
     the name counts.  The owner is the label as written, a joint one included (``a&&b``, with
     `OwnershipEntry.joint` naming each): for readers that need the record a TXT claims; who
     owns it is `decode_entries`."""
-    if txt.type != "TXT":
+    if txt.type != "TXT" or txt.name != txt.name.lower():  # not a name any owner writes: another writer's
         return None
     parsed = parse_txt_name(txt.name)
     if parsed is None:

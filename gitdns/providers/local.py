@@ -103,7 +103,26 @@ def encode_store(zone: str, version: int, records: Mapping[RecordKey, RecordSet]
         for key in sorted(records)
     )
     body = f'{header[:-1]},"records":[\n{rows}\n]}}\n' if rows else f'{header[:-1]},"records":[]}}\n'
-    return body.encode("utf-8")
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, read from a "\udcff" escape another writer left
+        return encode_store_escaped(header, records)
+
+
+def encode_store_escaped(header: str, records: Mapping[RecordKey, RecordSet]) -> bytes:
+    """`encode_store` for a zone holding a string that is no Unicode text (a lone surrogate,
+    which JSON can escape and UTF-8 cannot hold): the rows holding one are written with
+    ``\\uXXXX`` escapes, as such a value came in, and read back as they were."""
+    def row(rec: RecordSet) -> str:
+        text = json.dumps(_row(rec), separators=(",", ":"), ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(_row(rec), separators=(",", ":"))
+        return text
+
+    rows = ",\n".join(row(records[key]) for key in sorted(records))
+    return f'{header[:-1]},"records":[\n{rows}\n]}}\n'.encode()
 
 
 def _decode_row(row: Any) -> tuple[RecordKey, RecordSet]:

@@ -85,10 +85,14 @@ def test_every_accepted_value_is_written_by_dnspython(rtype: str, value: str) ->
 
 
 def test_the_values_that_crashed_apply_crash_dnspython_and_are_refused_first() -> None:
-    for rtype, value in [("TXT", "a\nb"), ("A", "not-an-ip"), ("MX", "mail"), ("TXT", '"open')]:
+    for rtype, value in [("A", "not-an-ip"), ("MX", "mail"), ("TXT", '"open')]:
         with pytest.raises(dns.exception.DNSException):
             _written(rtype, value)
         assert value_error(rtype, value) is not None
+    # a TXT with a line break is refused in git, yet one read from a zone is written back
+    # (as \010): the zone-file adapter escapes every byte outside printable ASCII
+    _written("TXT", "a\nb")
+    assert value_error("TXT", "a\nb") is not None
 
 
 _NOISE = st.text(alphabet="0123456789abz.-_ :\"\\;()*@\té\x00\n", max_size=24)

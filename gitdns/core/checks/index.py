@@ -130,3 +130,24 @@ def some(names: Iterable[str], limit: int = 10) -> str:
     more = f" (and {len(ordered) - limit} more)" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more
 
+
+def documents_of_files(state: DesiredState, files: Collection[str]) -> dict[str, Held]:
+    """For each of ``files``, its documents in ``state``, as (kind, metadata.name), and the zones
+    they touch.  For a revision whose ``files`` hold problems, ``state`` being an earlier one: a
+    rejected document is read as it is now, and it may have been another document before the
+    change (another Zone or Cluster name, another gateway, other hosts)."""
+    ix = Index(state)
+    found: dict[str, tuple[set[tuple[str, str]], set[str]]] = {file: (set(), set()) for file in files}
+    for kind, objs in (("Zone", state.zones), ("Cluster", state.clusters), ("DNSPolicy", state.policies),
+                       ("RecordSet", state.record_sets), ("Tenant", state.tenants),
+                       ("NodePool", state.node_pools), ("ActiveGroups", state.active_groups)):
+        for obj in objs:
+            if obj.origin.file in found:
+                documents, zones = found[obj.origin.file]
+                documents.add((kind, obj.name))
+                zones.update(ix.zones_of(obj))
+    return {file: (frozenset(documents), frozenset(zones)) for file, (documents, zones) in found.items()}
+
+
+# (kind, metadata.name) of the documents of a file, and the zones they touch
+Held = tuple[frozenset[tuple[str, str]], frozenset[str]]

@@ -36,6 +36,16 @@ def revision_of(entry: OwnershipEntry) -> Revision | None:
     return Revision.parse(entry.labels.rev) if entry.labels.rev else None
 
 
+def same_commit(rev: Revision, mine: Revision) -> bool:
+    """Whether an owner's revision is this plan's commit.  `Revision` orders by commit time
+    alone, so two commits made in the same second compare equal; an owner on the other one is
+    on no newer revision and on no same one (their order is unknown): the plan goes ahead, and
+    whichever owner is behind follows when it loads the newest commit.  Taken for the same,
+    every owner yielded to the others for good (a TTL or a CNAME target changed by the second
+    of two commits in one second never reached the zone).  Labels keep 7 characters of the sha."""
+    return rev == mine and rev.sha[:7] == mine.sha[:7]
+
+
 @dataclass(slots=True)
 class PlanContext:
     intent: Intent

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from gitdns.core import names
 from gitdns.core.model import Revision
-from gitdns.core.plancontext import PlanContext, claimed, removed_by_authority, revision_of, stale_claim
+from gitdns.core.plancontext import (
+    PlanContext,
+    claimed,
+    removed_by_authority,
+    revision_of,
+    same_commit,
+    stale_claim,
+)
 from gitdns.core.rdata import value_error
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import OwnershipEntry
@@ -126,7 +133,7 @@ def _decide(ctx: PlanContext, host: str, strategy: str, opposing: list[_Claim],
     newer = sorted({c[1].owner for c in live if c not in foreign
                     and (r := newest.get(c[1].owner)) is not None and mine is not None and r > mine})
     same = [c for c in live if c not in foreign and c[1].owner not in newer
-            and (r := newest.get(c[1].owner)) is not None and mine is not None and r == mine]
+            and (r := newest.get(c[1].owner)) is not None and mine is not None and same_commit(r, mine)]
     if newer:
         ctx.frozen_hosts.add(root)
         theirs = next(c[2] for c in live if c[1].owner in newer)
@@ -199,7 +206,7 @@ def resolve_single(ctx: PlanContext, key: RecordKey, want: RecordSet,
                      f"{key}: owner(s) on a newer revision publish other content; yielding", newer)
         return None
     same = [o for o, e in disagree.items()
-            if (r := revision_of(e)) is None or mine is None or r == mine]
+            if (r := revision_of(e)) is None or mine is None or same_commit(r, mine)]
     if same and _content_differs(current, want):
         ctx.conflict(key, "ConflictingValues",
                      f"{key}: wanted {want.describe()}, owner(s) {', '.join(sorted(same))} "
@@ -239,7 +246,7 @@ def resolve_union(ctx: PlanContext, key: RecordKey, want: RecordSet | None,
         mine = ctx.intent.revision
         if any(r is not None and mine is not None and r > mine for r in revs):
             ttl = current.ttl
-        elif any(r is None or mine is None or r == mine for r in revs):
+        elif any(r is None or mine is None or same_commit(r, mine) for r in revs):
             ttl = current.ttl
             ctx.conflict(key, "ConflictingValues",
                          f"{key}: TTL {want.ttl} wanted, co-owners on the same revision keep "

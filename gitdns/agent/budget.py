@@ -3,8 +3,9 @@
 A fleet shares an account's budget (Route53: 5 requests/s per account, reads and writes
 together; Google: 240 reads and 60 writes per minute; Azure: 60 lists and 40 writes per
 minute), so each agent takes ``budget ÷ fleet size`` (the fleet is known from git, and the
-rate follows it) as a token bucket per account.  Every read and apply waits for a token and is
-charged every further request it sent (a paged read: one per page; the provider counts them);
+rate follows it) as a token bucket per account.  Every read and apply waits for the requests
+it will send before it sends them (a whole-zone read: as many as the zone's last one sent; a
+read by name: one per name) and is charged the difference once the provider counted them;
 a throttled call waits what the service asked (Retry-After) or backs off, and is tried again:
 throttling is never fatal.
 """
@@ -12,6 +13,7 @@ throttling is never fatal.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -20,18 +22,22 @@ from typing import TypeVar
 
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.errors import ThrottledError
-from gitdns.providers.base import ApplyResult, Capabilities, Provider, ZoneInfo
+from gitdns.providers.base import ApplyResult, Capabilities, Provider, ZoneInfo, request_gate
+from gitdns.providers.memory import snapshot_names
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 THROTTLE_RETRIES = 6
 THROTTLE_BACKOFF_CAP = 60.0
+HEADROOM = 0.8  # the share of the account a fleet plans to use: arrivals at its full rate collide
+PASS_BURST = 8.0  # requests an idle agent may send at once: a pass (its reads by name and a write)
 
 
 @dataclass(slots=True)
 class TokenBucket:
-    """``rate`` tokens per second, at most ``burst`` saved up; a bucket may go into debt
+    """``rate`` tokens per second, at most ``burst`` saved up, one at the start (a fleet rolled
+    out at once does not send every agent's burst together); a bucket may go into debt
     (`charge`), which the next `take` waits out."""
 
     rate: float
@@ -44,8 +50,9 @@ class TokenBucket:
     waited: float = 0.0  # seconds spent waiting, for metrics and tests
 
     def _refill(self, now: float) -> float:
-        tokens = self.burst if self.tokens is None else self.tokens
-        return min(self.burst, tokens + (now - self.stamp) * self.rate)
+        if self.tokens is None:  # a new bucket: one token, and a burst is earned by waiting from now
+            return min(1.0, self.burst)
+        return min(self.burst, self.tokens + (now - self.stamp) * self.rate)
 
     def take(self, n: float = 1.0) -> None:
         if self.rate <= 0:
@@ -60,29 +67,37 @@ class TokenBucket:
             self.sleep(wait)
 
     def charge(self, n: float) -> None:
-        """Spend ``n`` more tokens without waiting (what a call cost beyond the one it took):
-        the next `take` waits for the debt."""
-        if self.rate <= 0 or n <= 0:
+        """Spend ``n`` more tokens without waiting (what a call cost beyond what it paid first):
+        the next `take` waits for the debt.  A negative ``n`` gives back what was paid for and
+        not sent (up to the burst)."""
+        if self.rate <= 0 or n == 0:
             return
         with self.lock:
             now = self.clock()
             self.tokens, self.stamp = self._refill(now) - n, now
 
-    def resize(self, rate: float) -> None:
+    def resize(self, rate: float, account: float = PASS_BURST) -> None:
         """A new rate (the fleet grew or shrank); tokens saved up stay within the new burst."""
         with self.lock:
             if rate != self.rate:
                 if self.tokens is not None and self.rate > 0:
                     self.tokens = self._refill(self.clock())
                     self.stamp = self.clock()
-                self.rate, self.burst = rate, burst_for(rate)
+                self.rate, self.burst = rate, burst_for(rate, account)
                 if self.tokens is not None:
                     self.tokens = min(self.tokens, self.burst)
 
 
-def burst_for(rate: float) -> float:
-    """Five seconds' worth of calls, at least one."""
-    return max(1.0, rate * 5)
+
+
+def burst_for(rate: float, account: float = PASS_BURST) -> float:
+    """Five seconds' worth of requests, and at least a pass's worth (`PASS_BURST`), so one agent
+    whose change the rest of the fleet does not share reaches the zone at once even when its
+    share of the account is one request in minutes (no more than the account's own rate per
+    second: ``account``; Azure's 1 list a second is a burst of one); the fleet's own bursts are
+    spread by the webhook's wake-up (`gitdns.agent.runner.wake_delay`) and by unchanged agents
+    reading nothing."""
+    return max(1.0, rate * 5, min(PASS_BURST, account))
 
 
 class Budgets:
@@ -92,10 +107,12 @@ class Budgets:
     join and leave."""
 
     def __init__(self, fleet_size: Callable[[], int], clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 uniform: Callable[[float, float], float] = random.uniform) -> None:
         self.fleet_size = fleet_size
         self.clock = clock
         self.sleep = sleep
+        self.uniform = uniform  # the jitter of throttling backoff
         self.buckets: dict[tuple[str, str, str], TokenBucket] = {}
 
     def bucket(self, provider: Provider, kind: str) -> TokenBucket:
@@ -104,17 +121,31 @@ class Budgets:
         if caps.one_budget:
             kind = "all"
         per_minute = caps.writes_per_minute if kind == "write" else caps.reads_per_minute
-        rate = per_minute / 60.0 / max(self.fleet_size(), 1)
+        rate = per_minute / 60.0 * HEADROOM / max(self.fleet_size(), 1)
         key = (provider.name, account, kind)
         found = self.buckets.get(key)
         if found is None:
-            found = self.buckets[key] = TokenBucket(rate, burst_for(rate), self.clock, self.sleep)
+            found = self.buckets[key] = TokenBucket(rate, burst_for(rate, per_minute / 60.0), self.clock,
+                                                    self.sleep)
         else:
-            found.resize(rate)
+            found.resize(rate, per_minute / 60.0)
         return found
 
     def wrap(self, provider: Provider) -> Provider:
         return BudgetedProvider(provider, self)
+
+
+class _Gate:
+    """Called by the provider before each request of one call: the requests past those paid for
+    before the call wait for their token first."""
+
+    def __init__(self, bucket: TokenBucket, paid: int) -> None:
+        self.bucket, self.paid, self.sent = bucket, paid, 0
+
+    def __call__(self) -> None:
+        self.sent += 1
+        if self.sent > self.paid:
+            self.bucket.take()
 
 
 class BudgetedProvider:
@@ -126,6 +157,8 @@ class BudgetedProvider:
         self.name = inner.name
         self.capabilities: Capabilities = inner.capabilities
         self.account = getattr(inner, "account", inner.name)
+        self.pages: dict[str, int] = {}  # zone -> requests its last whole-zone read sent
+        self.sent = 0  # requests paid for so far (what a pass cost: the difference)
 
     def __getattr__(self, item: str) -> object:  # views_dir and other extras of the inner provider
         return getattr(self.inner, item)
@@ -134,37 +167,63 @@ class BudgetedProvider:
         count = getattr(self.inner, "requests", None)
         return count if isinstance(count, int) else None
 
-    def _call(self, kind: str, fn: Callable[[], T]) -> T:
-        """One call of the provider protocol: one token first, then one for every further
-        request it sent to the service (a paged read, a write in several batches), as the
-        provider counts them (``requests``); a provider that counts none costs one per call."""
+    def _call(self, kind: str, fn: Callable[[], T], estimate: int = 1, whole: str = "") -> T:
+        """One call of the provider protocol, paid for before it is sent: ``estimate`` tokens
+        (a whole-zone read: the requests the last one of the zone sent, its pages; a read by
+        name: one per name), then the difference once the provider counted what it sent
+        (``requests``; a provider that counts none costs one per call)."""
         bucket = self.budgets.bucket(self.inner, kind)
+        estimate = max(1, estimate)
         for attempt in range(THROTTLE_RETRIES + 1):
-            bucket.take()
+            bucket.take(estimate)
             before = self._sent()
+            gate = _Gate(bucket, estimate)
             try:
-                return fn()
+                with request_gate(gate):
+                    result = fn()
+                if whole and before is not None:
+                    sent = self._sent()
+                    if sent is not None:
+                        self.pages[whole] = max(1, sent - before)
+                return result
             except ThrottledError as exc:
                 if attempt == THROTTLE_RETRIES:
                     raise
-                wait = exc.retry_after if exc.retry_after is not None else min(0.75 * 2 ** attempt,
-                                                                                THROTTLE_BACKOFF_CAP)
+                # jittered: agents throttled together must not come back together (they would
+                # be throttled together again, every time)
+                wait = (exc.retry_after if exc.retry_after is not None
+                        else min(0.75 * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
                 log.warning("throttled: provider=%s kind=%s retry_in=%.2fs", self.name, kind, wait)
                 self.budgets.sleep(wait)
             finally:
                 after = self._sent()
                 if before is not None and after is not None:
-                    bucket.charge(after - before - 1)
+                    bucket.charge(after - before - max(estimate, gate.sent))
+                    self.sent += after - before
+                else:
+                    self.sent += estimate
         raise AssertionError("unreachable")
 
+
+    def seconds_for(self, requests: int) -> float:
+        """How long this agent's share of the account takes to pay for ``requests`` (0: no limit)."""
+        rate = self.budgets.bucket(self.inner, "read").rate
+        return requests / rate if rate > 0 else 0.0
 
     def zones(self) -> list[ZoneInfo]:
         return self._call("read", self.inner.zones)
 
     def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
         if names is None:
-            return self._call("read", lambda: self.inner.read(zone))
-        return self._call("read", lambda: self.inner.read(zone, names))
+            return self._call("read", lambda: self.inner.read(zone), self.pages.get(zone, 1), whole=zone)
+        wanted = sorted(set(names))
+        if len(wanted) <= 1 or self.capabilities.page_size <= 0 or self.budgets.bucket(self.inner, "read").rate <= 0:
+            return self._call("read", lambda: self.inner.read(zone, wanted), len(wanted))
+        # a read by name is one request per name (Route53): each is paid for before it is sent,
+        # and a throttled one is tried again alone, not with every name before it
+        parts = [self._call("read", lambda name=name: self.inner.read(zone, [name])) for name in wanted]  # type: ignore[misc]
+        return ZoneSnapshot(zone=parts[0].zone, records=tuple(r for p in parts for r in p.records),
+                            complete=all(p.complete for p in parts), version="", names=snapshot_names(wanted))
 
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         return self._call("write", lambda: self.inner.apply(zone, changes, guards))

@@ -23,6 +23,7 @@ class ZoneTrack:
     desired: Desired  # the last desired state under which this zone validated
     next_validation: float | None = None
     interval: float = 0.0
+    quiet_floor: float = 0.0  # the quiet interval's floor: what the agent's budget affords (gitdns.agent.zonework)
     memory: ZoneMemory = field(default_factory=ZoneMemory)
 
     @property

@@ -215,7 +215,8 @@ class Zones:
             track.interval = delay
             track.next_validation = now + delay + self.rng.uniform(0, delay)
         elif track.next_validation is None or track.next_validation <= now:
-            track.interval = min(max(track.interval * 2, delay), self.config.quiet_period)
+            quiet = max(self.config.quiet_period, track.quiet_floor)
+            track.interval = min(max(track.interval * 2, delay), quiet)
             track.next_validation = now + track.interval
 
     def due(self, now: float) -> list[tuple[str, ZoneTrack]]:

@@ -6,12 +6,13 @@ reconciled (`gitdns.agent.zones.Zones.forget`)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import replace
 
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.healthinputs import HealthInputs
-from gitdns.agent.ports import AgentPorts
+from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role as AgentRole
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
@@ -23,14 +24,18 @@ from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent, annotated
 from gitdns.core.planleave import farewell, heartbeat_removal, holdings
 from gitdns.core.planner import plan as make_plan
+from gitdns.core.reads import per_name_is_cheaper
 from gitdns.core.records import Action, Change, ZoneSnapshot
+from gitdns.core.registry import txt_name
 from gitdns.errors import GitdnsError
-from gitdns.providers.base import Provider
+from gitdns.providers.base import Capabilities, Provider
 from gitdns.reconcile import pipeline
-from gitdns.reconcile.engine import policy_for_zone, render_views
-from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneOutcome, ZonePass
+from gitdns.reconcile.engine import intent_for, policy_for_zone, render_views
+from gitdns.reconcile.readset import key_owners
+from gitdns.reconcile.zonepass import NO_PROVIDER, ZoneMemory, ZoneOutcome, ZonePass
 
 log = logging.getLogger(__name__)
+
 
 
 class ZoneWork:
@@ -55,6 +60,7 @@ class ZoneWork:
         track = self.zones.track(zone, zdesired)
         remote = self.role.mode is Mode.REMOTE
         zpass: ZonePass | None = None
+        spent = None if remote else self._sent(zone)
         try:
             provider = NO_PROVIDER if remote else self.ports.factory(zone)  # a remote holds no credentials
             unhealthy, frozen = self.health.inputs()
@@ -62,7 +68,8 @@ class ZoneWork:
                              validation=validation, owners=tuple(c.id for c in newest.state.clusters),
                              always_verify=self.config.once, unhealthy=unhealthy, frozen=frozen,
                              primary=None if remote else self.role.primary_inputs(zdesired, cluster, zone),
-                             pacing=self.ports.pacing)
+                             pacing=self.ports.pacing, first_by_names=self.state.applied_sha is None,
+                             drift=validation and self._drift_due(track.memory, cluster))
             pipeline.run(zpass, _role(remote, zpass))
             self._note(zone, cluster, zpass)
             if outcome.plan is None and track.last is not None and not remote:
@@ -70,10 +77,12 @@ class ZoneWork:
             if outcome.plan is not None:
                 outcome.plan = annotated(outcome.plan, notes_for_zone(zdesired.state, cluster, zone))
             left = not remote and zdesired is newest and not self._publishes(newest, cluster, zone)
+            if zpass.drift:
+                self._next_drift(track.memory, provider, newest, cluster)
             if can_write and not remote:
-                finished = self._leave(zone, provider, cluster, outcome) if left else False
+                finished = self._leave(zone, provider, cluster, outcome, zpass.names) if left else False
                 if not left:
-                    self._housekeeping(zone, provider, cluster, newest)
+                    self._housekeeping(zone, provider, cluster, newest, validation)
         except GitdnsError as exc:
             outcome.errors.append(f"{exc.reason}: {exc}")
         except Exception as exc:
@@ -82,6 +91,8 @@ class ZoneWork:
                                   "wrote is taken back and the zone keeps its last good state")
             if zpass is not None and not remote:
                 _undo(zpass)
+        if spent is not None and validation and not outcome.applied:
+            track.quiet_floor = self._quiet_floor(zone, spent)
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
         if remote:
             track.next_validation = None
@@ -125,9 +136,18 @@ class ZoneWork:
         if self.role.mode is Mode.REMOTE:
             return None  # a remote writes no zone (and holds no credentials)
         newest: tuple[str, Revision] | None = None
+        view = AgentView(cluster, self.role.mode, desired)
+        for hook in self.ports.load_hooks:  # read while the revision loads: the budgets' fleet size first
+            hook(view)
         for zone in self.role.zones(desired, cluster):
+            # its ownership TXT names for what git gives it here (a joiner holds nothing else):
+            # O(its names), not a whole-zone read per joining agent; the whole zone for a large intent
+            names = sorted({txt_name(cluster.id, r.type, r.name, zone.domain)
+                            for r in intent_for(desired, cluster, zone).records})
             try:
-                snapshot = self.ports.factory(zone).read(zone.domain)
+                provider = self.ports.factory(zone)
+                snapshot = (provider.read(zone.domain, names) if self._by_name(zone, desired, len(names))
+                            else provider.read(zone.domain))
             except Exception as exc:  # a library's own failure too: the zone's pass reports it
                 log.warning("reading own revisions failed: zone=%s error=%s", zone.domain, _error(exc))
                 continue
@@ -140,8 +160,19 @@ class ZoneWork:
                         newest = (zone.domain, rev)
         return newest
 
+    def _by_name(self, zone: Zone, desired: Desired, names: int) -> bool:
+        """Whether ``names`` reads by name cost less than the whole zone (its size as last read,
+        else as git foretells it)."""
+        track = self.state.tracks.get(zone.name)
+        index = key_owners(desired.state, zone)
+        size = (track.memory.zone_size if track is not None else 0) or (index.records if index else 0)
+        page = self.ports.factory(zone).capabilities.page_size
+        return names > 0 and per_name_is_cheaper(names, size or 1_000_000, page)
+
     def _cluster(self, zdesired: Desired, newest: Desired) -> Cluster:
         cluster = self.zones.cluster_of(newest)
+        if cluster is not None and zdesired is not newest:  # held: as in the zone's last good state (a
+            return zdesired.state.cluster(cluster.id) or cluster  # Cluster with a problem is planned as it was)
         if cluster is not None:
             return cluster
         known = self.state.known_cluster
@@ -171,13 +202,17 @@ class ZoneWork:
         return desired.state.cluster(cluster.id) is not None and any(
             z.name == zone.name for z in self.role.zones(desired, cluster))
 
-    def _leave(self, zone: Zone, provider: Provider, cluster: Cluster, outcome: ZoneOutcome) -> bool:
+    def _leave(self, zone: Zone, provider: Provider, cluster: Cluster, outcome: ZoneOutcome,
+               names: frozenset[str] | None) -> bool:
         """In a zone this cluster left: whether nothing of it is left (its heartbeat goes last,
-        after its values and ownership TXT; no heartbeat is refreshed here any more)."""
+        after its values and ownership TXT; no heartbeat is refreshed here any more).  It reads
+        the names its pass read (what it held, from its last intent) and its heartbeat's; the
+        whole zone when the pass did (it did not know what it held)."""
         plan = outcome.plan
         if outcome.errors or outcome.pending_after_apply or (plan is not None and (plan.stalled or plan.conflicts)):
             return False
-        snapshot = provider.read(zone.domain)
+        snapshot = (provider.read(zone.domain) if names is None
+                    else provider.read(zone.domain, sorted({*names, heartbeat_name(cluster.id, zone.domain)})))
         if holdings(snapshot, cluster.id).claims:
             return False  # a value the plan did not take (yet): the next pass looks again
         changes = farewell(snapshot, cluster.id, zone.domain)
@@ -185,11 +220,49 @@ class ZoneWork:
             return True
         return outcome.record(provider.apply(zone.domain, changes), changes, "leaving the zone")
 
-    def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired) -> None:
+    def _sent(self, zone: Zone) -> int | None:
+        """Requests the zone's budgeted provider paid for so far (None: not budgeted)."""
+        try:
+            sent = getattr(self.ports.factory(zone), "sent", None)
+        except GitdnsError:
+            return None
+        return sent if isinstance(sent, int) else None
+
+    def _quiet_floor(self, zone: Zone, spent: int) -> float:
+        """The shortest quiet validation interval this agent's share of the account affords: what
+        its last quiet validation cost, paid with `VALIDATION_SHARE` of the share (Route53 at 1,000
+        clusters: 13 requests at one per 250 s, about 1.8 hours), so changes keep the rest."""
+        provider = self.ports.factory(zone)
+        cost = (self._sent(zone) or spent) - spent
+        seconds_for = getattr(provider, "seconds_for", None)
+        floor = seconds_for(cost) / VALIDATION_SHARE if callable(seconds_for) and cost > 0 else 0.0
+        after = self.config.prune_stale_owners_after
+        return min(floor, after / 3) if after > 0 else floor  # heartbeats stay well within the pruning age
+
+    def _drift_due(self, memory: ZoneMemory, cluster: Cluster) -> bool:
+        """Whether this validation pass is the zone's drift check (a whole-zone read, which also
+        finds what the per-name reads cannot: leftovers of ours under names no intent holds).
+        The first falls at a point of the first interval set by hash(cluster), so a fleet's drift
+        checks are spread over it."""
+        now = self.ports.clock()
+        if memory.drift_due is None:
+            memory.drift_due = now + fleet_phase(cluster.id) * 4 * self.config.quiet_period
+        return now >= memory.drift_due
+
+    def _next_drift(self, memory: ZoneMemory, provider: Provider, desired: Desired, cluster: Cluster) -> None:
+        memory.drift_due = self.ports.clock() + drift_interval(
+            provider.capabilities, memory.zone_size, len(desired.state.clusters), 4 * self.config.quiet_period)
+
+    def _housekeeping(self, zone: Zone, provider: Provider, cluster: Cluster, desired: Desired,
+                      validation: bool) -> None:
         """Refresh this owner's heartbeat TXT; with --prune-stale-owners-after, remove owners
-        that no Cluster in git names and whose heartbeat went silent (opt-in)."""
+        that no Cluster in git names and whose heartbeat went silent (opt-in).  A heartbeat once
+        written is refreshed by validation passes only: a new revision does not make every agent
+        of a fleet write at the same moment."""
         now = self.ports.clock()
         if now - self.state.heartbeats.get(zone.name, 0.0) < self.config.heartbeat_interval:
+            return
+        if not validation and zone.name in self.state.heartbeats:
             return
         after = self.config.prune_stale_owners_after
         # the heartbeat alone reads one name; the opt-in pruning needs every owner's heartbeat
@@ -217,6 +290,27 @@ class ZoneWork:
                 if pruned.failed:
                     log.warning("stale owner not pruned: zone=%s owner=%s error=%s", zone.domain, row.owner,
                                 "; ".join(why for _, why in pruned.failed))
+
+
+def fleet_phase(owner: str) -> float:
+    """A fraction in [0, 1) from the owner id, uniform over a fleet: where in an interval this
+    owner's turn falls (its drift checks, its wake-up after a webhook)."""
+    return int.from_bytes(hashlib.sha256(owner.encode()).digest()[:8], "big") / 2 ** 64
+
+
+VALIDATION_SHARE = 0.5  # the share of an agent's budget its quiet validation passes may take
+DRIFT_SHARE = 0.1  # the share of the account's read budget a fleet's drift checks may take
+
+
+def drift_interval(caps: Capabilities, zone_size: int, fleet: int, base: float) -> float:
+    """Seconds between one agent's drift checks of a zone: ``base``, or longer where the fleet's
+    whole-zone reads would take more than `DRIFT_SHARE` of the account's read budget (Route53
+    at 1,000 clusters and 8,000 record sets: 27 pages each, one check every 15 hours)."""
+    per_second = caps.reads_per_minute / 60.0
+    if per_second <= 0 or caps.page_size <= 0:
+        return base
+    pages = max(1, -(-zone_size // caps.page_size))
+    return max(base, fleet * pages / (DRIFT_SHARE * per_second))
 
 
 def _role(remote: bool, zpass: ZonePass) -> pipeline.Role:

@@ -11,7 +11,9 @@ table of `gitdns.core.providertypes`; a provider's ``capabilities`` is its entry
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -55,3 +57,25 @@ class Provider(Protocol):
         ...
 
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult: ...
+
+
+_GATE: ContextVar[Callable[[], None] | None] = ContextVar("gitdns_request_gate", default=None)
+
+
+def before_request() -> None:
+    """Called by a provider before each request it sends to its service (each page of a
+    listing, each batch): the agent's request budget, when one is paying for the call, waits
+    here for the request's token (`gitdns.agent.budget`), so the pages of one call are paced too."""
+    gate = _GATE.get()
+    if gate is not None:
+        gate()
+
+
+@contextmanager
+def request_gate(gate: Callable[[], None]) -> Iterator[None]:
+    """Run a provider call with ``gate`` called before each request it sends."""
+    token = _GATE.set(gate)
+    try:
+        yield
+    finally:
+        _GATE.reset(token)

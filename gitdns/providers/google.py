@@ -32,7 +32,7 @@ from gitdns.core.providersettings import seconds_value
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError
-from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo, before_request
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.google_api import (
@@ -99,6 +99,7 @@ class GoogleProvider:
     def _pages(self, call: Callable[[str | None], dict[str, Any]], key: str, what: str) -> Iterable[Any]:
         token: str | None = None
         while True:
+            before_request()
             self.requests += 1
             try:
                 page = call(token)
@@ -171,6 +172,7 @@ class GoogleProvider:
         are not about this group (throttling, auth, server errors)."""
         if not body.deletions and not body.additions:
             return "applied", ""
+        before_request()
         self.requests += 1
         try:
             answer = self._api.create_change(managed, body.request())

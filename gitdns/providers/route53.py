@@ -37,7 +37,7 @@ from gitdns.core.providersettings import flag_value
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.errors import ConfigError
-from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo, before_request
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, snapshot_names
@@ -83,6 +83,7 @@ class Route53Provider:
 
     # -- calls
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
+        before_request()
         self.requests += 1
         try:
             result: dict[str, Any] = getattr(self._client, op)(**kwargs)

@@ -17,7 +17,7 @@ from gitdns.core.owners import heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent, Plan
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper
-from gitdns.core.records import Action, Change, RecordSet
+from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.reconcile.delegation import remote_endpoints
 from gitdns.reconcile.engine import (
     apply_with_retries,
@@ -28,6 +28,7 @@ from gitdns.reconcile.engine import (
     render_views,
     verify,
 )
+from gitdns.reconcile.readset import co_owner_names, key_owners, needs_co_owners, own_names
 from gitdns.reconcile.zonepass import Result, ZonePass
 
 VERIFY_ROUNDS = 3
@@ -154,28 +155,50 @@ def retire_primaries(p: ZonePass) -> Result:
 
 
 def plan(p: ZonePass) -> Result:
-    """Read what the pass needs and plan.  After a new revision only the records whose
-    intent changed are read (with every known owner's TXT names for them), when that costs
-    fewer calls than a whole-zone read; an unchanged intent reads nothing at all."""
+    """Read what the pass needs and plan.  After a new revision only the keys whose intent
+    changed are looked at; on a validation pass (not a drift check) and on the first pass of an
+    agent that never applied a revision, every key of its intent.  Those keys are read by name
+    when that costs fewer calls than a whole-zone read: its own names first, its co-owners'
+    ownership TXT names only when the plan needs them (`gitdns.reconcile.readset`).  An
+    unchanged intent reads nothing at all."""
     assert p.intent is not None
+    keys: set[RecordKey] | None = None
     if p.memory.intent is not None and not p.validation:
-        changed = changed_keys(p.memory.intent, p.intent.records)
-        if not changed:
+        keys = changed_keys(p.memory.intent, p.intent.records)
+        if not keys:
             p.notes.append("intent unchanged: nothing read")
             p.unchanged = True
             return Result.CONTINUE
-        p.names = _cheaper(p, names_to_read(changed, p.owners, p.zone.domain))
-    elif p.validation and p.intent.records:
-        own = {r.key for r in p.intent.records}
-        p.names = _cheaper(p, names_to_read(own, p.owners, p.zone.domain))
-    p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, force=p.force, mode=p.mode,
-                                         intent=p.intent, names=p.names, reviewed=p.reviewed)
+    elif p.intent.records and (_by_names_first(p) or (p.validation and not p.drift)):
+        keys = {r.key for r in p.intent.records}
+    if keys is not None:
+        keys |= set(p.withdrawn)  # withdrawn by health: read, so fail-open can keep the last path
+    index = key_owners(p.desired.state, p.zone) if keys is not None and p.primary is None else None
+    if keys is not None and index is None:
+        p.names = _cheaper(p, names_to_read(keys, p.owners, p.zone.domain))
+    elif keys is not None and index is not None:
+        p.names = _cheaper(p, own_names(keys, p.cluster.id, p.zone.domain, index), index.records)
+    p.outcome.plan, snapshot = _plan(p)
+    if keys is not None and index is not None and p.names is not None and needs_co_owners(
+            p.outcome.plan, snapshot, keys, index, p.cluster.id):
+        p.names = _cheaper(p, co_owner_names(keys, index, p.cluster.id, p.zone.domain), index.records)
+        p.outcome.plan, snapshot = _plan(p)
     if _fail_open(p):
-        p.outcome.plan, snapshot = plan_zone(p.desired, p.cluster, p.zone, p.provider, force=p.force,
-                                             mode=p.mode, intent=p.intent, names=p.names, reviewed=p.reviewed)
+        p.outcome.plan, snapshot = _plan(p)
     if p.names is None:
         p.memory.zone_size = len(snapshot.records)
     return Result.CONTINUE
+
+
+def _by_names_first(p: ZonePass) -> bool:
+    """The first pass of an agent that never applied a revision: it holds nothing but what its
+    intent names (leftovers elsewhere are the drift check's)."""
+    return p.first_by_names and p.primary is None and p.memory.intent is None and p.memory.last is None
+
+
+def _plan(p: ZonePass) -> tuple[Plan, ZoneSnapshot]:
+    return plan_zone(p.desired, p.cluster, p.zone, p.provider, force=p.force, mode=p.mode, intent=p.intent,
+                     names=p.names, reviewed=p.reviewed)
 
 
 def _fail_open(p: ZonePass) -> bool:
@@ -198,8 +221,9 @@ def _fail_open(p: ZonePass) -> bool:
     return True
 
 
-def _cheaper(p: ZonePass, names: frozenset[str]) -> frozenset[str] | None:
-    size = p.memory.zone_size or 1_000_000  # unknown size: assume large until a whole read tells
+def _cheaper(p: ZonePass, names: frozenset[str], foretold: int = 0) -> frozenset[str] | None:
+    # unknown size: what git foretells, else assume large until a whole read tells
+    size = p.memory.zone_size or foretold or 1_000_000
     return names if per_name_is_cheaper(len(names), size, p.provider.capabilities.page_size) else None
 
 

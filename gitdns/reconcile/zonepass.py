@@ -138,6 +138,7 @@ class ZoneMemory:
     last: ZoneOutcome | None = None  # the last pass's outcome
     groups_watch: bool = False  # the zone has active groups: each poll checks its two TXT records
     groups_seen: tuple[object, ...] | None = None  # those records as last read (None: read again for a baseline)
+    drift_due: float | None = None  # when a validation pass next reads the whole zone (the drift check)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +183,8 @@ class ZonePass:
     unchanged: bool = False  # the intent equals the last pass's: nothing was read
     endpoints: tuple[RecordSet, ...] = ()  # remote mode: what goes to the status branch
     pacing: Pacing = REAL_TIME  # the clock and pauses of the stale-write retries
+    first_by_names: bool = False  # a first pass may read its intent's names (the agent never applied a revision)
+    drift: bool = False  # a validation pass that reads the whole zone (the drift check)
 
     @property
     def reviewed(self) -> bool:

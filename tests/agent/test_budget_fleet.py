@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.agent.budget import Budgets, TokenBucket
+from gitdns.agent.budget import HEADROOM, PASS_BURST, Budgets, TokenBucket
 from gitdns.core.records import ZoneSnapshot
 from gitdns.providers.memory import MemoryProvider
 from gitdns.providers.route53 import CAPABILITIES as ROUTE53
@@ -53,26 +53,30 @@ def test_the_rate_follows_the_fleet_size_after_the_bucket_exists() -> None:
     t, size = FakeTime(), [1]
     budgets = Budgets(lambda: size[0], t.clock, t.sleep)
     prov = Paged(1)
-    assert budgets.bucket(prov, "read").rate == pytest.approx(1.0)
+    assert budgets.bucket(prov, "read").rate == pytest.approx(HEADROOM)
     size[0] = 100
     bucket = budgets.bucket(prov, "read")
-    assert bucket.rate == pytest.approx(0.01) and bucket.burst == 1.0
+    # saving up at most a pass's worth, and no more than the account's own second (1 here)
+    assert bucket.rate == pytest.approx(HEADROOM / 100) and bucket.burst == min(PASS_BURST, 1.0)
     wrapped = budgets.wrap(prov)
-    for _ in range(3):
+    for _ in range(10):
         wrapped.read("example.com")
-    assert sum(t.slept) == pytest.approx(200.0, abs=1.0)  # 3 reads at 1 per 100 s, 1 saved up
+    # a new bucket holds one token: the 9 reads after it wait 125 s each (0.8 of 1 a second ÷ 100)
+    assert sum(t.slept) == pytest.approx(9 * 100 / HEADROOM)
 
 
 def test_each_request_a_call_sent_is_paid_for() -> None:
-    """A whole-zone read of 20 pages is 20 of the account's requests, not one."""
+    """A whole-zone read of 20 pages is 20 of the account's requests, not one; once the zone's
+    size is known, the next is paid for before it is sent."""
     t = FakeTime()
     budgets = Budgets(lambda: 1, t.clock, t.sleep)
     wrapped = budgets.wrap(Paged(20))
     wrapped.read("example.com")
-    assert t.slept == []  # the first call is not delayed: its debt is paid by the next
+    assert t.slept == []  # the first call's pages are not known yet: its debt is paid by the next
     wrapped.read("example.com")
-    # 1 token a second, 5 saved up: the first read leaves 5 - 20 = -15, the second waits 16 s
-    assert sum(t.slept) == pytest.approx(16.0)
+    # 0.8 tokens a second, one to start with: the first read leaves 1 - 20 = -19; the second
+    # pays its 20 pages before it is sent: it waits 39 tokens' worth
+    assert sum(t.slept) == pytest.approx(39 / HEADROOM)
 
 
 def test_a_provider_that_counts_no_requests_costs_one_per_call() -> None:
@@ -80,9 +84,9 @@ def test_a_provider_that_counts_no_requests_costs_one_per_call() -> None:
     prov = MemoryProvider()
     prov.capabilities = dataclasses.replace(prov.capabilities, reads_per_minute=60.0)  # type: ignore[misc]
     wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(prov)
-    for _ in range(6):
+    for _ in range(3):
         wrapped.read("example.com")
-    assert sum(t.slept) == pytest.approx(1.0)
+    assert sum(t.slept) == pytest.approx(2 / HEADROOM)
 
 
 def test_route53_reads_and_writes_spend_one_budget() -> None:
@@ -92,10 +96,9 @@ def test_route53_reads_and_writes_spend_one_budget() -> None:
     prov = Paged(1, one_budget=True)
     assert budgets.bucket(prov, "read") is budgets.bucket(prov, "write")
     wrapped = budgets.wrap(prov)
-    for _ in range(5):
-        wrapped.read("example.com")
+    wrapped.read("example.com")
     wrapped.apply("example.com", [])
-    assert sum(t.slept) == pytest.approx(1.0)  # the sixth request of either kind waits
+    assert sum(t.slept) == pytest.approx(1 / HEADROOM)  # the second request of either kind waits
     split = Budgets(lambda: 1, t.clock, t.sleep)
     other = Paged(1)
     assert split.bucket(other, "read") is not split.bucket(other, "write")
@@ -124,4 +127,61 @@ def test_bucket_debt_is_waited_out_by_the_next_take() -> None:
     bucket.charge(3)
     assert t.slept == []
     bucket.take()
-    assert t.slept == [pytest.approx(1.5)]  # 2 - 1 - 3 - 1 = -3 tokens at 2 a second
+    assert t.slept == [pytest.approx(2.0)]  # 1 to start with - 1 - 3 - 1 = -4 tokens at 2 a second
+
+
+class Pages(MemoryProvider):
+    """A provider whose whole-zone read sends ``pages`` requests, each announced to the budget
+    before it is sent (as the Route53 and Google providers do), and whose reads by name are one
+    request per name, one of them throttled once."""
+
+    def __init__(self, pages: int, clock: FakeTime, throttle: str = "") -> None:
+        super().__init__()
+        self.pages, self.time, self.throttle = pages, clock, throttle
+        self.requests = 0
+        self.sent_at: list[float] = []
+        self.by_name: list[list[str]] = []
+        self.capabilities = dataclasses.replace(  # type: ignore[misc]
+            self.capabilities, reads_per_minute=60.0, writes_per_minute=60.0, page_size=300)
+
+    def read(self, zone: str, names: Any = None) -> ZoneSnapshot:
+        from gitdns.errors import ThrottledError
+        from gitdns.providers.base import before_request
+
+        if names is not None:
+            self.by_name.append(list(names))
+            before_request()
+            self.requests += 1
+            if self.throttle in names:
+                self.throttle = ""
+                raise ThrottledError("Rate exceeded")
+            return super().read(zone, names)
+        for _ in range(self.pages):
+            before_request()
+            self.requests += 1
+            self.sent_at.append(self.time.now)
+        return super().read(zone)
+
+
+def test_each_page_waits_for_its_token_before_it_is_sent() -> None:
+    """Reads paid before they are sent: past what a call paid up front, every page of it waits
+    for its own token, so one call never sends more than the agent's share allows."""
+    t = FakeTime()
+    prov = Pages(12, t)
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(prov)
+    wrapped.read("example.com")
+    step = 1 / HEADROOM
+    assert prov.sent_at == pytest.approx([i * step for i in range(12)])  # one to start with, then paced
+    prov.sent_at.clear()
+    wrapped.read("example.com")  # 12 pages known now: paid before the first is sent
+    assert prov.sent_at == pytest.approx([23 * step] * 12)
+
+
+def test_a_read_by_name_is_sent_name_by_name_and_a_throttled_name_is_tried_alone() -> None:
+    t = FakeTime()
+    prov = Pages(1, t, throttle="c.example.com")
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(prov)
+    snap = wrapped.read("example.com", ["a.example.com", "b.example.com", "c.example.com", "d.example.com"])
+    assert prov.by_name == [["a.example.com"], ["b.example.com"], ["c.example.com"], ["c.example.com"],
+                            ["d.example.com"]]
+    assert snap.names == frozenset({"a.example.com", "b.example.com", "c.example.com", "d.example.com"})

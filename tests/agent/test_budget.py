@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from gitdns.agent.budget import Budgets, TokenBucket
+from gitdns.agent.budget import HEADROOM, Budgets, TokenBucket
 from gitdns.errors import ThrottledError
 from gitdns.providers.memory import MemoryProvider
 
@@ -29,7 +29,12 @@ def test_bucket_spends_burst_then_waits_at_the_rate() -> None:
     bucket = TokenBucket(rate=2.0, burst=2.0, clock=t.clock, sleep=t.sleep)
     for _ in range(4):
         bucket.take()
-    assert t.slept == [0.5, 0.5]
+    assert t.slept == [0.5, 0.5, 0.5]  # a new bucket holds one token: a burst is earned by waiting
+    t.now += 10.0
+    t.slept.clear()
+    for _ in range(3):
+        bucket.take()
+    assert t.slept == [0.5]  # quiet for a while: the burst saved up, then the rate again
 
 
 def test_fleet_shares_the_account_budget() -> None:
@@ -38,7 +43,7 @@ def test_fleet_shares_the_account_budget() -> None:
     prov.capabilities = dataclasses.replace(prov.capabilities, reads_per_minute=300.0)  # type: ignore[misc]
     budgets = Budgets(lambda: 10, t.clock, t.sleep)
     bucket = budgets.bucket(prov, "read")
-    assert bucket.rate == pytest.approx(0.5)  # 5/s shared by 10 agents
+    assert bucket.rate == pytest.approx(0.5 * HEADROOM)  # 5/s shared by 10 agents, a fifth kept as headroom
     assert budgets.bucket(prov, "read") is bucket  # one bucket per account
 
 
@@ -56,9 +61,14 @@ class Throttling(MemoryProvider):
 
 def test_throttling_waits_retry_after_and_succeeds() -> None:
     t = FakeTime()
-    wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(Throttling(fail=2))
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep, uniform=lambda low, high: low).wrap(Throttling(fail=2))
     assert wrapped.read("example.com").records == ()
-    assert t.slept == [3.0, 3.0]
+    assert t.slept[:1] == [3.0] and t.slept[-1] == 3.0  # what the service asked (the least jitter)
+    jittered = FakeTime()
+    wrapped = Budgets(lambda: 1, jittered.clock, jittered.sleep, uniform=lambda low, high: high).wrap(
+        Throttling(fail=1))
+    wrapped.read("example.com")
+    assert 3.0 < max(jittered.slept) <= 6.0  # never sooner than asked, spread up to twice that
 
 
 def test_throttling_gives_up_after_bounded_retries() -> None:

@@ -24,7 +24,7 @@ from gitdns.agent.ports import AgentPorts
 from gitdns.core.validate import check
 from tests.agent.fakes import Clock, FakeSource
 from tests.fuzz.harness import Stores, judge, texts
-from tests.fuzz.mutations import ByteInsert, Case, Drop, FileEdit, SetValue, TextInsert, apply, cases
+from tests.fuzz.mutations import ByteDelete, ByteInsert, Case, Drop, FileEdit, SetValue, TextInsert, apply, cases
 from tests.fuzz.repos import REPOS, clusters, mutable, repo_files
 from tests.fuzz.yamltree import Map, Seq
 
@@ -67,6 +67,11 @@ FOUND: dict[str, tuple[Case, tuple[str, int]]] = {
     "a-zone-renamed-and-broken": (
         Case("03-geo-and-custom-weights", 0, 104, 0, (SetValue(101, "*.api.shop.example.net"), Drop(0))),
         ("WrongApiVersion", 1)),
+    # the agent's own Cluster with a problem a check finds (a geo no provider knows): the zone
+    # was held, yet planned with the Cluster as it is now (its records moved to the new geo);
+    # a held zone now takes the Cluster as it was in the zone's last good revision
+    "a-cluster-with-an-invalid-geo": (
+        Case("02-loadbalanced", 0, 3600, 100, (ByteDelete(806, 1),)), ("InvalidGeo", 7)),
     # a NUL in a file: the parser's refusal carried no line (the reader's errors have an offset only)
     "a-nul-byte": (Case("01-minimal", 0, 1, 0, (ByteInsert(40, b"\x00"),)), ("ParseError", 1)),
     "a-c1-control-in-a-crlf-file": (

@@ -35,7 +35,7 @@ CPU_SECONDS = 120
 
 
 def memory_limit() -> int:
-    """The agent container's memory limit in deploy/base, in bytes (192Mi)."""
+    """The agent container's memory limit in deploy/base, in bytes."""
     for doc in YAML(typ="safe").load_all((ROOT / "deploy" / "base" / "deployment.yaml").read_text()):
         if isinstance(doc, dict) and doc.get("kind") == "Deployment":
             [container] = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "gitdns"]

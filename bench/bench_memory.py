@@ -1,7 +1,7 @@
 """Peak memory of the agent and the orchestrator, each run as a `gitdns` process of its own.
 
-    python bench/bench_memory.py                  # every scenario below (about 8 minutes)
-    python bench/bench_memory.py --quick          # agent-cloud and orch-1k, shorter (about 40 s)
+    python bench/bench_memory.py                  # every scenario below (over an hour: agent-100k)
+    python bench/bench_memory.py --quick          # agent-cloud and orch-1k, shorter (about 1 minute)
     python bench/bench_memory.py --only agent-10k,orch-10k [--writes 5] [--json FILE]
 
 Everything runs on 127.0.0.1: local bare git repositories, moto's Route53 over TLS, the fake
@@ -26,9 +26,11 @@ and a status push, waited for on the status branch; then a few idle polls):
                    the `local` store (the initial sync writes about 14,500 records)
     agent-10k-cloud  the same on Route53 with the Kubernetes Lease
     agent-100k     a 100,000-record zone with ten owners (bench/generate.py zone) on the `local`
-                   store and its repository (one zone, about 13,000 hosts), cluster-00
+                   store and its repository (one zone, about 13,000 hosts), cluster-00, with
+                   --allow-rollback (the fixture's TXT name a revision of no repository)
     agent-cap      agent-cloud, then one commit of the worst YAML the read caps let through
-                   (a 4 MiB file and a 1 MiB file of ``[{},{},...]``: refused, read in full)
+                   (a 4 MiB file and a 1 MiB file of ``[{},{},...]``, read in full; the
+                   note says whether the status shows that revision applied)
     agent-soak     agent-cloud with 40 writes: VmRSS after every 10th shows any growth
 
 Orchestrator scenarios: a NodePool of N nodes (health endpoints on the probe server, 50 loopback

@@ -131,21 +131,33 @@ class Budgets:
             found.resize(rate, per_minute / 60.0)
         return found
 
+    def gap(self, provider: Provider, kind: str) -> float:
+        """The shortest time between two requests of one call: the account's rate for the kind."""
+        caps = provider.capabilities
+        per_minute = caps.writes_per_minute if kind == "write" and not caps.one_budget else caps.reads_per_minute
+        return 60.0 / per_minute if per_minute > 0 else 0.0
+
     def wrap(self, provider: Provider) -> Provider:
         return BudgetedProvider(provider, self)
 
 
 class _Gate:
     """Called by the provider before each request of one call: the requests past those paid for
-    before the call wait for their token first."""
+    before the call wait for their token first, and no two follow closer than the account's own
+    rate allows (``gap``: a 27-page listing sent back to back is throttled by itself)."""
 
-    def __init__(self, bucket: TokenBucket, paid: int) -> None:
-        self.bucket, self.paid, self.sent = bucket, paid, 0
+    def __init__(self, bucket: TokenBucket, paid: int, gap: float) -> None:
+        self.bucket, self.paid, self.gap, self.sent = bucket, paid, gap, 0
+        self.last: float | None = None
 
     def __call__(self) -> None:
         self.sent += 1
         if self.sent > self.paid:
             self.bucket.take()
+        now = self.bucket.clock()
+        if self.last is not None and now - self.last < self.gap:
+            self.bucket.sleep(self.gap - (now - self.last))
+        self.last = self.bucket.clock()
 
 
 class BudgetedProvider:
@@ -177,7 +189,7 @@ class BudgetedProvider:
         for attempt in range(THROTTLE_RETRIES + 1):
             bucket.take(estimate)
             before = self._sent()
-            gate = _Gate(bucket, estimate)
+            gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind))
             try:
                 with request_gate(gate):
                     result = fn()

@@ -8,8 +8,9 @@ its intent on a first pass or a validation pass) reads in two steps:
    ownership TXT of two of them (enough to see that a record it joins with the same content is
    owned, not foreign).  It plans on that.
 2. **Its co-owners' TXT names, when a write needs them**: when that plan updates or deletes a
-   data record another owner builds (git says so), deletes an ownership TXT of a key another
-   owner builds, guards on a co-owner, yields, conflicts or stalls, or when the names read show
+   data record another owner builds (git says so), deletes its ownership TXT of a key another
+   owner builds without a co-owner seen keeping the record (the plan's present guard on that
+   co-owner's TXT makes the delete conditional on it), yields, conflicts or stalls, or when the names read show
    a record of another address type at one of its names, the pass reads again with the
    ownership TXT names of every owner git says builds each key (and, for the address types,
    every owner building another address type at the name) and plans again.  Only that plan is
@@ -123,16 +124,17 @@ def co_owner_names(keys: Iterable[RecordKey], index: KeyOwners, me: str, zone: s
 def needs_co_owners(plan: Plan, snapshot: ZoneSnapshot, keys: Iterable[RecordKey], index: KeyOwners,
                     me: str) -> bool:
     """Whether a plan made from step 1's read must be made again from step 2's."""
-    if plan.stalled or plan.conflicts or plan.guards:
+    if plan.stalled or plan.conflicts:
         return True
+    kept_for = {g.group for g in plan.guards if g.present}  # a co-owner seen, its claim a condition
     for change in plan.changes:
         group = change.group
         if not index.shared(group, me):
             continue
         if change.key == group and change.action is not Action.CREATE:
             return True  # a shared record's content changes or goes
-        if change.key != group and change.action is Action.DELETE:
-            return True  # our claim on a shared record goes: the others' claims decide the record
+        if change.key != group and change.action is Action.DELETE and group not in kept_for:
+            return True  # our claim goes and no co-owner was seen keeping the record
     mine = {k.name: k.type for k in keys}
     for rec in snapshot.records:  # another address type at one of our names: the clash rules read TXT
         want = mine.get(rec.name)

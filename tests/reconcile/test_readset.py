@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gitdns.core.desired import Desired
 from gitdns.core.plan import Authority, Plan
-from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
+from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.registry import txt_name
 from gitdns.providers.memory import MemoryProvider
 from gitdns.reconcile.engine import from_files
@@ -149,8 +149,13 @@ def test_which_plans_read_the_co_owners_again() -> None:
     assert not needs_co_owners(_plan(Change(Action.CREATE, None, _txt(KEY), KEY)), empty, keys, index, "me")
     assert not needs_co_owners(_plan(Change(Action.CREATE, None, a, MINE),
                                      Change(Action.UPDATE, a, a, MINE)), empty, keys, index, "me")
-    # taking its claim off a shared record, or changing or deleting the record: yes
-    assert needs_co_owners(_plan(Change(Action.DELETE, _txt(KEY), None, KEY)), empty, keys, index, "me")
+    # taking its claim off a shared record with no co-owner seen keeping it, or changing or
+    # deleting the record: yes
+    leave = Change(Action.DELETE, _txt(KEY), None, KEY)
+    assert needs_co_owners(_plan(leave), empty, keys, index, "me")
+    other = RecordKey(txt_name("other", "CNAME", KEY.name, ZONE), "TXT")
+    kept = dataclasses.replace(_plan(leave), guards=(Guard(other, True, KEY),))
+    assert not needs_co_owners(kept, empty, keys, index, "me")  # the delete waits on the co-owner's claim
     assert needs_co_owners(_plan(Change(Action.UPDATE, row, row, KEY)), empty, keys, index, "me")
     assert needs_co_owners(_plan(Change(Action.DELETE, row, None, KEY)), empty, keys, index, "me")
     # another address type at one of its names: the type clash rules read every owner's TXT

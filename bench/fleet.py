@@ -35,9 +35,12 @@ protocol is a fake, and time is virtual:
 The run, per provider and fleet size: N agents start within one poll interval (a rollout) and
 sync an empty zone; the fleet settles (validation intervals ramp to the quiet period); the
 **steady state** is measured over a window (requests/s, the busiest second, throttles per
-minute); a **weight change** is committed and pushed (a webhook pokes every agent) and timed
-until every agent's weighted row holds the new weight in the zone (Azure has no weights: a TTL
-change instead); a **cluster joins** (a new commit; the joiner's requests and the names it
+minute); **one cluster's weight changes** (a custom weight on its attribute; Azure, without
+weights: its address) and is pushed to every agent (each wakes at its own point of the
+webhook's window, `gitdns.agent.runner.wake_delay`), timed until the zone holds it, with the
+requests of that agent and of all the others meanwhile; a **fleet-wide weight change** is
+committed and pushed and timed until every agent's weighted row holds the new weight (Azure: a
+TTL change instead); a **cluster joins** (a new commit; the joiner's requests and the names it
 reads until its records are in the zone; what the others spend meanwhile) and **leaves**
 (removed from git; its requests until its records are gone).
 
@@ -74,6 +77,7 @@ from gitdns.agent.config import AgentConfig  # noqa: E402
 from gitdns.agent.cycle import Agent  # noqa: E402
 from gitdns.agent.hooks import FleetSize  # noqa: E402
 from gitdns.agent.ports import AgentPorts  # noqa: E402
+from gitdns.agent.runner import wake_delay  # noqa: E402
 from gitdns.core.desired import Desired, HeadInfo  # noqa: E402
 from gitdns.core.model import Revision  # noqa: E402
 from gitdns.core.names import short_hash  # noqa: E402
@@ -561,15 +565,26 @@ def row_key(world: World, i: int) -> str:
     return f"{short_hash(cluster_id(i), 6)}-{short_hash('api-gw-ingress', 6)}.klb.{HOST}"
 
 
-def repo_files(world: World, members: list[int], weight: int = 120, ttl: int = 60) -> dict[str, str]:
+CANARY = 1  # the cluster whose own weight (Azure: address) the one-cluster change moves
+
+
+def canary_address(i: int) -> str:
+    return f"10.255.{i // 250 % 250}.{i % 250 + 1}"
+
+
+def repo_files(world: World, members: list[int], weight: int = 120, ttl: int = 60,
+               canary: int | None = None) -> dict[str, str]:
+    """The desired branch for ``members``; ``canary``: cluster `CANARY`'s own weight (a custom
+    weight on its attribute; Azure, without weights: any value moves its address instead)."""
     geos = GEOS[world.name]
     zone = ("apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata: {name: example-com}\nspec:\n"
             f"  domain: {DOMAIN}\n  provider:\n{world.zone_yaml()}")
     if world.routing:
+        custom = f", custom: [{{attribute: tier, value: canary, weight: {canary}}}]" if canary is not None else ""
         policy = ("apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: api}\nspec:\n"
                   "  targetRef: {gateway: api-gw, namespace: ingress}\n  strategy: loadbalanced\n"
-                  f"  loadBalancing:\n    weighted: {{defaultWeight: {weight}}}\n    geo: {{defaultGeo: {geos[0]}}}\n"
-                  f"  ttl: {{loadbalancedInner: {ttl}}}\n")
+                  f"  loadBalancing:\n    weighted: {{defaultWeight: {weight}{custom}}}\n"
+                  f"    geo: {{defaultGeo: {geos[0]}}}\n  ttl: {{loadbalancedInner: {ttl}}}\n")
     else:
         policy = ("apiVersion: gitdns.io/v1alpha1\nkind: DNSPolicy\nmetadata: {name: api}\nspec:\n"
                   "  targetRef: {gateway: api-gw, namespace: ingress}\n  strategy: simple\n"
@@ -577,9 +592,12 @@ def repo_files(world: World, members: list[int], weight: int = 120, ttl: int = 6
     docs = []
     for i in members:
         host = HOST if world.routing else f"c{i:04d}.apps.{DOMAIN}"
+        moved = canary is not None and i == CANARY and not world.routing
+        attributes = "  attributes: {tier: canary}\n" if i == CANARY else ""
         docs.append(f"apiVersion: gitdns.io/v1alpha1\nkind: Cluster\nmetadata: {{name: c{i:04d}}}\nspec:\n"
-                    f"  id: {cluster_id(i)}\n  geo: {geos[i % len(geos)]}\n  gateways:\n"
-                    f"    - name: api-gw\n      namespace: ingress\n      addresses: [{address(i)}]\n"
+                    f"  id: {cluster_id(i)}\n  geo: {geos[i % len(geos)]}\n{attributes}  gateways:\n"
+                    f"    - name: api-gw\n      namespace: ingress\n"
+                    f"      addresses: [{canary_address(i) if moved else address(i)}]\n"
                     f"      listeners: [{{hostname: {host}, name: https}}]\n")
     return {"zone.yaml": zone, "policy.yaml": policy, "clusters.yaml": "---\n".join(docs)}
 
@@ -655,7 +673,7 @@ class Fleet:
     def start(self, i: int, at: float) -> Member:
         rng = random.Random(self.rng.random())
         fleet = FleetSize()
-        budgets = Budgets(fleet.get, clock=self.kernel.time, sleep=self.kernel.sleep)
+        budgets = Budgets(fleet.get, clock=self.kernel.time, sleep=self.kernel.sleep, uniform=rng.uniform)
         provider = budgets.wrap(self.world.provider())
         config = AgentConfig(repo="mem://fleet", cluster=cluster_id(i), state_dir=str(self.workdir / f"a{i}"),
                              status=False, lease="none", listen="", admin_listen="", poll_interval=POLL)
@@ -699,13 +717,15 @@ class Fleet:
         except GitdnsError:
             return None
 
-    def push(self, files: dict[str, str], spread: float = 2.0) -> float:
-        """Commit and deliver a webhook to every running agent (each within ``spread`` s)."""
+    def push(self, files: dict[str, str], delivery: float = 0.2) -> float:
+        """Commit and deliver a webhook to every running agent (each within ``delivery`` s); each
+        fetches after its own wake-up delay (`gitdns.agent.runner.wake_delay`), as the Runner does."""
         self.git.commit(files)
         now = self.kernel.now
         for m in self.members.values():
             if not m.stopped:
-                m.next_poll = min(m.next_poll, now + self.rng.uniform(0, spread))
+                wake = wake_delay(m.agent.view()) if m.agent.state.current is not None else 0.0
+                m.next_poll = min(m.next_poll, now + self.rng.uniform(0, delivery) + wake)
                 m.poked = True
                 self.kernel.wake(m.waiter, m.next_poll)
         return now
@@ -734,6 +754,11 @@ class Figures:
     steady_throttles: int = 0
     steady_whole_zone_reads: int = 0
     limit_rps: float = 0.0
+    one_change_s: float | None = None
+    one_change_requests: int = 0
+    one_change_others: int = 0
+    one_change_window_s: float = 0.0
+    one_change_throttles: int = 0
     change_convergence_s: float | None = None
     change_requests: int = 0
     change_throttles: int = 0
@@ -804,6 +829,23 @@ def scenario(provider: str, n: int, *, quick: bool, seed: int) -> Figures:
         fig.steady_whole_zone_reads = whole_zone_pages(steady)
         fig.records = len(world.rows())
 
+        # one cluster's own weight changes (Azure: its address): the others' intent does not
+        t0 = fleet.push(repo_files(world, members, canary=200))
+
+        def canary_done() -> bool:
+            rows = world.rows()
+            if world.routing:
+                return rows.get(row_key(world, CANARY)) == (200, 60)
+            return rows.get(canary_address(CANARY)) is not None and address(CANARY) not in rows
+        done = fleet.run_until(canary_done, 600.0, step=0.5)
+        fig.one_change_s = None if done is None else done - t0
+        kernel.run(kernel.now + 30.0)
+        one = world.meter.window(t0, kernel.now)
+        fig.one_change_requests = sum(1 for r in one if r.agent == f"a{CANARY}" and not r.throttled)
+        fig.one_change_others = sum(1 for r in one if r.agent != f"a{CANARY}" and not r.throttled)
+        fig.one_change_window_s = kernel.now - t0
+        fig.one_change_throttles = sum(1 for r in one if r.throttled)
+
         # a weight change (Azure: a TTL change) pushed to every agent
         weight, ttl = (150, 60) if world.routing else (120, 30)
         t1 = fleet.push(repo_files(world, members, weight=weight, ttl=ttl))
@@ -846,17 +888,21 @@ def scenario(provider: str, n: int, *, quick: bool, seed: int) -> Figures:
 
 # --------------------------------------------------------------------------------------------- report
 def fmt(value: float | None, unit: str = " s") -> str:
-    return "not reached" if value is None else f"{value:.0f}{unit}"
+    if value is None:
+        return "not reached"
+    return f"{value:.1f}{unit}" if value < 10 else f"{value:,.0f}{unit}"
 
 
 def table(figures: list[Figures]) -> Iterator[str]:
     yield ("| provider | agents | steady req/s (limit) | busiest second | throttles/min (max) | "
-           "weight change converged | change requests (throttled) | join: requests, names, whole-zone pages | "
+           "one cluster's change: reaches the zone, its requests, the others' | "
+           "fleet-wide change converged | change requests (throttled) | join: requests, names, whole-zone pages | "
            "others during join | leave: requests, names, whole-zone pages | initial sync |")
-    yield "|---|---|---|---|---|---|---|---|---|---|---|"
+    yield "|---|---|---|---|---|---|---|---|---|---|---|---|"
     for f in figures:
         yield (f"| {f.provider} | {f.agents:,} | {f.steady_rps:.2f} ({f.limit_rps:g}) | {f.steady_peak_1s} | "
-               f"{f.steady_throttles_per_min_max} | {fmt(f.change_convergence_s)} | "
+               f"{f.steady_throttles_per_min_max} | {fmt(f.one_change_s)}, {f.one_change_requests}, "
+               f"{f.one_change_others} in {f.one_change_window_s:.0f} s | {fmt(f.change_convergence_s)} | "
                f"{f.change_requests:,} ({f.change_throttles:,}) | "
                f"{f.join_requests}, {f.join_names_read}, {f.join_whole_zone_pages} | {f.join_others_requests} | "
                f"{f.leave_requests}, {f.leave_names_read}, {f.leave_whole_zone_pages} | {fmt(f.initial_sync_s)} |")

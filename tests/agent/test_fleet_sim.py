@@ -1,6 +1,8 @@
 """The fleet simulation (bench/fleet.py) in its quick form: 10 and 100 real agents against one
-Route53 account (the strict fake, 5 requests/s with Throttling) in virtual time.  Every bound is
-in virtual seconds and request counts; nothing here measures wall-clock time."""
+Route53 account (the strict fake, 5 requests/s with Throttling) in virtual time: the steady
+rate, one cluster's change with the rest of the fleet quiet, a fleet-wide change, a join and a
+leave.  Every bound is in virtual seconds and request counts; nothing here measures
+wall-clock time."""
 
 from __future__ import annotations
 
@@ -52,13 +54,26 @@ def test_the_service_limit_refuses_past_its_rate() -> None:
 def test_route53_fleet_stays_within_the_account_and_converges(agents: int) -> None:
     fig = fleet.scenario("route53", agents, quick=True, seed=30)
     assert fig.initial_sync_s is not None, fig.notes
-    # steady state: under the account's 5 requests/s, and no throttling storm
+    # steady state: under the account's 5 requests/s, and no throttling storm (agents saving up
+    # a pass's worth of requests meet now and then: a throttled request is retried, jittered)
     assert fig.steady_rps <= 5.0
-    assert fig.steady_throttles_per_min_max <= 1, fig
-    # a cluster joining publishes its records, within a bounded number of requests
-    assert fig.join_s is not None, fig
-    assert fig.join_requests <= 40, fig
+    assert fig.steady_throttles <= 0.1 * fig.steady_rps * fig.steady_window_s, fig
+    assert fig.steady_throttles_per_min_max <= 5, fig
+    # one cluster's weight change reaches the zone (at 10 agents within 60 s; at 100 its share of
+    # the account, 1 request per 25 s once its saved-up pass is spent, sets the pace), and the
+    # agents whose intent did not change stay quiet: no more than twice their steady rate
+    assert fig.one_change_s is not None, fig
     if agents <= 10:
-        # a weight change in git reaches the zone from every agent within 60 s (webhook delivery);
-        # at 100 agents it does not yet (docs/topologies.md: the simulated fleet)
+        assert fig.one_change_s <= 60.0, fig
+    assert fig.one_change_requests <= 12, fig
+    assert fig.one_change_others <= max(10.0, 2 * fig.steady_rps * fig.one_change_window_s), fig
+    # a cluster joining publishes its records, and one leaving takes them away, each within a
+    # bounded number of requests
+    assert fig.join_s is not None and fig.join_requests <= 40, fig
+    if agents <= 10:
+        # at 100 the leave's write guards on every co-owner's TXT, which Route53 reads name by
+        # name inside the write at the agent's share: not done within the run (docs/topologies.md)
+        assert fig.leave_s is not None and fig.leave_requests <= 40, fig
+        # a fleet-wide weight change reaches the zone from every agent within 60 s; at 100 agents
+        # it takes the account's budget for 100 writes and their reads (docs/topologies.md)
         assert fig.change_convergence_s is not None and fig.change_convergence_s <= 60.0, fig

@@ -233,7 +233,7 @@ class Loading:
         each file last had none (`held_as_before`): read at the applied revision the first time
         a file breaks, and kept while it stays broken (the applied revision moves on to broken
         heads, which no longer hold what the file was)."""
-        files = {p.file for p in desired.problems}
+        files = {p.file for p in desired.problems if p.zones or p.blocks_all}  # a problem that holds
         self.held_files = {f: held for f, held in self.held_files.items() if f in files}
         missing = files - self.held_files.keys()
         applied = self.state.applied_sha

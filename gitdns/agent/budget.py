@@ -125,8 +125,11 @@ class Budgets:
         key = (provider.name, account, kind)
         found = self.buckets.get(key)
         if found is None:
+            # in a fleet, the first token comes at a random point of one token's interval: agents
+            # rolled out together would otherwise send together at every interval for good
+            start = 1.0 - self.uniform(0.0, 1.0) if self.fleet_size() > 1 and rate > 0 else None
             found = self.buckets[key] = TokenBucket(rate, burst_for(rate, per_minute / 60.0), self.clock,
-                                                    self.sleep)
+                                                    self.sleep, tokens=start, stamp=self.clock())
         else:
             found.resize(rate, per_minute / 60.0)
         return found

@@ -61,12 +61,13 @@ def test_route53_fleet_stays_within_the_account_and_converges(agents: int) -> No
     assert fig.steady_throttles_per_min_max <= 5, fig
     # one cluster's weight change reaches the zone (at 10 agents within 60 s; at 100 its share of
     # the account, 1 request per 25 s once its saved-up pass is spent, sets the pace), and the
-    # agents whose intent did not change stay quiet: no more than twice their steady rate
+    # agents whose intent did not change stay quiet: under 2 requests each over the window (their
+    # validation goes on), where reacting to the revision would cost each its names read (4 or more)
     assert fig.one_change_s is not None, fig
     if agents <= 10:
         assert fig.one_change_s <= 60.0, fig
     assert fig.one_change_requests <= 12, fig
-    assert fig.one_change_others <= max(10.0, 2 * fig.steady_rps * fig.one_change_window_s), fig
+    assert fig.one_change_others <= 2 * (agents - 1), fig
     # a cluster joining publishes its records, and one leaving takes them away, each within a
     # bounded number of requests
     assert fig.join_s is not None and fig.join_requests <= 40, fig

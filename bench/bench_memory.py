@@ -1,6 +1,6 @@
 """Peak memory of the agent and the orchestrator, each run as a `gitdns` process of its own.
 
-    python bench/bench_memory.py                  # every scenario below (over an hour: agent-100k)
+    python bench/bench_memory.py                  # every scenario below (about 40 minutes; agent-100k about 6)
     python bench/bench_memory.py --quick          # agent-cloud and orch-1k, shorter (about 1 minute)
     python bench/bench_memory.py --only agent-10k,orch-10k [--writes 5] [--json FILE]
 

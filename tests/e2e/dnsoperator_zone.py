@@ -39,13 +39,9 @@ set identifier with its exact TTL, values and routing, a CREATE must not exist
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import secrets
 import ssl
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -61,7 +57,8 @@ import dns.update
 from gitdns.core.names import short_hash
 from gitdns.core.records import RecordKey, RecordSet
 from tests.e2e import dns_servers
-from tests.e2e.dns_servers import DnsServer, stop_process
+from tests.e2e.dns_servers import DnsServer
+from tests.providers.moto_server import MotoServer
 
 ZONE = dns_servers.ZONE  # example.test
 COMMIT = "57b9db50acedff236622b5529e4e8f1c515e4ec6"
@@ -212,7 +209,6 @@ class BindBackend(Backend):
 
 # --- Route53 through moto ---------------------------------------------------------------------
 
-INSTALL_HINT = "pip install moto flask flask-cors boto3"
 
 
 class ToolMissing(Exception):
@@ -296,47 +292,18 @@ class MotoRoute53(Backend):
     routing = True
 
     def __init__(self, directory: Path) -> None:
-        if not all(importlib.util.find_spec(m) for m in ("moto", "flask", "flask_cors", "boto3")):
-            raise ToolMissing(f"moto is not installed: {INSTALL_HINT}")
-        from tests.providers.tls import loopback_tls
-
-        self.tls = loopback_tls()
-        self.port = dns_servers.free_port()
-        directory.mkdir(parents=True, exist_ok=True)
-        self.log = directory / "moto.log"
         root = Path(__file__).resolve().parents[2]
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.e2e.dnsoperator_zone", "moto", "-H", "127.0.0.1", "-p", str(self.port),
-                 "--ssl-cert", str(self.tls.cert_file), "--ssl-key", str(self.tls.key_file)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
-                env={**os.environ, "PYTHONPATH": str(root)})
-        deadline = time.monotonic() + 30
-        while not self._up():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"moto did not start: {self.log.read_text()[-2000:]}")
-            time.sleep(0.05)
+        self.server = MotoServer(directory, [sys.executable, "-m", "tests.e2e.dnsoperator_zone", "moto"], cwd=root,
+                                 pythonpath=root)
+        self.tls, self.port, self.proc = self.server.tls, self.server.port, self.server.proc
         self.zone_id = ""
 
     @property
     def endpoint(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-    def _up(self) -> bool:
-        try:
-            context = ssl.create_default_context(cafile=str(self.tls.ca_file))
-            with urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1, context=context) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
+        return self.server.endpoint
 
     def client(self) -> Any:
-        import boto3
-
-        return boto3.client("route53", endpoint_url=self.endpoint, region_name="us-east-1",
-                            verify=str(self.tls.ca_file), aws_access_key_id="testing",
-                            aws_secret_access_key="testing")
+        return self.server.client()
 
     def fresh_zone(self) -> None:
         """Forget everything, and make the hosted zone ``example.test`` anew."""
@@ -378,7 +345,7 @@ class MotoRoute53(Backend):
         return out
 
     def stop(self) -> None:
-        stop_process(self.proc)
+        self.server.stop()
 
 
 def quoted(rec: RecordSet) -> RecordSet:

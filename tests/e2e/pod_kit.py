@@ -1090,46 +1090,25 @@ class MotoAws:
     CA_IN_POD = "/etc/gitdns-test/aws-ca.pem"
 
     def __init__(self, directory: Path) -> None:
-        import importlib.util
+        from tests.providers.moto_server import MotoServer, moto_missing
 
-        from tests.providers.tls import loopback_tls
-
-        if not all(importlib.util.find_spec(m) for m in ("moto", "flask", "flask_cors", "boto3")):
-            raise KitError("moto_server is not installed: pip install moto flask flask-cors boto3")
-        self.tls = loopback_tls()
-        self.port = free_port()
+        missing = moto_missing()
+        if missing:
+            raise KitError(missing)
         exe = shutil.which("moto_server")
-        command = [exe] if exe else [sys.executable, "-m", "moto.server"]
-        directory.mkdir(parents=True, exist_ok=True)
-        self.log = directory / "moto.log"
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen([*command, "-H", "127.0.0.1", "-p", str(self.port), "--ssl-cert",
-                                          str(self.tls.cert_file), "--ssl-key", str(self.tls.key_file)],
-                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not self._up():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise KitError(f"moto_server did not start: {self.log.read_text()[-2000:]}")
-            time.sleep(0.05)
+        try:
+            self.server = MotoServer(directory, [exe] if exe else [sys.executable, "-m", "moto.server"])
+        except RuntimeError as exc:
+            raise KitError(str(exc)) from exc
+        self.tls, self.port, self.proc = self.server.tls, self.server.port, self.server.proc
 
     @property
     def endpoint(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return self.server.endpoint
 
     @property
     def address(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
-
-    def _up(self) -> bool:
-        import ssl
-
-        try:
-            context = ssl.create_default_context(cafile=str(self.tls.ca_file))
-            with urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1, context=context) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
 
     def injection(self) -> Injection:
         return Injection(env={"AWS_ENDPOINT_URL": self.endpoint, "AWS_CA_BUNDLE": self.CA_IN_POD},
@@ -1137,11 +1116,7 @@ class MotoAws:
 
     def route53(self) -> Any:
         """A boto3 Route53 client of the test (moto's default account)."""
-        import boto3
-
-        return boto3.client("route53", endpoint_url=self.endpoint, region_name="us-east-1",
-                            verify=str(self.tls.ca_file), aws_access_key_id="testing",
-                            aws_secret_access_key="testing")
+        return self.server.client()
 
     def reset(self) -> None:
         """Forget every zone and record (moto's reset)."""
@@ -1167,13 +1142,7 @@ class MotoAws:
         return out
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        self.server.stop()
 
 
 # -- desired state -------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ CORE_MODULES: tuple[str, ...] = (
     "dns.query",
     "dns.rdata",
     "dns.rdataclass",
+    "dns.rdataset",
     "dns.rdatatype",
     "dns.rdtypes.ANY.TXT",
     "dns.rrset",

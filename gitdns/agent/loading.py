@@ -22,6 +22,7 @@ from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.core.checks.index import Held, documents_of_files
+from gitdns.core.checks.reach import HOLDS_NOTHING
 from gitdns.core.conditions import REASONS, Condition
 from gitdns.core.desired import Desired, HeadInfo, held_as_before
 from gitdns.core.model import Cluster, Mode, Revision
@@ -232,8 +233,9 @@ class Loading:
         """A head with problems also holds what the documents of its broken files touched when
         each file last had none (`held_as_before`): read at the applied revision the first time
         a file breaks, and kept while it stays broken (the applied revision moves on to broken
-        heads, which no longer hold what the file was)."""
-        files = {p.file for p in desired.problems if p.zones or p.blocks_all}  # a problem that holds
+        heads, which no longer hold what the file was).  A problem that holds nothing by
+        design (a probe target refused: `reach.HOLDS_NOTHING`) holds nothing here either."""
+        files = {p.file for p in desired.problems if p.code not in HOLDS_NOTHING}
         self.held_files = {f: held for f, held in self.held_files.items() if f in files}
         missing = files - self.held_files.keys()
         applied = self.state.applied_sha

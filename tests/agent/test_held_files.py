@@ -53,3 +53,25 @@ def test_a_problem_that_holds_nothing_holds_no_zone_as_it_was(tmp_path: Path) ->
     assert not any(o.errors for o in cycle.outcomes), [o.errors for o in cycle.outcomes]
     names = {r.name for r in provider.read("example.com").records}
     assert "www.example.com" in names  # the static record went out: the policy's file holds nothing
+
+
+def test_a_problem_whose_zones_cannot_be_read_holds_what_its_file_was(tmp_path: Path) -> None:
+    """The agent's Cluster replaced by another whose gateway the policy does not name: the policy's
+    problem (no cluster has its gateway) names no zone, since the gateway it names is nowhere; the
+    zone its file touched at the applied revision is held, and this cluster's records stay (found
+    by tests/fuzz: they were removed as a cluster's that left git)."""
+    source = FakeSource()
+    provider = MemoryProvider()
+    agent = Agent(AgentConfig(repo="mem://", cluster="lo", state_dir=str(tmp_path)),
+                  AgentPorts(source=source, factory=lambda zone: provider, clock=Clock(), rng=random.Random(1)))
+    source.commit(FILES, "c1")
+    agent.run()
+    before = {r.key: r.values for r in provider.read("example.com").records}
+    assert any(k.name == "app.example.com" for k in before)
+    other = (FILES["cluster.yaml"].replace("name: lo", "name: other").replace("2f0c4b8a", "3f0c4b8a")
+             .replace("app-gw", "api-gw"))
+    source.commit({**FILES, "cluster.yaml": other}, "c2")
+    agent.run()
+    assert agent.state.current is not None
+    assert [p.code for p in agent.state.current.problems] == ["UnknownReference"]
+    assert {r.key: r.values for r in provider.read("example.com").records} == before

@@ -27,6 +27,9 @@ from gitdns.core.problems import Problem, shown
 from gitdns.core.reach import PROBE_FLAG, own_address_refusal, probe_refusal
 
 CODE = "ProbeTargetRefused"
+# what these problems are: each holds no zone by design (module doc), where another problem with
+# no zones is one whose zones cannot be read (`gitdns.agent.loading` holds what its file was)
+HOLDS_NOTHING = frozenset({CODE, "InvalidHealthEndpoint"})
 _RANGE_HINT = (f"a probe goes to an ordinary address; if this one is meant, the operator allows its range on the "
                f"daemons and on gitdns validate with {PROBE_FLAG}")
 

@@ -205,7 +205,9 @@ class Zones:
 
     def schedule(self, zone: Zone, desired: Desired, outcome: ZoneOutcome, now: float) -> None:
         """Validate soon (5 s + jitter) after a write or a failure; otherwise back off to the
-        quiet period."""
+        quiet period, each step no sooner than the agent's share of the account pays for a
+        validation (`ZoneTrack.quiet_floor`): at a thousand clusters the ramp after a rollout
+        would otherwise spend the whole account on validations and starve every change."""
         track = self.track(zone, desired)
         if zone.name not in desired.blocked:
             track.desired = desired
@@ -217,7 +219,7 @@ class Zones:
         elif track.next_validation is None or track.next_validation <= now:
             quiet = max(self.config.quiet_period, track.quiet_floor)
             track.interval = min(max(track.interval * 2, delay), quiet)
-            track.next_validation = now + track.interval
+            track.next_validation = now + max(track.interval, track.quiet_floor)
 
     def due(self, now: float) -> list[tuple[str, ZoneTrack]]:
         return [(n, t) for n, t in self.state.tracks.items()

@@ -91,7 +91,7 @@ class ZoneWork:
                                   "wrote is taken back and the zone keeps its last good state")
             if zpass is not None and not remote:
                 _undo(zpass)
-        if spent is not None and validation and not outcome.applied:
+        if spent is not None and validation and not outcome.applied and not (zpass and zpass.rechecked):
             track.quiet_floor = self._quiet_floor(zone, spent)
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
         if remote:
@@ -338,6 +338,10 @@ def _remember(zpass: ZonePass | None, outcome: ZoneOutcome, remote: bool) -> Non
         zpass.memory.intent = zpass.intent.records
     else:
         zpass.memory.intent = None  # next pass plans in full (after a failure, or once active again)
+    if ok and outcome.applied and plan is not None and plan.changes:
+        zpass.memory.recheck = frozenset(c.group for c in plan.changes)  # what the validation after it reads
+    elif zpass.validation or not ok:
+        zpass.memory.recheck = frozenset()
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -129,6 +129,9 @@ def my_txt(ctx: PlanContext, key: RecordKey, new: RecordSet | None, want: Record
     return rec
 
 
+STAY_GUARDS = 2  # co-owners a leaving owner's change is conditional on
+
+
 def leave_guards(ctx: PlanContext, key: RecordKey, entries: dict[str, OwnershipEntry]) -> None:
     """Deleting the last owner's record: joiners known from git must not have announced."""
     for owner in ctx.policy.known_owners:
@@ -143,9 +146,17 @@ def stay_guards(ctx: PlanContext, key: RecordKey, others: dict[str, OwnershipEnt
     """Leaving a record the other owners keep (this owner's TXT goes, the record stays): each
     of them must still hold its TXT when the change lands.  Without this, owners leaving at
     the same moment each leave the record to the others, every TXT goes, and the record stays
-    with no owner: foreign for good, never deleted."""
+    with no owner: foreign for good, never deleted.
+
+    One co-owner still holding its TXT when the change lands is enough for the record to keep an
+    owner, so the guards name at most `STAY_GUARDS` of them (the first by owner id): a guard is
+    a read inside the write where the provider checks it by reading (Route53), and a record of
+    a thousand owners must not cost a thousand reads to leave.  When a guarded co-owner left
+    meanwhile, the change is refused as stale and the next plan guards on those still there."""
     seen: set[RecordKey] = set()  # a joint legacy TXT stands for each owner it names: one guard
     for owner, entry in sorted(others.items()):
+        if len(seen) >= STAY_GUARDS:
+            break
         if entry.txt.key not in seen:
             seen.add(entry.txt.key)
             ctx.guards.append(Guard(entry.txt.key, True, key, f"{owner} still owns {key}"))

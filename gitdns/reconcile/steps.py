@@ -160,7 +160,10 @@ def plan(p: ZonePass) -> Result:
     agent that never applied a revision, every key of its intent.  Those keys are read by name
     when that costs fewer calls than a whole-zone read: its own names first, its co-owners'
     ownership TXT names only when the plan needs them (`gitdns.reconcile.readset`).  An
-    unchanged intent reads nothing at all."""
+    unchanged intent reads nothing at all.  The validation pass that follows a write looks at
+    the groups that write changed (`ZoneMemory.recheck`), not at every key: a fleet's
+    validations after a fleet-wide change cost what the change touched (the quiet validations
+    and the drift check look at everything)."""
     assert p.intent is not None
     keys: set[RecordKey] | None = None
     if p.memory.intent is not None and not p.validation:
@@ -169,6 +172,8 @@ def plan(p: ZonePass) -> Result:
             p.notes.append("intent unchanged: nothing read")
             p.unchanged = True
             return Result.CONTINUE
+    elif p.validation and not p.drift and p.memory.recheck and p.memory.intent == p.intent.records:
+        keys, p.rechecked = set(p.memory.recheck), True
     elif p.intent.records and (_by_names_first(p) or (p.validation and not p.drift)):
         keys = {r.key for r in p.intent.records}
     if keys is not None:

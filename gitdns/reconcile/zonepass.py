@@ -139,6 +139,7 @@ class ZoneMemory:
     groups_watch: bool = False  # the zone has active groups: each poll checks its two TXT records
     groups_seen: tuple[object, ...] | None = None  # those records as last read (None: read again for a baseline)
     drift_due: float | None = None  # when a validation pass next reads the whole zone (the drift check)
+    recheck: frozenset[RecordKey] = frozenset()  # groups the last write changed: the validation after it reads those
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +186,7 @@ class ZonePass:
     pacing: Pacing = REAL_TIME  # the clock and pauses of the stale-write retries
     first_by_names: bool = False  # a first pass may read its intent's names (the agent never applied a revision)
     drift: bool = False  # a validation pass that reads the whole zone (the drift check)
+    rechecked: bool = False  # a validation pass that read only what the last write changed
 
     @property
     def reviewed(self) -> bool:

@@ -1,0 +1,159 @@
+"""What the validation loop reads: after a write, only what that write changed; a quiet
+validation, every key of the intent; and no quiet validation sooner than the agent's share of
+the account pays for the last one (the ramp after a write is floored by the budget)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+from gitdns.agent.budget import Budgets
+from gitdns.agent.config import AgentConfig
+from gitdns.agent.cycle import Agent
+from gitdns.agent.ports import AgentPorts
+from gitdns.core.model import Zone
+from gitdns.providers.base import Provider
+from gitdns.providers.memory import MemoryProvider
+from tests.agent.fakes import Clock, FakeSource, example_files
+
+CLUSTER = "eu-west-1"
+ZONE = "example.com"
+
+
+class PagedProvider(MemoryProvider):
+    """The memory provider as a paged API (one request per name, or per 2 records of a whole
+    read), each request counted and each read's names logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self.capabilities, page_size=2, reads_per_minute=60,
+                                                writes_per_minute=60, one_budget=True)
+        self.requests = 0
+        self.reads: list[tuple[str, ...] | None] = []
+
+    def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+        self.reads.append(tuple(sorted(names)) if names is not None else None)
+        snap = super().read(zone, names)
+        self.requests += len(set(names)) if names is not None else max(1, -(-len(snap.records) // 2))
+        return snap
+
+    def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def,override]
+        self.requests += 1
+        return super().apply(zone, changes, guards)
+
+
+def build(tmp_path: Path, source: FakeSource, clock: Clock, providers: dict[str, PagedProvider],
+          fleet: int = 1, budgeted: bool = False) -> Agent:
+    budgets = Budgets(lambda: fleet, clock=clock, sleep=clock.advance, uniform=lambda a, b: a)
+
+    def factory(zone: Zone) -> Provider:
+        inner = providers.setdefault(zone.domain, PagedProvider())
+        return budgets.wrap(inner) if budgeted else inner
+
+    wrapped: dict[str, Provider] = {}
+
+    def cached(zone: Zone) -> Provider:  # one budgeted provider per zone, as the agent's factory keeps
+        if zone.domain not in wrapped:
+            wrapped[zone.domain] = factory(zone)
+        return wrapped[zone.domain]
+
+    cfg = AgentConfig(repo="mem://", cluster=CLUSTER, state_dir=str(tmp_path))
+    return Agent(cfg, AgentPorts(source=source, factory=cached, clock=clock, rng=random.Random(1)))
+
+
+def moved_mail(files: dict[str, str]) -> dict[str, str]:
+    out = dict(files)
+    out["records/example-com.yaml"] = out["records/example-com.yaml"].replace("192.0.2.25]", "192.0.2.99]")
+    assert out != files
+    return out
+
+
+def names_of(reads: list[tuple[str, ...] | None]) -> set[str]:
+    """The names read by name (a whole-zone read, None, is the grouped zone's prune step)."""
+    return {name for names in reads if names is not None for name in names}
+
+
+def test_the_validation_after_a_write_reads_what_the_write_changed_and_the_next_reads_every_key(
+        tmp_path: Path) -> None:
+    source, clock, providers = FakeSource(), Clock(), {}
+    source.commit(example_files(), "initial")
+    agent = build(tmp_path, source, clock, providers)
+    agent.run()
+    prov = providers[ZONE]
+    agent.validate()  # the validation after the first write
+    clock.advance(10_000)
+    agent.validate()  # a quiet one: the intent's every key
+    track = next(t for t in agent.state.tracks.values() if t.desired and t.last and t.last.zone.domain == ZONE)
+    assert track.memory.intent is not None
+    every = {r.name for r in track.memory.intent}
+
+    source.commit(moved_mail(source.commits[source.head]), "mail moves")
+    agent.run()
+    mail = f"mail.{ZONE}"
+    assert any(r.name == mail and r.values == ("192.0.2.99",) for r in prov.read(ZONE).records)
+    start = len(prov.reads)
+    clock.advance(20)
+    agent.validate()  # after the write: what it changed, nothing else
+    after_write = names_of(prov.reads[start:])
+    assert mail in after_write
+    assert after_write & every == {mail}, sorted(after_write & every)
+    assert all(name == mail or name.endswith(f"-{mail}") or "active-groups" in name for name in after_write), \
+        sorted(after_write)
+    assert not track.memory.recheck  # read once: the next validation looks at everything again
+
+    start = len(prov.reads)
+    clock.advance(10_000)
+    agent.validate()
+    quiet = prov.reads[start:]
+    assert None in quiet or every <= names_of(quiet)  # the whole zone, or every name
+
+
+def test_a_record_deleted_behind_the_agents_back_after_a_write_is_put_back_by_the_quiet_validation(
+        tmp_path: Path) -> None:
+    """The validation after a write looks only at what it wrote; the one after it looks at
+    everything, so drift elsewhere is found one validation later, not never."""
+    from gitdns.core.records import Action, Change
+
+    source, clock, providers = FakeSource(), Clock(), {}
+    source.commit(example_files(), "initial")
+    agent = build(tmp_path, source, clock, providers)
+    agent.run()
+    agent.validate()
+    source.commit(moved_mail(source.commits[source.head]), "mail moves")
+    agent.run()
+    prov = providers[ZONE]
+    api = next(r for r in prov.read(ZONE).records if r.name == f"api.{ZONE}")
+    prov.apply(ZONE, [Change(Action.DELETE, api, None, api.key)])
+    clock.advance(20)
+    agent.validate()
+    clock.advance(10_000)
+    agent.validate()
+    assert any(r.key == api.key for r in prov.read(ZONE).records)
+
+
+def test_quiet_validations_come_no_sooner_than_half_the_agents_share_pays_for(tmp_path: Path) -> None:
+    """In a fleet of 200 on an account of 60 requests a minute, one agent gets a request every
+    250 s: a validation of N requests is followed by the next no sooner than 2 x N x 250 s,
+    however early the ramp after a write would put it."""
+    source, clock, providers = FakeSource(), Clock(), {}
+    source.commit(example_files(), "initial")
+    agent = build(tmp_path, source, clock, providers, fleet=200, budgeted=True)
+    agent.run()
+    prov = providers[ZONE]
+    track = next(t for t in agent.state.tracks.values() if t.last and t.last.zone.domain == ZONE)
+    share = 60 / 60 * 0.8 / 200  # requests per second this agent may send
+    checked = 0
+    for turn in range(5):  # the ramp: 5 s, 10 s, 20 s ... unless the budget says otherwise
+        due = track.next_validation
+        assert due is not None
+        clock.now = max(clock.now, due)
+        before = prov.requests
+        agent.validate()
+        cost = prov.requests - before
+        if turn == 0 or track.next_validation == due:
+            continue  # the check after the write, or this zone was not due
+        gap = track.next_validation - clock.now
+        assert gap >= cost / share / 2 * 0.999, (turn, cost, gap)
+        checked += 1
+    assert checked >= 2

@@ -32,13 +32,13 @@ class PagedProvider(MemoryProvider):
         self.requests = 0
         self.reads: list[tuple[str, ...] | None] = []
 
-    def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+    def read(self, zone, names=None):  # type: ignore[no-untyped-def]
         self.reads.append(tuple(sorted(names)) if names is not None else None)
         snap = super().read(zone, names)
         self.requests += len(set(names)) if names is not None else max(1, -(-len(snap.records) // 2))
         return snap
 
-    def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def,override]
+    def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def]
         self.requests += 1
         return super().apply(zone, changes, guards)
 
@@ -76,7 +76,8 @@ def names_of(reads: list[tuple[str, ...] | None]) -> set[str]:
 
 def test_the_validation_after_a_write_reads_what_the_write_changed_and_the_next_reads_every_key(
         tmp_path: Path) -> None:
-    source, clock, providers = FakeSource(), Clock(), {}
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {}
     source.commit(example_files(), "initial")
     agent = build(tmp_path, source, clock, providers)
     agent.run()
@@ -115,7 +116,8 @@ def test_a_record_deleted_behind_the_agents_back_after_a_write_is_put_back_by_th
     everything, so drift elsewhere is found one validation later, not never."""
     from gitdns.core.records import Action, Change
 
-    source, clock, providers = FakeSource(), Clock(), {}
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {}
     source.commit(example_files(), "initial")
     agent = build(tmp_path, source, clock, providers)
     agent.run()
@@ -136,7 +138,8 @@ def test_quiet_validations_come_no_sooner_than_half_the_agents_share_pays_for(tm
     """In a fleet of 200 on an account of 60 requests a minute, one agent gets a request every
     250 s: a validation of N requests is followed by the next no sooner than 2 x N x 250 s,
     however early the ramp after a write would put it."""
-    source, clock, providers = FakeSource(), Clock(), {}
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {}
     source.commit(example_files(), "initial")
     agent = build(tmp_path, source, clock, providers, fleet=200, budgeted=True)
     agent.run()
@@ -153,6 +156,7 @@ def test_quiet_validations_come_no_sooner_than_half_the_agents_share_pays_for(tm
         cost = prov.requests - before
         if turn == 0 or track.next_validation == due:
             continue  # the check after the write, or this zone was not due
+        assert track.next_validation is not None
         gap = track.next_validation - clock.now
         assert gap >= cost / share / 2 * 0.999, (turn, cost, gap)
         checked += 1

@@ -5,6 +5,7 @@ the account pays for the last one (the ramp after a write is floored by the budg
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Sequence
 import random
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
-from gitdns.providers.base import Provider
+from gitdns.core.records import Change, Guard, ZoneSnapshot
+from gitdns.providers.base import ApplyResult, Provider
 from gitdns.providers.memory import MemoryProvider
 from tests.agent.fakes import Clock, FakeSource, example_files
 
@@ -32,13 +34,13 @@ class PagedProvider(MemoryProvider):
         self.requests = 0
         self.reads: list[tuple[str, ...] | None] = []
 
-    def read(self, zone, names=None):  # type: ignore[no-untyped-def]
+    def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
         self.reads.append(tuple(sorted(names)) if names is not None else None)
         snap = super().read(zone, names)
         self.requests += len(set(names)) if names is not None else max(1, -(-len(snap.records) // 2))
         return snap
 
-    def apply(self, zone, changes, guards=()):  # type: ignore[no-untyped-def]
+    def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         self.requests += 1
         return super().apply(zone, changes, guards)
 
@@ -114,7 +116,7 @@ def test_a_record_deleted_behind_the_agents_back_after_a_write_is_put_back_by_th
         tmp_path: Path) -> None:
     """The validation after a write looks only at what it wrote; the one after it looks at
     everything, so drift elsewhere is found one validation later, not never."""
-    from gitdns.core.records import Action, Change
+    from gitdns.core.records import Action
 
     source, clock = FakeSource(), Clock()
     providers: dict[str, PagedProvider] = {}

@@ -5,8 +5,8 @@ the account pays for the last one (the ramp after a write is floored by the budg
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
 import random
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from gitdns.agent.budget import Budgets

@@ -254,7 +254,21 @@ def test_whole_zone_read_pages_and_per_name_read_costs_one_call_per_name() -> No
     assert fake.calls["list_resource_record_sets"] == 3 and snap.names is not None
     fake.calls.clear()
     assert len(provider.read(ZONE, [f"w.{ZONE}"]).records) == 150
-    assert fake.calls["list_resource_record_sets"] == 2  # 100 per page, NextRecordIdentifier followed
+    assert fake.calls["list_resource_record_sets"] == 2  # 100, then the rest: NextRecordIdentifier followed
+
+
+def test_a_name_of_many_rows_is_read_in_pages_of_300_after_its_first() -> None:
+    """A weighted name of a large fleet (1,000 rows): 100 rows, then pages of 300 — 4 calls,
+    not 10 — and every row, none of the next name's."""
+    provider, fake = _provider()
+    recs = [a("w", f"10.9.{i // 250}.{i % 250}", set_id=f"s{i:04d}", weight=1) for i in range(1000)]
+    recs += [a("x", "10.8.0.1")]
+    assert provider.apply(ZONE, [c for r in recs for c in create(r)]).ok
+    fake.calls.clear()
+    rows = provider.read(ZONE, [f"w.{ZONE}"]).records
+    assert len(rows) == 1000 and {r.name for r in rows} == {f"w.{ZONE}"}
+    assert len({r.set_id for r in rows}) == 1000
+    assert fake.calls["list_resource_record_sets"] == 4
 
 
 def test_zone_lookup_most_specific_public_unless_private() -> None:

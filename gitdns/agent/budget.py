@@ -32,6 +32,7 @@ THROTTLE_RETRIES = 6
 THROTTLE_BACKOFF_CAP = 60.0
 HEADROOM = 0.8  # the share of the account a fleet plans to use: arrivals at its full rate collide
 PASS_BURST = 8.0  # requests an idle agent may send at once: a pass (its reads by name and a write)
+RESERVE = 5  # requests a quiet validation leaves in the bucket for a change that comes after it
 
 
 @dataclass(slots=True)
@@ -48,11 +49,23 @@ class TokenBucket:
     stamp: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     waited: float = 0.0  # seconds spent waiting, for metrics and tests
+    hold: float = 0.0  # tokens the bucket may save up beyond ``burst`` (`until`: a validation and a reserve)
 
     def _refill(self, now: float) -> float:
+        cap = max(self.burst, self.hold)
         if self.tokens is None:  # a new bucket: one token, and a burst is earned by waiting from now
-            return min(1.0, self.burst)
-        return min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            return min(1.0, cap)
+        return min(cap, self.tokens + (now - self.stamp) * self.rate)
+
+    def until(self, n: float) -> float:
+        """Seconds until the bucket holds ``n`` tokens (0: it does now); from now on it may save up
+        that many."""
+        if self.rate <= 0:
+            return 0.0
+        with self.lock:
+            self.hold = max(self.hold, n)
+            have = self._refill(self.clock())
+            return 0.0 if have >= n else (n - have) / self.rate
 
     def take(self, n: float = 1.0) -> None:
         if self.rate <= 0:
@@ -219,6 +232,12 @@ class BudgetedProvider:
                     self.sent += estimate
         raise AssertionError("unreachable")
 
+
+    def wait_for(self, requests: int) -> float:
+        """Seconds until this agent's share holds ``requests`` (a quiet validation waits for its
+        cost and a change's reserve, `RESERVE`, so a change arriving after it is not queued behind
+        its debt); 0 when it does now or the provider has no limit."""
+        return self.budgets.bucket(self.inner, "read").until(requests)
 
     def seconds_for(self, requests: int) -> float:
         """How long this agent's share of the account takes to pay for ``requests`` (0: no limit)."""

@@ -207,9 +207,13 @@ class Agent:
         reapplied = 0
         can_write: bool | None = None
         for name, track in self.zones.due(self.ports.clock()):
+            zone = self.zones.zone_in(track.desired, name)
+            wait = self.work.postpone(zone, track)
+            if wait > 0:  # a quiet validation waits until the share affords it and a change after it
+                track.next_validation = self.ports.clock() + wait
+                continue
             if can_write is None:
                 can_write = self._acquire()
-            zone = self.zones.zone_in(track.desired, name)
             outcome = self.work.run(zone, track.desired, desired, can_write, validation=True)
             reapplied += 1 if outcome.applied else 0
             if outcomes is not None:

@@ -24,6 +24,7 @@ class ZoneTrack:
     next_validation: float | None = None
     interval: float = 0.0
     quiet_floor: float = 0.0  # the quiet interval's floor: what the agent's budget affords (gitdns.agent.zonework)
+    quiet_cost: int = 0  # requests the last quiet validation sent (what the next one waits to afford)
     memory: ZoneMemory = field(default_factory=ZoneMemory)
 
     @property

@@ -10,11 +10,12 @@ import hashlib
 import logging
 from dataclasses import replace
 
+from gitdns.agent.budget import RESERVE
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.healthinputs import HealthInputs
 from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role as AgentRole
-from gitdns.agent.state import AgentState
+from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.agent.zones import Zones
 from gitdns.core.builder import notes_for_zone
 from gitdns.core.desired import Desired
@@ -93,6 +94,7 @@ class ZoneWork:
                 _undo(zpass)
         if spent is not None and validation and not outcome.applied and not (zpass and zpass.rechecked):
             track.quiet_floor = self._quiet_floor(zone, spent)
+            track.quiet_cost = max(0, (self._sent(zone) or spent) - spent)
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
         if remote:
             track.next_validation = None
@@ -219,6 +221,20 @@ class ZoneWork:
         if not changes:
             return True
         return outcome.record(provider.apply(zone.domain, changes), changes, "leaving the zone")
+
+    def postpone(self, zone: Zone, track: ZoneTrack) -> float:
+        """Seconds a due quiet validation waits so that it does not leave the agent's share in
+        debt: until the share holds what the last quiet validation cost plus `RESERVE` (0: go
+        now).  The validation after a write and after a failure never waits here (the budget
+        paces its requests as they go); nor does an agent without a budget."""
+        last = track.memory.last
+        if track.memory.recheck or track.quiet_cost <= 0 or last is None or not last.ok or last.applied:
+            return 0.0
+        try:
+            wait_for = getattr(self.ports.factory(zone), "wait_for", None)
+        except GitdnsError:
+            return 0.0
+        return float(wait_for(track.quiet_cost + RESERVE)) if callable(wait_for) else 0.0
 
     def _sent(self, zone: Zone) -> int | None:
         """Requests the zone's budgeted provider paid for so far (None: not budgeted)."""

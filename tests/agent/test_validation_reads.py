@@ -71,6 +71,23 @@ def moved_mail(files: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def moved_gateway(files: dict[str, str]) -> dict[str, str]:
+    """eu-west-1's api gateway moves to a new address: a record only this cluster builds."""
+    out = dict(files)
+    out["clusters/eu-west-1.yaml"] = out["clusters/eu-west-1.yaml"].replace("192.0.2.10,", "192.0.2.12,")
+    assert out != files
+    return out
+
+
+def ungrouped(files: dict[str, str]) -> dict[str, str]:
+    """The example without its active groups (no cluster in a group)."""
+    out = {k: v for k, v in files.items() if not k.startswith("groups/")}
+    for k, v in out.items():
+        if k.startswith("clusters/"):
+            out[k] = "\n".join(line for line in v.splitlines() if not line.strip().startswith("group:")) + "\n"
+    return out
+
+
 def names_of(reads: list[tuple[str, ...] | None]) -> set[str]:
     """The names read by name (a whole-zone read, None, is the grouped zone's prune step)."""
     return {name for names in reads if names is not None for name in names}
@@ -163,3 +180,39 @@ def test_quiet_validations_come_no_sooner_than_half_the_agents_share_pays_for(tm
         assert gap >= cost / share / 2 * 0.999, (turn, cost, gap)
         checked += 1
     assert checked >= 2
+
+
+def test_a_change_after_a_quiet_validation_is_not_queued_behind_its_debt(tmp_path: Path) -> None:
+    """A quiet validation waits until the agent's share holds its cost and a change's reserve
+    (`budget.RESERVE`), so a change pushed right after it is written at once: in a fleet of 200
+    (one request per 250 s), a validation of 30 requests would otherwise leave the change
+    waiting about 6,000 s."""
+    from gitdns.agent.budget import RESERVE
+
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {}
+    source.commit(ungrouped(example_files()), "initial")  # no groups: a change pass reads by name only
+    agent = build(tmp_path, source, clock, providers, fleet=200, budgeted=True)
+    agent.run()
+    prov = providers[ZONE]
+    track = next(t for t in agent.state.tracks.values() if t.last and t.last.zone.domain == ZONE)
+    ran = 0
+    for _ in range(40):  # through the ramp, until two quiet validations ran
+        due = agent.next_validation()
+        assert due is not None
+        clock.now = max(clock.now, due)
+        before = prov.requests
+        agent.validate()
+        ran += track.quiet_cost > 0 and prov.requests - before >= track.quiet_cost
+        if ran >= 2:
+            break
+    assert ran >= 2 and track.quiet_cost > RESERVE
+    source.commit(moved_gateway(source.commits[source.head]), "eu-west-1 moves")
+    start, before = clock.now, prov.requests
+    agent.run()
+    spent = prov.requests - before
+    assert any("192.0.2.12" in r.values for r in prov.read(ZONE).records)
+    share = 60 / 60 * 0.8 / 200
+    # what the change itself costs beyond the reserve, at most; never the validation's debt
+    assert spent <= RESERVE + 2, spent  # the change's names, its write
+    assert clock.now - start <= max(0, spent - RESERVE) / share + 1, (clock.now - start, spent)

@@ -65,7 +65,8 @@ class TokenBucket:
         with self.lock:
             self.hold = max(self.hold, n)
             have = self._refill(self.clock())
-            return 0.0 if have >= n else (n - have) / self.rate
+            short = n - have
+            return 0.0 if short <= 1e-6 else max(short / self.rate, 0.001)  # never a wait the clock cannot tell
 
     def take(self, n: float = 1.0) -> None:
         if self.rate <= 0:

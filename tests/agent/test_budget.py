@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitdns.agent.budget import HEADROOM, Budgets, TokenBucket
 from gitdns.errors import ThrottledError
@@ -76,3 +78,24 @@ def test_throttling_gives_up_after_bounded_retries() -> None:
     wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(Throttling(fail=100))
     with pytest.raises(ThrottledError):
         wrapped.read("example.com")
+
+
+@given(st.floats(0.0001, 10.0), st.floats(1.0, 50.0), st.floats(0.0, 1e5), st.floats(0.0, 1e4))
+def test_until_says_when_the_bucket_holds_n_and_never_a_wait_the_clock_cannot_tell(
+        rate: float, n: float, start: float, elapsed: float) -> None:
+    """`TokenBucket.until(n)`: 0 when it holds ``n`` now, else a wait after which it does; a
+    wait is never so small that ``now + wait == now`` (a caller rescheduling on it would spin)."""
+    t = FakeTime()
+    t.now = start
+    bucket = TokenBucket(rate=rate, burst=1.0, clock=t.clock, sleep=t.sleep)
+    bucket.take()
+    t.now += elapsed
+    wait = bucket.until(n)
+    assert bucket.hold >= n  # from now on it may save up n
+    if wait == 0.0:
+        assert bucket._refill(t.now) >= n - 1e-6
+    else:
+        assert t.now + wait > t.now
+        t.now += wait
+        assert bucket._refill(t.now) >= n - 1e-6
+        assert bucket.until(n) == 0.0

@@ -173,3 +173,35 @@ def test_git_foretells_the_zone_size(tmp_path: Path) -> None:
     store = MemoryProvider()
     _published(tmp_path, store, desired)
     assert index.records >= len(store.read(ZONE).records) - 1  # within the heartbeats, which no pass writes
+
+
+def test_step_two_reads_only_the_names_step_one_did_not(tmp_path: Path) -> None:
+    """A shared record's content changes (the static ``mail`` A every cluster builds): step 1
+    reads its names, the plan takes something from a shared record, so step 2 reads every
+    co-owner's ownership TXT — and only those: step 1's names are not read again (at a
+    thousand clusters each is a request at the agent's share), yet the plan sees them."""
+    desired = _desired(tmp_path)
+    store = Recording()
+    passes = _published(tmp_path, store, desired)
+    ident = next(iter(passes))
+    memory = passes[ident].memory
+    memory.zone_size = 10_000  # reading by name is cheaper
+    intent = passes[ident].intent
+    assert intent is not None
+    memory.intent = intent.records  # as the agent remembers it: the next revision reads what changed
+    files = example_files()
+    files["records/example-com.yaml"] = files["records/example-com.yaml"].replace("192.0.2.25]", "192.0.2.99]")
+    moved = from_files(tmp_path, files, None)
+    store.reads.clear()
+    p = _pass(moved, ident, store, memory)
+    run(p, Role.DEFAULT)
+    assert p.outcome.ok and p.outcome.applied, p.outcome.errors
+    mail = f"mail.{ZONE}"
+    by_name = [r for r in store.reads if r is not None and not any("active-groups" in n for n in r)]
+    first = next(i for i, r in enumerate(by_name) if mail in r)
+    step1, step2 = by_name[first], by_name[first + 1]
+    assert step2 and not step1 & step2, sorted(step1 & step2)  # nothing read twice
+    assert p.names is not None and step1 | step2 == p.names  # the plan saw both
+    assert {txt_name(c.id, "A", mail, ZONE) for c in desired.state.clusters} <= p.names
+    values = next(r.values for r in store.read(ZONE).records if r.name == mail)
+    assert "192.0.2.99" in values  # its value; the others' stays until their agents move

@@ -99,3 +99,27 @@ def test_until_says_when_the_bucket_holds_n_and_never_a_wait_the_clock_cannot_te
         t.now += wait
         assert bucket._refill(t.now) >= n - 1e-6
         assert bucket.until(n) == 0.0
+
+
+def test_agents_paced_in_step_drift_apart_and_keep_their_rate() -> None:
+    """Two agents whose buckets would send at the same instants for good (one token per 250 s,
+    from the same moment) drift apart with the phase jitter, and each still sends at its rate:
+    the extra wait is kept as tokens, not lost."""
+    import random
+
+    from gitdns.agent.budget import PHASE_JITTER
+
+    sent: list[list[float]] = []
+    for seed in (1, 2):
+        t = FakeTime()
+        rng = random.Random(seed)
+        bucket = TokenBucket(rate=1 / 250, burst=1.0, clock=t.clock, sleep=t.sleep, jitter=rng.uniform)
+        times = []
+        for _ in range(40):
+            bucket.take()
+            times.append(t.now)
+        sent.append(times)
+    assert sum(1 for a, b in zip(*sent) if abs(a - b) < 1.0) <= 5  # not in step (without the jitter: all 40)
+    for times in sent:
+        # 39 intervals: at least 250 s each on average, at most one jitter more in all
+        assert 39 * 250 - 1e-6 <= times[-1] - times[0] <= 39 * 250 + PHASE_JITTER * 250 + 1e-6

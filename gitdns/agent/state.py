@@ -25,6 +25,7 @@ class ZoneTrack:
     interval: float = 0.0
     quiet_floor: float = 0.0  # the quiet interval's floor: what the agent's budget affords (gitdns.agent.zonework)
     quiet_cost: int = 0  # requests the last quiet validation sent (what the next one waits to afford)
+    read_cost: int = 0  # the most names one pass of this zone read by name (a validation's cost before one ran)
     memory: ZoneMemory = field(default_factory=ZoneMemory)
 
     @property

@@ -24,6 +24,7 @@ from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.planner import plan as make_plan
 from gitdns.core.reach import Network
 from gitdns.core.records import RecordKey, ZoneSnapshot
+from gitdns.core.registry import parse_txt_name
 from gitdns.core.review import reviewed_zones
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Provider
@@ -188,13 +189,31 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
         log.info("stale write refused: zone=%s groups=%d attempt=%d", zone.domain, len(result.refused), attempt)
         wait = pacing.uniform(0, min(STALE_BACKOFF_CAP, STALE_BACKOFF_BASE * 2 ** min(attempt, 16)))
         if pacing.clock() + wait > deadline:
+            outcome.stale_out = True
             outcome.errors.append(f"stale writes still refused after {attempt} re-plans in {budget:g}s; "
                                   "the validation loop retries")
             return
         pacing.sleep(wait)
-        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=names,
+        again = refused_names([g for g, _ in result.refused], names)
+        plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=again,
                             reviewed=reviewed)
         outcome.plan = plan
+
+
+def refused_names(groups: Collection[RecordKey], names: Collection[str] | None) -> frozenset[str] | None:
+    """What a re-plan after a stale refusal reads: where the pass read by name, the refused
+    groups' names and the ownership TXT names it read for them (the other groups landed; at a
+    thousand clusters re-reading every name cost an hour of the agent's share); else the
+    whole zone (None)."""
+    if names is None:
+        return None
+    wanted = {g.name for g in groups}
+    out = set(wanted)
+    for name in names:
+        parsed = parse_txt_name(name)
+        if name in wanted or (parsed is not None and parsed[2] in wanted):
+            out.add(name)
+    return frozenset(out)
 
 
 def verify(desired: Desired, cluster: Cluster, zone: Zone, provider: Provider, force: bool,
@@ -235,5 +254,10 @@ def render_views(provider: Provider, zone: Zone, state: DesiredState | None = No
 def needs_verify(outcome: ZoneOutcome, always: bool = False) -> bool:
     """A clean apply (every group landed under compare-and-swap on the first try) leaves the
     records as written: re-reading would only cost calls.  Verify when something was refused
-    or failed, or when asked (one-shot runs have no validation loop after them)."""
-    return always or outcome.refused_retries > 0 or bool(outcome.errors)
+    or failed, or when asked (one-shot runs have no validation loop after them) — but not
+    after the stale-write retries ran out of time: verifying would re-read and re-plan what
+    just took too long (at a thousand clusters each read is 250 s of the agent's share), and the
+    validation loop retries it once the share affords it."""
+    if always:
+        return True
+    return not outcome.stale_out and (outcome.refused_retries > 0 or bool(outcome.errors))

@@ -82,6 +82,7 @@ class ZoneOutcome:
     plan: Plan | None = None
     applied: int = 0
     refused_retries: int = 0
+    stale_out: bool = False  # the stale-write retries ran out of time: the validation loop takes over
     skipped: str = ""  # why nothing was planned (blocked, publisher kuadrant, ...)
     errors: list[str] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)  # change groups the provider did not write
@@ -187,6 +188,7 @@ class ZonePass:
     first_by_names: bool = False  # a first pass may read its intent's names (the agent never applied a revision)
     drift: bool = False  # a validation pass that reads the whole zone (the drift check)
     rechecked: bool = False  # a validation pass that read only what the last write changed
+    attempted: frozenset[RecordKey] = frozenset()  # the groups this pass's first plan wrote (what verify reads)
 
     @property
     def reviewed(self) -> bool:

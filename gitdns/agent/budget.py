@@ -55,8 +55,8 @@ class TokenBucket:
 
     def _refill(self, now: float) -> float:
         cap = max(self.burst, self.hold)
-        if self.tokens is None:  # a new bucket: one token, and a burst is earned by waiting from now
-            return min(1.0, cap)
+        if self.tokens is None:  # a new bucket: one token, and a burst is earned by waiting from then
+            return min(cap, 1.0 + max(0.0, now - self.stamp) * self.rate)
         return min(cap, self.tokens + (now - self.stamp) * self.rate)
 
     def until(self, n: float) -> float:
@@ -169,21 +169,24 @@ class Budgets:
 
 class _Gate:
     """Called by the provider before each request of one call: the requests past those paid for
-    before the call wait for their token first, and no two follow closer than the account's own
-    rate allows (``gap``: a 27-page listing sent back to back is throttled by itself)."""
+    before the call wait for their token first, and no two of this agent's requests follow
+    closer than the account's own rate allows (``gap``, kept across calls in ``spacing``: a
+    27-page listing, or a validation's dozen reads by name on saved-up tokens, sent back to back
+    is throttled by itself)."""
 
-    def __init__(self, bucket: TokenBucket, paid: int, gap: float) -> None:
+    def __init__(self, bucket: TokenBucket, paid: int, gap: float, spacing: list[float | None]) -> None:
         self.bucket, self.paid, self.gap, self.sent = bucket, paid, gap, 0
-        self.last: float | None = None
+        self.spacing = spacing  # [the instant of this agent's last request], shared by its calls
 
     def __call__(self) -> None:
         self.sent += 1
         if self.sent > self.paid:
             self.bucket.take()
         now = self.bucket.clock()
-        if self.last is not None and now - self.last < self.gap:
-            self.bucket.sleep(self.gap - (now - self.last))
-        self.last = self.bucket.clock()
+        last = self.spacing[0]
+        if last is not None and now - last < self.gap:
+            self.bucket.sleep(self.gap - (now - last))
+        self.spacing[0] = self.bucket.clock()
 
 
 class BudgetedProvider:
@@ -197,6 +200,7 @@ class BudgetedProvider:
         self.account = getattr(inner, "account", inner.name)
         self.pages: dict[str, int] = {}  # zone -> requests its last whole-zone read sent
         self.sent = 0  # requests paid for so far (what a pass cost: the difference)
+        self.spacing: dict[str, list[float | None]] = {}  # per kind: the instant of the last request
 
     def __getattr__(self, item: str) -> object:  # views_dir and other extras of the inner provider
         return getattr(self.inner, item)
@@ -215,7 +219,8 @@ class BudgetedProvider:
         for attempt in range(THROTTLE_RETRIES + 1):
             bucket.take(estimate)
             before = self._sent()
-            gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind))
+            spacing = self.spacing.setdefault("all" if self.capabilities.one_budget else kind, [None])
+            gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind), spacing)
             try:
                 with request_gate(gate):
                     result = fn()

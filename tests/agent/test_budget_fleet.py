@@ -152,6 +152,7 @@ class Pages(MemoryProvider):
             self.by_name.append(list(names))
             before_request()
             self.requests += 1
+            self.sent_at.append(self.time.now)
             if self.throttle in names:
                 self.throttle = ""
                 raise ThrottledError("Rate exceeded")
@@ -186,3 +187,22 @@ def test_a_read_by_name_is_sent_name_by_name_and_a_throttled_name_is_tried_alone
     assert prov.by_name == [["a.example.com"], ["b.example.com"], ["c.example.com"], ["c.example.com"],
                             ["d.example.com"]]
     assert snap.names == frozenset({"a.example.com", "b.example.com", "c.example.com", "d.example.com"})
+
+
+def test_reads_by_name_on_saved_up_tokens_are_spaced_at_the_accounts_rate() -> None:
+    """A validation's dozen reads by name, paid from tokens saved up while the agent was quiet,
+    go no closer than the account's own rate (here 1 a second) across calls: back to back they
+    would be throttled by the service on their own."""
+    t = FakeTime()
+    prov = Pages(1, t)
+    budgets = Budgets(lambda: 1, t.clock, t.sleep)
+    wrapped = budgets.wrap(prov)
+    bucket = budgets.bucket(prov, "read")
+    assert bucket.until(14) > 0  # let it save up 14 tokens
+    t.now += 100.0
+    assert bucket.until(14) == 0.0
+    names = [f"n{i:02d}.example.com" for i in range(12)]
+    wrapped.read("example.com", names)
+    gaps = [b - a for a, b in zip(prov.sent_at, prov.sent_at[1:], strict=False)]
+    assert len(gaps) == 11 and min(gaps) >= 1.0 - 1e-9, gaps
+    assert max(gaps) <= 1.0 + 1e-9  # and no slower: the tokens were there

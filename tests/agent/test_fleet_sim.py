@@ -59,22 +59,20 @@ def test_route53_fleet_stays_within_the_account_and_converges(agents: int) -> No
     assert fig.steady_rps <= 5.0
     assert fig.steady_throttles <= 0.1 * fig.steady_rps * fig.steady_window_s, fig
     assert fig.steady_throttles_per_min_max <= 5, fig
-    # one cluster's weight change reaches the zone (at 10 agents within 60 s; at 100 its share of
-    # the account, 1 request per 25 s once its saved-up pass is spent, sets the pace), and the
-    # agents whose intent did not change stay quiet: under 2 requests each over the window (their
-    # validation goes on), where reacting to the revision would cost each its names read (4 or more)
-    assert fig.one_change_s is not None, fig
-    if agents <= 10:
-        assert fig.one_change_s <= 60.0, fig
+    # one cluster's weight change reaches the zone within 60 s (a quiet validation leaves its
+    # agent a change's reserve of requests), and the agents whose intent did not change stay
+    # quiet: under 2 requests each over the window (their validation goes on), where reacting to
+    # the revision would cost each its names read (4 or more)
+    assert fig.one_change_s is not None and fig.one_change_s <= 60.0, fig
     assert fig.one_change_requests <= 12, fig
     assert fig.one_change_others <= 2 * (agents - 1), fig
     # a cluster joining publishes its records, and one leaving takes them away, each within a
     # bounded number of requests
     assert fig.join_s is not None and fig.join_requests <= 40, fig
+    # the leave's write is conditional on two co-owners' TXT, not on all of them (Route53 reads
+    # each guard inside the write, at the agent's share)
+    assert fig.leave_s is not None and fig.leave_requests <= 40, fig
     if agents <= 10:
-        # at 100 the leave's write guards on every co-owner's TXT, which Route53 reads name by
-        # name inside the write at the agent's share: not done within the run (docs/topologies.md)
-        assert fig.leave_s is not None and fig.leave_requests <= 40, fig
         # a fleet-wide weight change reaches the zone from every agent within 60 s; at 100 agents
         # it takes the account's budget for 100 writes and their reads (docs/topologies.md)
         assert fig.change_convergence_s is not None and fig.change_convergence_s <= 60.0, fig

@@ -26,6 +26,7 @@ from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.agent.zonework import ZoneWork
+from gitdns.core.desired import Desired
 from gitdns.core.status import ClusterReport
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.zonepass import ZoneOutcome
@@ -218,9 +219,25 @@ class Agent:
             reapplied += 1 if outcome.applied else 0
             if outcomes is not None:
                 outcomes.append(outcome)
+        if can_write:
+            self._applied_by_validation(desired)
         if can_write is not None:
             self.reporter.publish()
         return reapplied
+
+    def _applied_by_validation(self, desired: Desired) -> None:
+        """A revision whose own pass failed (a write refused too long, a throttled read) is
+        applied once the validation loop brought every zone level with it: recorded as applied,
+        as its pass would have, so the next revision is read as a change from it (and not as a
+        restart that looks for what its records carry)."""
+        state = self.state
+        sha = state.fetched_sha
+        if state.applied_sha is not None or sha is None or not state.tracks or desired.blocked:
+            return
+        if all(t.last is not None and t.last.ok and not t.last.pending_after_apply for t in state.tracks.values()):
+            save_applied(self.zones.root, sha)
+            self._saved = sha
+            state.applied_sha, state.applied_state = sha, desired.state
 
     def validation_due(self) -> bool:
         return bool(self.zones.due(self.ports.clock()))

@@ -31,6 +31,8 @@ from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
 
+FLOOR_READS = 3  # reads of our own records' revision after a restart (a failed read is tried again)
+
 # a head refused stays reported while it is the head, although git itself works
 _REFUSALS = frozenset({"SignatureRefused", "RollbackRefused"})
 
@@ -60,6 +62,7 @@ class Loading:
         self.health_changed = changed
         self.groups_moved = groups_moved
         self.own_revision = own_revision
+        self.floor_reads = 0  # own_revision calls so far: at most FLOOR_READS per process, not one per revision
         self.held_files: dict[str, Held] = {}  # a broken file -> what its documents were (`_held`)
         self.floor: tuple[str, Revision] | None = None  # (zone, revision) our own records carry, if nothing else
         self.restore = ports.restore
@@ -290,6 +293,9 @@ class Loading:
             if state.applied_sha:
                 log.info("restored applied revision: sha=%s from=status-branch", state.applied_sha[:12])
                 return
+        if self.floor_reads >= FLOOR_READS:
+            return  # looked enough: no record of ours carries a revision (or they could not be read)
+        self.floor_reads += 1
         cluster = self.zones.cluster_of(desired) or state.known_cluster
         self.floor = self.own_revision(desired, cluster)
         if self.floor is not None:

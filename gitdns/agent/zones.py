@@ -219,7 +219,10 @@ class Zones:
         elif track.next_validation is None or track.next_validation <= now:
             quiet = max(self.config.quiet_period, track.quiet_floor)
             track.interval = min(max(track.interval * 2, delay), quiet)
-            track.next_validation = now + max(track.interval, track.quiet_floor)
+            # up to a quarter longer, at random: a fleet rolled out together would otherwise
+            # validate together at every step of the ramp (at 100 Route53 agents, 3 times the
+            # steady rate in the minute after a push)
+            track.next_validation = now + max(track.interval, track.quiet_floor) * self.rng.uniform(1.0, 1.25)
 
     def due(self, now: float) -> list[tuple[str, ZoneTrack]]:
         return [(n, t) for n, t in self.state.tracks.items()

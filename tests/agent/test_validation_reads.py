@@ -216,3 +216,49 @@ def test_a_change_after_a_quiet_validation_is_not_queued_behind_its_debt(tmp_pat
     # what the change itself costs beyond the reserve, at most; never the validation's debt
     assert spent <= RESERVE + 2, spent  # the change's names, its write
     assert clock.now - start <= max(0, spent - RESERVE) / share + 1, (clock.now - start, spent)
+
+
+class FailsFirstWrite(PagedProvider):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = 1
+
+    def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
+        if self.failures:
+            self.failures -= 1
+            from gitdns.errors import RetryableError
+
+            raise RetryableError("503 Service Unavailable")
+        return super().apply(zone, changes, guards)
+
+
+def test_a_revision_whose_pass_failed_is_applied_once_validation_levels_the_zone(tmp_path: Path) -> None:
+    """The first pass fails (the provider answers 503); the validation loop writes what it
+    wanted; the revision is then recorded as applied, so the next revision reads what changed
+    (not every record, nor what our records carry as after a restart)."""
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {}
+    source.commit(ungrouped(example_files()), "initial")
+    cfg = AgentConfig(repo="mem://", cluster=CLUSTER, state_dir=str(tmp_path))
+
+    def factory(zone: Zone) -> Provider:
+        return providers.setdefault(zone.domain, FailsFirstWrite() if zone.domain == ZONE else PagedProvider())
+
+    agent = Agent(cfg, AgentPorts(source=source, factory=factory, clock=clock, rng=random.Random(1)))
+    agent.run()
+    assert agent.state.applied_sha is None  # its pass failed
+    for _ in range(6):
+        due = agent.next_validation()
+        assert due is not None
+        clock.now = max(clock.now, due)
+        agent.validate()
+        if agent.state.applied_sha is not None:
+            break
+    assert agent.state.applied_sha == source.head
+    prov = providers[ZONE]
+    source.commit(moved_gateway(source.commits[source.head]), "eu-west-1 moves")
+    start = len(prov.reads)
+    agent.run()
+    reads = prov.reads[start:]
+    assert None not in reads, reads  # neither a whole-zone read nor the restart's look at our records
+    assert any("192.0.2.12" in r.values for r in prov.read(ZONE).records)

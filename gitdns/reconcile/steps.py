@@ -338,7 +338,11 @@ def prune_inactive(p: ZonePass) -> Result:
     policy = replace(policy_for_zone(p.desired, p.zone), authority=Authority.INACTIVE_GROUPS,
                      active_groups=p.groups.active, reviewed=True)
     plan_ = make_plan(p.intent, p.provider.read(p.zone.domain), policy)
-    failed = p.outcome.failed_groups  # refused by the provider in this pass: not sent again
+    later = joining(p, plan_)
+    if later:
+        p.notes.append(f"kept {len(later)} record(s) of inactive groups until the active cluster that builds "
+                       "each claims it")
+    failed = p.outcome.failed_groups | later  # not sent in this pass
     changes = [c for c in plan_.applicable if c.group not in failed]
     removals = [c for c in changes if c.reason.startswith("authority") or (c.key == c.group
                 and c.action is Action.DELETE)]
@@ -351,6 +355,22 @@ def prune_inactive(p: ZonePass) -> Result:
             return Result.CONTINUE
     p.memory.pruned_serial = p.groups.serial
     return Result.CONTINUE
+
+
+def joining(p: ZonePass, plan_: Plan) -> frozenset[RecordKey]:
+    """Records the inactive groups' pruning would delete (no active claim seen) though an
+    active cluster git names builds them: that cluster is about to claim it, and deleting it
+    now would leave its claim without its record (Route53 cannot make the delete conditional
+    on that claim's absence).  Left for a later pass, once the joiner's claim is there."""
+    assert p.groups is not None
+    deletes = {c.group for c in plan_.applicable if c.key == c.group and c.action is Action.DELETE}
+    if not deletes:
+        return frozenset()
+    index = key_owners(p.desired.state, p.zone)
+    if index is None:
+        return frozenset()
+    active = {c.id for c in p.desired.state.clusters if is_active(c.group, p.groups.active)}
+    return frozenset(k for k in deletes if index.by_key.get(k, frozenset()) & active)
 
 
 def peers(p: ZonePass) -> Result:

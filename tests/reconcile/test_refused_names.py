@@ -82,3 +82,38 @@ def test_a_pass_after_a_failed_one_reads_its_intent_by_name(tmp_path) -> None:  
     first = _pass(desired, ident, store, memory)
     run(first, Role.DEFAULT)
     assert first.names is None and None in store.reads
+
+
+def test_the_inactive_groups_pruning_leaves_a_record_an_active_cluster_is_about_to_claim(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Switched to site-b: a record the pruner would delete (no active claim seen yet) while an
+    active cluster git names builds it is left for a later pass (its claim is about to come:
+    deleting now would orphan it, and Route53 cannot make the delete wait for it); a record only
+    inactive clusters build is pruned."""
+    from gitdns.core.groups import Decision
+    from gitdns.core.plan import Authority, Plan
+    from gitdns.core.records import Action, Change, RecordSet
+    from gitdns.reconcile.readset import key_owners
+    from gitdns.reconcile.steps import joining
+    from gitdns.reconcile.zonepass import ZoneOutcome, ZonePass
+    from tests.reconcile.test_readset import _desired
+
+    desired = _desired(tmp_path)
+    zone = desired.state.zone("example-com")
+    pruner = desired.state.cluster("eu-central-1")
+    assert zone is not None and pruner is not None and pruner.group == "site-b"
+    index = key_owners(desired.state, zone)
+    assert index is not None
+    ids = {c.name: c.id for c in desired.state.clusters}
+    shared = next(k for k, who in index.by_key.items() if ids["us-east-1"] in who and ids["eu-west-1"] in who)
+    only_a = next(k for k, who in index.by_key.items() if who == {ids["eu-west-1"]})
+
+    def delete(key: RecordKey) -> Change:
+        rec = RecordSet(key.name, key.type, 60, ("x.example.net.",) if key.type == "CNAME" else ("192.0.2.1",),
+                        key.set_id)
+        return Change(Action.DELETE, rec, None, key)
+
+    plan = Plan(zone=ZONE, owner=pruner.id, authority=Authority.INACTIVE_GROUPS,
+                changes=(delete(shared), delete(only_a)))
+    p = ZonePass(zone, desired, pruner, None, True, ZoneOutcome(zone),  # type: ignore[arg-type]
+                 groups=Decision(frozenset({"site-b"}), 2, False, ()))
+    assert joining(p, plan) == {shared}  # us-east-1 (site-b, active) builds it: kept for its claim

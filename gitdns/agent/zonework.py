@@ -225,14 +225,16 @@ class ZoneWork:
         return outcome.record(provider.apply(zone.domain, changes), changes, "leaving the zone")
 
     def postpone(self, zone: Zone, track: ZoneTrack) -> float:
-        """Seconds a due validation waits so that it does not leave the agent's share in debt:
-        until the share holds what a validation of this zone costs (the last quiet one, or the
-        most names a pass read) plus `RESERVE` (0: go now).  Meanwhile the agent is free for a
-        new revision: at a thousand clusters a validation run in debt held its agent for an
-        hour, one request per 250 s.  The check after a write (what it changed: a few names)
-        never waits here; nor does an agent without a budget."""
+        """Seconds a due quiet validation waits so that it does not leave the agent's share in
+        debt: until the share holds what a validation of this zone costs (the last quiet one, or
+        the most names a pass read) plus `RESERVE` (0: go now).  Meanwhile the agent is free for
+        a new revision.  The check after a write (what it changed: a few names) and the retry
+        after a failure never wait here (the budget paces their requests as they go: a retry
+        held back for a validation's worth of tokens doubled the soak's convergence time on
+        Route53); nor does an agent without a budget."""
         cost = max(track.quiet_cost, track.read_cost)
-        if track.memory.recheck or cost <= 0:
+        last = track.memory.last
+        if track.memory.recheck or cost <= 0 or last is None or not last.ok or last.applied:
             return 0.0
         try:
             wait_for = getattr(self.ports.factory(zone), "wait_for", None)

@@ -507,16 +507,11 @@ def _azure_world(kernel: Kernel) -> World:
             answer = self._send("read", self.world.lists, "GET", self.base)
             return [z["name"] for z in answer["value"]]
 
-        def list_record_sets(self, zone: str) -> list[dict[str, Any]]:
-            out: list[dict[str, Any]] = []
-            query: dict[str, str] = {}
-            while True:
-                page = self._send("read", self.world.lists, "GET", f"{self.base}/{zone}/recordsets", query)
-                out.extend(page["value"])
-                link = page.get("nextLink")
-                if not link:
-                    return out
-                query = {"$skiptoken": link.split("$skiptoken=", 1)[1].split("&", 1)[0]}
+        def list_record_sets(self, zone: str, page: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+            query = {"$skiptoken": page} if page else {}
+            answer = self._send("read", self.world.lists, "GET", f"{self.base}/{zone}/recordsets", query)
+            link = answer.get("nextLink")
+            return answer["value"], (link.split("$skiptoken=", 1)[1].split("&", 1)[0] if link else None)
 
         def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
             try:

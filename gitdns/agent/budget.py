@@ -172,21 +172,61 @@ class _Gate:
     before the call wait for their token first, and no two of this agent's requests follow
     closer than the account's own rate allows (``gap``, kept across calls in ``spacing``: a
     27-page listing, or a validation's dozen reads by name on saved-up tokens, sent back to back
-    is throttled by itself)."""
+    is throttled by itself).  A request of another kind inside the call (Google reads the rrsets
+    a change replaces inside its apply) is paid from that kind's bucket (``lend``), not from the
+    call's: at 100 agents a Google write token is two minutes of an agent's share, a read 30 s."""
 
-    def __init__(self, bucket: TokenBucket, paid: int, gap: float, spacing: list[float | None]) -> None:
+    def __init__(self, bucket: TokenBucket, paid: int, gap: float, spacing: list[float | None],
+                 backoff: Callable[[ThrottledError, int], float], kind: str = "",
+                 lend: Callable[[str], tuple[TokenBucket, float, list[float | None]]] | None = None) -> None:
         self.bucket, self.paid, self.gap, self.sent = bucket, paid, gap, 0
         self.spacing = spacing  # [the instant of this agent's last request], shared by its calls
+        self.backoff = backoff
+        self.kind, self.lend = kind, lend
+        self.other = 0  # requests of another kind, paid from their own bucket
+        self._refund: TokenBucket | None = None  # the other kind's bucket, when its request was throttled
+        self._last_other: TokenBucket | None = None  # the bucket of the last request, if another kind's
+        self.gave_up = False  # a request throttled past THROTTLE_RETRIES: the call is not tried again
 
-    def __call__(self) -> None:
+    def __call__(self, kind: str | None = None) -> None:
+        if kind is not None and kind != self.kind and self.lend is not None:
+            bucket, gap, spacing = self.lend(kind)
+            if bucket is not self.bucket:
+                self.other += 1
+                self._last_other = bucket
+                if self._refund is bucket:
+                    self._refund = None  # a throttled request sent again: its token paid for it
+                else:
+                    bucket.take()
+                _space(bucket, gap, spacing)
+                return
+        self._last_other = None
         self.sent += 1
         if self.sent > self.paid:
             self.bucket.take()
-        now = self.bucket.clock()
-        last = self.spacing[0]
-        if last is not None and now - last < self.gap:
-            self.bucket.sleep(self.gap - (now - last))
-        self.spacing[0] = self.bucket.clock()
+        _space(self.bucket, self.gap, self.spacing)
+
+    def again(self, exc: ThrottledError, attempt: int) -> bool:
+        """The service throttled one request of this call: wait, then send that request again
+        (`gitdns.providers.base.send`), never the call's requests that landed before it."""
+        if attempt >= THROTTLE_RETRIES:
+            self.gave_up = True
+            return False
+        self.bucket.sleep(self.backoff(exc, attempt))
+        # the service refused it, so its token pays for it again: the wait is the service's
+        if self._last_other is not None:
+            self._refund = self._last_other
+        else:
+            self.paid += 1
+        return True
+
+def _space(bucket: TokenBucket, gap: float, spacing: list[float | None]) -> None:
+    """No two of this agent's requests of one kind closer than ``gap``."""
+    now = bucket.clock()
+    last = spacing[0]
+    if last is not None and now - last < gap:
+        bucket.sleep(gap - (now - last))
+    spacing[0] = bucket.clock()
 
 
 class BudgetedProvider:
@@ -220,7 +260,8 @@ class BudgetedProvider:
             bucket.take(estimate)
             before = self._sent()
             spacing = self.spacing.setdefault("all" if self.capabilities.one_budget else kind, [None])
-            gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind), spacing)
+            gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind), spacing, self._backoff, kind,
+                         self._lend)
             try:
                 with request_gate(gate):
                     result = fn()
@@ -230,22 +271,34 @@ class BudgetedProvider:
                         self.pages[whole] = max(1, sent - before)
                 return result
             except ThrottledError as exc:
-                if attempt == THROTTLE_RETRIES:
+                # a provider whose requests go through the gate (`send`) was already tried again
+                # request by request: the whole call is not sent again (its landed requests
+                # would be); one that throttles the call before any request is
+                if attempt == THROTTLE_RETRIES or gate.sent or gate.gave_up:
                     raise
-                # jittered: agents throttled together must not come back together (they would
-                # be throttled together again, every time)
-                wait = (exc.retry_after if exc.retry_after is not None
-                        else min(0.75 * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
-                log.warning("throttled: provider=%s kind=%s retry_in=%.2fs", self.name, kind, wait)
-                self.budgets.sleep(wait)
+                self.budgets.sleep(self._backoff(exc, attempt))
             finally:
                 after = self._sent()
                 if before is not None and after is not None:
-                    bucket.charge(after - before - max(estimate, gate.sent))
+                    bucket.charge(after - before - max(estimate, gate.sent) - gate.other)
                     self.sent += after - before
                 else:
                     self.sent += estimate
         raise AssertionError("unreachable")
+
+    def _lend(self, kind: str) -> tuple[TokenBucket, float, list[float | None]]:
+        """The bucket, gap and spacing a request of ``kind`` is paid from."""
+        spacing = self.spacing.setdefault("all" if self.capabilities.one_budget else kind, [None])
+        return self.budgets.bucket(self.inner, kind), self.budgets.gap(self.inner, kind), spacing
+
+    def _backoff(self, exc: ThrottledError, attempt: int) -> float:
+        """Seconds to wait after a throttle: what the service asked (Retry-After) or an
+        exponential backoff, jittered (agents throttled together must not come back together:
+        they would be throttled together again, every time)."""
+        wait = (exc.retry_after if exc.retry_after is not None
+                else min(0.75 * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
+        log.warning("throttled: provider=%s retry_in=%.2fs", self.name, wait)
+        return wait
 
 
     def wait_for(self, requests: int) -> float:
@@ -258,6 +311,34 @@ class BudgetedProvider:
         """How long this agent's share of the account takes to pay for ``requests`` (0: no limit)."""
         rate = self.budgets.bucket(self.inner, "read").rate
         return requests / rate if rate > 0 else 0.0
+
+    def ready_to_write(self, zone: str, names: Collection[str] | None = None) -> float:
+        """Before a read whose plan is meant to be written (a pass after a change, a re-plan
+        after a stale refusal): wait until this agent's share holds that read's requests and a
+        write's, so the write follows its read at once; returns the seconds waited.
+
+        Paid for one by one, the write waited for its own token after the read: at 100 agents
+        on one Google project a change token is two minutes of an agent's share, and a record
+        set the fleet shares (a weighted answer's items) had always moved by then, so the write
+        was refused as stale, read again and waited again: the fleet never converged.  Waiting
+        first costs no more time, and the read it plans from is a fraction of a second old."""
+        read = self.budgets.bucket(self.inner, "read")
+        write = self.budgets.bucket(self.inner, "write")
+        reads = self._read_estimate(zone, names)
+        waited = 0.0
+        for _ in range(THROTTLE_RETRIES + 1):  # the buckets fill together: one wait, rarely two
+            wait = read.until(reads + 1) if read is write else max(read.until(reads), write.until(1))
+            if wait <= 0:
+                break
+            self.budgets.sleep(wait)
+            waited += wait
+        return waited
+
+    def _read_estimate(self, zone: str, names: Collection[str] | None) -> int:
+        """The requests a `read` of ``names`` (None: the whole zone) is paid for before it is sent."""
+        if names is None:
+            return self.pages.get(zone, 1)
+        return max(1, len(set(names)))
 
     def zones(self) -> list[ZoneInfo]:
         return self._call("read", self.inner.zones)

@@ -3,7 +3,8 @@
 - ``read`` lists the zone's record sets (``GET .../dnsZones/{zone}/recordsets``, paged by
   ``nextLink``), converts them and remembers each record set's **ETag** together with the
   content it was read with (a per-zone cache inside the provider: `RecordSet` has no etag).
-  With ``names`` it lists the whole zone too and keeps only those names.
+  With ``names`` it lists the whole zone too and keeps only those names.  Each page is one
+  request through the agent's gate (`gitdns.providers.base.send`), as each write is.
 - ``apply`` writes **one record set per request** (Azure has no multi-record transaction),
   each conditional (a write never overwrites what it did not read): a create is ``PUT`` with ``If-None-Match: *``; an
   update ``PUT`` and a delete ``DELETE`` with ``If-Match: <etag>``.  The etag is the one read
@@ -30,23 +31,24 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
-from gitdns.errors import ConfigError
+from gitdns.errors import ConfigError, ThrottledError
 from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, SdkClient, error_for
 from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
-from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CAPABILITIES = capabilities_of("azure")  # declared in gitdns.core.providertypes
 
@@ -130,8 +132,7 @@ class AzureProvider:
 
     @property
     def requests(self) -> int:
-        """Requests sent to the service (the agent's budget charges each); a listing counts
-        one per page the service answers with 100 record sets."""
+        """Requests sent to the service (the agent's budget charges each): a listing, one per page."""
         return self._api.requests
 
     def etag_of(self, zone: str, key: RecordKey) -> str:
@@ -262,37 +263,49 @@ class AzureProvider:
             self._seen.get(zone, {}).pop(key, None)
 
 
-class _Counted:
-    """The client, counting the requests each call sends (a record set listing: one per page)."""
+def _throttled(exc: Exception) -> ThrottledError | None:
+    mapped = error_for(exc, "request") if isinstance(exc, ApiError) and exc.status == 429 else None
+    return mapped if isinstance(mapped, ThrottledError) else None
 
-    PAGE = 100
+
+class _Counted:
+    """The client, each request through the agent's gate (`gitdns.providers.base.send`: a
+    throttled record set write or listing page is sent again alone, never the group's half that
+    landed or the pages before it), counting the requests (a listing: one per page)."""
 
     def __init__(self, client: AzureDnsApi) -> None:
         self.client = client
         self.requests = 0
 
+    def _send(self, request: Callable[[], T], kind: str = "read") -> T:
+        def counted() -> T:
+            self.requests += 1
+            return request()
+        return send(counted, _throttled, kind)
+
     def list_zones(self) -> list[str]:
-        self.requests += 1
-        return self.client.list_zones()
+        return self._send(self.client.list_zones)
 
     def list_record_sets(self, zone: str) -> list[dict[str, Any]]:
-        self.requests += 1
-        found = self.client.list_record_sets(zone)
-        self.requests += max(0, -(-len(found) // self.PAGE) - 1)
-        return found
+        """Every record set of the zone, page by page: each page one request through the gate."""
+        out: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            items, token = self._send(lambda token=token: self.client.list_record_sets(zone, token))  # type: ignore[misc]
+            out.extend(items)
+            if not token:
+                return out
 
     def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
-        self.requests += 1
-        return self.client.get(zone, relative, rtype)
+        return self._send(lambda: self.client.get(zone, relative, rtype))
 
     def put(self, zone: str, relative: str, rtype: str, body: Mapping[str, Any], *,
             if_match: str | None = None, if_none_match: str | None = None) -> dict[str, Any]:
-        self.requests += 1
-        return self.client.put(zone, relative, rtype, body, if_match=if_match, if_none_match=if_none_match)
+        return self._send(lambda: self.client.put(zone, relative, rtype, body, if_match=if_match,
+                                                  if_none_match=if_none_match), "write")
 
     def delete(self, zone: str, relative: str, rtype: str, *, if_match: str) -> None:
-        self.requests += 1
-        self.client.delete(zone, relative, rtype, if_match=if_match)
+        self._send(lambda: self.client.delete(zone, relative, rtype, if_match=if_match), "write")
 
 
 # --- construction from a Zone's spec.provider --------------------------------------------------------

@@ -36,7 +36,11 @@ class AzureDnsApi(Protocol):
 
     def list_zones(self) -> list[str]: ...
 
-    def list_record_sets(self, zone: str) -> list[dict[str, Any]]: ...
+    def list_record_sets(self, zone: str, page: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of the zone's record sets (``page``: the continuation token of the page
+        before, None for the first) and the next page's token (None after the last): one request,
+        so that each page is paced and a throttled page is sent again alone."""
+        ...
 
     def get(self, zone: str, relative: str, rtype: str) -> dict[str, Any] | None:
         """The record set, or None when it does not exist (404)."""
@@ -130,10 +134,14 @@ class SdkClient:
         except Exception as exc:
             raise self._error(exc, "list zones") from None
 
-    def list_record_sets(self, zone: str) -> list[dict[str, Any]]:
+    def list_record_sets(self, zone: str, page: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         try:
-            pages = self._client.record_sets.list_by_dns_zone(self.resource_group, zone, **self._call)
-            return [self._json(rs) for rs in pages]
+            pages = self._client.record_sets.list_by_dns_zone(self.resource_group, zone, **self._call).by_page(
+                continuation_token=page)
+            items = [self._json(rs) for rs in next(pages)]
+            return items, pages.continuation_token or None
+        except StopIteration:
+            return [], None
         except Exception as exc:
             raise self._error(exc, f"list {zone}") from None
 

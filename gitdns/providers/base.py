@@ -15,10 +15,13 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from gitdns.core.providertypes import Capabilities, CasGranularity, Routing
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot
+from gitdns.errors import ThrottledError
+
+T = TypeVar("T")
 
 __all__ = ["ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo"]
 
@@ -59,21 +62,63 @@ class Provider(Protocol):
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult: ...
 
 
-_GATE: ContextVar[Callable[[], None] | None] = ContextVar("gitdns_request_gate", default=None)
+class Gate(Protocol):
+    """What an agent's request budget puts around one provider call (`request_gate`)."""
+
+    def __call__(self, kind: str | None = None) -> None:
+        """Before each request: wait for its token and the account's spacing (``kind``: a
+        request of another kind than the call's, "read" inside an apply, is paid as that kind)."""
+
+    def again(self, exc: ThrottledError, attempt: int) -> bool:
+        """A request was throttled (it did nothing): wait as the service asked and say whether
+        to send that request again (False: give up, the error goes to the caller)."""
+        ...
 
 
-def before_request() -> None:
-    """Called by a provider before each request it sends to its service (each page of a
-    listing, each batch): the agent's request budget, when one is paying for the call, waits
-    here for the request's token (`gitdns.agent.budget`), so the pages of one call are paced too."""
+_GATE: ContextVar[Gate | None] = ContextVar("gitdns_request_gate", default=None)
+
+
+def _throttle(exc: Exception) -> ThrottledError | None:
+    return exc if isinstance(exc, ThrottledError) else None
+
+
+def send(request: Callable[[], T], throttled: Callable[[Exception], ThrottledError | None] = _throttle,
+         kind: str | None = None) -> T:
+    """Send ONE request to the service: every request a provider sends goes through here (each
+    page of a listing, each batch, each record set written).
+
+    When an agent's budget pays for the call (`request_gate`), the gate first waits for the
+    request's token.  A request the service throttled did nothing, so the gate waits what the
+    service asked (Retry-After, or a backoff) and sends **that request** again, alone: a call of
+    many requests (Route53's batches, Google's change per group, Azure's record sets one by one,
+    a listing's pages) never sends again a request that already landed, which a retry of the
+    whole call would (an Azure group's ownership TXT, written, then sent again with
+    ``If-None-Match: *``, is refused as stale).  ``throttled`` tells a throttling answer from
+    the others (the gitdns error for it, or None) for a provider whose request raises its
+    service's own errors; other errors pass through unchanged.  ``kind`` ("read", "write") says
+    what the request is where that differs from the call (a read inside an apply).  Without a
+    gate (the CLI) a throttle is raised to the caller."""
     gate = _GATE.get()
-    if gate is not None:
-        gate()
+    attempt = 0
+    while True:
+        if gate is not None:
+            gate(kind)
+        try:
+            return request()
+        except Exception as exc:
+            mapped = throttled(exc)
+            if mapped is None:
+                raise
+            if gate is None or not gate.again(mapped, attempt):
+                if mapped is exc:
+                    raise
+                raise mapped from None
+            attempt += 1
 
 
 @contextmanager
-def request_gate(gate: Callable[[], None]) -> Iterator[None]:
-    """Run a provider call with ``gate`` called before each request it sends."""
+def request_gate(gate: Gate) -> Iterator[None]:
+    """Run a provider call with ``gate`` around each request it sends (`send`)."""
     token = _GATE.set(gate)
     try:
         yield

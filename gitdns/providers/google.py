@@ -31,8 +31,8 @@ from gitdns.core.model import ProviderRef
 from gitdns.core.providersettings import seconds_value
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
-from gitdns.errors import ConfigError
-from gitdns.providers.base import ApplyResult, ZoneInfo, before_request
+from gitdns.errors import ConfigError, ThrottledError
+from gitdns.providers.base import ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.google_api import (
@@ -99,12 +99,13 @@ class GoogleProvider:
     def _pages(self, call: Callable[[str | None], dict[str, Any]], key: str, what: str) -> Iterable[Any]:
         token: str | None = None
         while True:
-            before_request()
-            self.requests += 1
-            try:
-                page = call(token)
-            except CloudDnsError as exc:
-                raise error_for(exc, what) from None
+            def request(token: str | None = token) -> dict[str, Any]:
+                self.requests += 1
+                try:
+                    return call(token)
+                except CloudDnsError as exc:
+                    raise error_for(exc, what) from None
+            page = send(request, kind="read")  # inside an apply too: paid as a read
             yield from page.get(key) or ()
             token = page.get("nextPageToken") or None
             if token is None:
@@ -172,10 +173,16 @@ class GoogleProvider:
         are not about this group (throttling, auth, server errors)."""
         if not body.deletions and not body.additions:
             return "applied", ""
-        before_request()
-        self.requests += 1
+        def request() -> dict[str, Any]:
+            self.requests += 1
+            return self._api.create_change(managed, body.request())
+
+        def throttled(exc: Exception) -> ThrottledError | None:
+            mapped = error_for(exc, f"create change in {managed}") if isinstance(exc, CloudDnsError) else None
+            return mapped if isinstance(mapped, ThrottledError) else None
+
         try:
-            answer = self._api.create_change(managed, body.request())
+            answer = send(request, throttled, kind="write")
         except CloudDnsError as exc:
             why = f"Cloud DNS answered HTTP {exc.status} {exc.reason}: {strip_request_ids(exc.message)}"
             if exc.status == 412 or (exc.status == 409 and exc.reason == "alreadyExists") or (

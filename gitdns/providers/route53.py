@@ -38,7 +38,7 @@ from gitdns.core.providersettings import flag_value
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.errors import ConfigError
-from gitdns.providers.base import ApplyResult, ZoneInfo, before_request
+from gitdns.providers.base import ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, snapshot_names
@@ -84,16 +84,17 @@ class Route53Provider:
 
     # -- calls
     def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
-        before_request()
-        self.requests += 1
-        try:
-            result: dict[str, Any] = getattr(self._client, op)(**kwargs)
-        except Exception as exc:
-            mapped = map_error(exc, op)
-            if mapped is exc:
-                raise
-            raise mapped from None
-        return result
+        def request() -> dict[str, Any]:
+            self.requests += 1
+            try:
+                result: dict[str, Any] = getattr(self._client, op)(**kwargs)
+            except Exception as exc:
+                mapped = map_error(exc, op)
+                if mapped is exc:
+                    raise
+                raise mapped from None
+            return result
+        return send(request, kind="write" if op.startswith(("change_", "create_", "delete_", "update_")) else "read")
 
     def _a_values(self, name: str) -> tuple[str, ...]:
         for rec in self.read(self.domain, [name]).records:

@@ -195,9 +195,20 @@ def apply_with_retries(desired: Desired, cluster: Cluster, zone: Zone, provider:
             return
         pacing.sleep(wait)
         again = refused_names([g for g, _ in result.refused], names)
+        deadline += ready_to_write(provider, zone.domain, again)  # the budget's wait is not the retries'
         plan, _ = plan_zone(desired, cluster, zone, provider, force=force, mode=mode, intent=intent, names=again,
                             reviewed=reviewed)
         outcome.plan = plan
+
+
+def ready_to_write(provider: Provider, zone: str, names: Collection[str] | None) -> float:
+    """Before a read whose plan is meant to be written: where an agent's request budget pays for
+    the provider's calls, wait until it holds that read's requests and a write's, so the write
+    follows its read at once (`gitdns.agent.budget.BudgetedProvider.ready_to_write`); the seconds
+    waited.  Without a budget (the CLI) the read goes at once."""
+    ready = getattr(provider, "ready_to_write", None)
+    waited = ready(zone, names) if callable(ready) else 0.0
+    return float(waited) if isinstance(waited, int | float) else 0.0
 
 
 def refused_names(groups: Collection[RecordKey], names: Collection[str] | None) -> frozenset[str] | None:

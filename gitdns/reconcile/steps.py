@@ -27,6 +27,7 @@ from gitdns.reconcile.engine import (
     needs_verify,
     plan_zone,
     policy_for_zone,
+    ready_to_write,
     refused_names,
     render_views,
     verify,
@@ -186,6 +187,8 @@ def plan(p: ZonePass) -> Result:
         p.names = _cheaper(p, names_to_read(keys, p.owners, p.zone.domain))
     elif keys is not None and index is not None:
         p.names = _cheaper(p, own_names(keys, p.cluster.id, p.zone.domain, index), index.records)
+    if p.can_write and (not p.validation or _after_failure(p)):
+        ready_to_write(p.provider, p.zone.domain, p.names)  # a plan meant to be written: read just before
     p.outcome.plan, snapshot = _plan(p)
     if keys is not None and index is not None and p.names is not None and needs_co_owners(
             p.outcome.plan, snapshot, keys, index, p.cluster.id):

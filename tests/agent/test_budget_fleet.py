@@ -146,21 +146,21 @@ class Pages(MemoryProvider):
 
     def read(self, zone: str, names: Any = None) -> ZoneSnapshot:
         from gitdns.errors import ThrottledError
-        from gitdns.providers.base import before_request
+        from gitdns.providers.base import send
+
+        def request() -> None:
+            self.requests += 1
+            self.sent_at.append(self.time.now)
+            if names is not None and self.throttle in names:
+                self.throttle = ""
+                raise ThrottledError("Rate exceeded")
 
         if names is not None:
             self.by_name.append(list(names))
-            before_request()
-            self.requests += 1
-            self.sent_at.append(self.time.now)
-            if self.throttle in names:
-                self.throttle = ""
-                raise ThrottledError("Rate exceeded")
+            send(request)
             return super().read(zone, names)
         for _ in range(self.pages):
-            before_request()
-            self.requests += 1
-            self.sent_at.append(self.time.now)
+            send(request)
         return super().read(zone)
 
 
@@ -184,8 +184,8 @@ def test_a_read_by_name_is_sent_name_by_name_and_a_throttled_name_is_tried_alone
     prov = Pages(1, t, throttle="c.example.com")
     wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(prov)
     snap = wrapped.read("example.com", ["a.example.com", "b.example.com", "c.example.com", "d.example.com"])
-    assert prov.by_name == [["a.example.com"], ["b.example.com"], ["c.example.com"], ["c.example.com"],
-                            ["d.example.com"]]
+    assert prov.by_name == [["a.example.com"], ["b.example.com"], ["c.example.com"], ["d.example.com"]]
+    assert prov.requests == 5  # c's request, throttled, was sent again alone: a, b before it were not
     assert snap.names == frozenset({"a.example.com", "b.example.com", "c.example.com", "d.example.com"})
 
 

@@ -8,11 +8,17 @@ unrecoverable set identifier, two rows on one location) fails that group, never 
 something else.  An rrset using features gitdns does not model (health-checked targets,
 primary/backup, fencing) fails every group that would rewrite it.
 
-Writes: one Cloud DNS change per change group (`batches`).  The provider reads the group's
-names, checks every ``Change.old`` against what it read (as `gitdns.core.store` does), and
-sends ``deletions`` = the current rrsets exactly as read and ``additions`` = the re-folded
-rrsets; Cloud DNS refuses a deletion that no longer matches (HTTP 412 ``conditionNotMet``)
-and an addition over an existing rrset (409 ``alreadyExists``): both are `refused`.
+Writes: the provider takes each change group's rrsets from the read the plan was made from
+(else it reads the group's names), checks every ``Change.old`` against them (as
+`gitdns.core.store` does) and refuses a group that moved before sending anything; the groups
+that are fresh go in **one** Cloud DNS change (up to `GROUPS_PER_CHANGE`), with
+``deletions`` = the current rrsets exactly as read and ``additions`` = the re-folded rrsets.
+Cloud DNS refuses a deletion that no longer matches (HTTP 412 ``conditionNotMet``) and an
+addition over an existing rrset (409 ``alreadyExists``); a change is atomic, so when it refuses
+the combined one (another writer came between the read and the change) or fails it, each
+group is read again and sent alone (`batches`): one stale or bad group never sinks the others,
+and each refused one is `refused`.  One change instead of one per group: at 100 agents on one
+project a change is two minutes of an agent's share, and a pass has five or six groups.
 The library's ``ResourceRecordSet`` has no ``routingPolicy`` (and fails on rrsets without
 ``rrdatas``), so the provider calls the REST API through the client's
 ``_connection.api_request`` behind `CloudDnsApi` (`gitdns.providers.google_api`), a
@@ -23,9 +29,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gitdns.core.model import ProviderRef
 from gitdns.core.providersettings import seconds_value
@@ -57,6 +64,7 @@ from gitdns.providers.google_native import (
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SCOPE = "https://www.googleapis.com/auth/ndev.clouddns.readwrite"
 DEFAULT_TIMEOUT = 30.0  # seconds per request, unless spec.provider.settings.timeout says
@@ -79,6 +87,7 @@ class GoogleProvider:
         self._default_location = default_location
         self._zone_names: dict[str, str] = {}
         self.requests = 0  # requests sent to the service (the agent's budget charges each)
+        self._read: dict[str, _Read] = {}  # zone -> the rrsets of its last read, for the next apply
 
     def zones(self) -> list[ZoneInfo]:
         found: list[ZoneInfo] = []
@@ -124,29 +133,88 @@ class GoogleProvider:
             natives = self._rrsets(managed, None)
         else:
             natives = [r for n in sorted({normalize_name(n) for n in names}) for r in self._rrsets(managed, n)]
+        self._keep(zone, natives, None if names is None else {normalize_name(n) for n in names})
         records = [row for native in natives if native.get("type") in RECORD_TYPES
                    for row in from_native(native, self._default_location)]
         return ZoneSnapshot(zone=zone, records=filter_names(records, names), complete=True,
                             names=snapshot_names(names))
+
+    def _keep(self, zone: str, natives: Iterable[Native], names: set[str] | None) -> None:
+        """Keep what a read saw for the apply that follows it (which plans from that read):
+        the change deletes exactly those rrsets, so Cloud DNS refuses it if one moved since, and
+        the apply then reads each group again.  Reading again inside the apply cost a read per
+        name between the plan and the change (at 100 agents on one project, 30 s each: the
+        shared rrsets had moved by the time the change went).  A whole-zone read of more than
+        `KEEP_MAX` rrsets is not kept."""
+        by_name: dict[str, list[Native]] = {}
+        for native in natives:
+            by_name.setdefault(normalize_name(str(native.get("name", ""))), []).append(native)
+        if names is None:
+            self._read[zone] = _Read(complete=True, by_name=by_name) if len(by_name) <= KEEP_MAX else _Read()
+            return
+        kept = self._read.setdefault(zone, _Read())
+        for name in names:
+            kept.by_name[name] = by_name.get(name, [])
+
+    def _from_last_read(self, zone: str, names: set[str]) -> dict[str, list[Native]]:
+        """The rrsets the last read saw at ``names`` (the apply's cache; consumed: a later apply
+        plans from a later read)."""
+        kept = self._read.pop(zone, None)
+        if kept is None:
+            return {}
+        return {n: list(kept.by_name.get(n, [])) for n in names if kept.complete or n in kept.by_name}
 
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         """``guards`` are not supported (capabilities say so) and ignored."""
         zone = normalize_name(zone)
         good, invalid = split_valid(zone, changes)
         managed = self._managed_zone(zone)
-        cache: dict[str, list[Native]] = {}
+        cache = self._from_last_read(zone, {c.record.name for c in good})
         applied: list[Change] = []
         refused: list[tuple[RecordKey, str]] = []
         failed: list[tuple[RecordKey, str]] = list(invalid)
         ids: list[str] = []
+        ready: list[tuple[RecordKey, list[Change], list[str]]] = []
         for group, members in batches(good):
             names = sorted({c.record.name for c in members})
             for name in names:
                 if name not in cache:
                     cache[name] = self._rrsets(managed, name)
-            current = {(c.record.name, c.record.type): _find(cache[c.record.name], c.record.type) for c in members}
             try:
-                body = build_change(members, current, self._default_location)
+                build_change(members, _current(cache, members), self._default_location)  # a check only
+            except StaleGroup as exc:
+                refused.append((group, str(exc)))
+                continue
+            except FoldError as exc:
+                failed.append((group, str(exc)))
+                continue
+            ready.append((group, members, names))
+        alone: list[tuple[RecordKey, list[Change], list[str]]] = []
+        for chunk in _chunks(ready):
+            together = [c for _, members, _ in chunk for c in members]
+            if len(chunk) > 1:
+                try:
+                    body: ChangeBody | None = build_change(together, _current(cache, together),
+                                                           self._default_location)
+                except (StaleGroup, FoldError):
+                    body = None
+                if body is not None:
+                    kind, detail = self._send(managed, body)
+                    if kind == "applied":
+                        applied.extend(together)
+                        ids.extend([detail] if detail else [])
+                        _remember(cache, body)
+                        continue
+                    for _, _, names in chunk:  # refused or failed as a whole: each group alone, read again
+                        for name in names:
+                            cache.pop(name, None)
+            alone.extend(chunk)
+        for group, members, names in alone:
+            for name in names:
+                if name not in cache:
+                    cache[name] = self._rrsets(managed, name)
+            try:
+                body = build_change(members, _current(cache, members), self._default_location)
             except StaleGroup as exc:
                 refused.append((group, str(exc)))
                 continue
@@ -192,6 +260,27 @@ class GoogleProvider:
                 return "failed", why
             raise error_for(exc, f"create change in {managed}") from None
         return "applied", str(answer.get("id") or "")
+
+
+KEEP_MAX = 5000  # rrsets of a whole-zone read kept for the apply that follows it
+
+
+@dataclass(slots=True)
+class _Read:
+    complete: bool = False  # a whole-zone read: a name it did not see holds nothing
+    by_name: dict[str, list[Native]] = field(default_factory=dict)
+
+
+GROUPS_PER_CHANGE = 100  # groups sent in one change (a group is at most a few rrsets; Cloud DNS takes 1,000)
+
+
+def _chunks(ready: list[T]) -> Iterator[list[T]]:
+    for i in range(0, len(ready), GROUPS_PER_CHANGE):
+        yield ready[i:i + GROUPS_PER_CHANGE]
+
+
+def _current(cache: dict[str, list[Native]], members: Sequence[Change]) -> dict[tuple[str, str], Native | None]:
+    return {(c.record.name, c.record.type): _find(cache[c.record.name], c.record.type) for c in members}
 
 
 def _find(rrsets: Iterable[Native], rtype: str) -> Native | None:

@@ -16,7 +16,7 @@ per set identifier.  `to_native` folds rows into one rrset and `from_native` unf
 A fold that would not read back as the same rows (mixed routing, two TTLs, an
 unrecoverable set identifier, two rows on one location) raises `FoldError`, never builds
 something else; `representable` tells an rrset using features gitdns does not model.
-`build_change` turns one change group into one Cloud DNS change (`batches`: one per group).
+`build_change` turns change groups into one Cloud DNS change (`batches`: the groups).
 """
 
 from __future__ import annotations
@@ -209,8 +209,9 @@ class StaleGroup(Exception):
 
 
 def batches(changes: Sequence[Change]) -> list[tuple[RecordKey, list[Change]]]:
-    """One Cloud DNS change per change group, in first-seen order: one stale name never
-    sinks the others, and a record and its ownership TXT always land together."""
+    """The change groups in first-seen order: a record and its ownership TXT always land
+    together.  The provider sends the fresh ones in one change and, when Cloud DNS refuses or
+    fails that, each alone: one stale name never sinks the others."""
     return list(group_changes(changes).items())
 
 

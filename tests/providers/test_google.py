@@ -162,6 +162,30 @@ def test_a_write_racing_between_read_and_change_is_refused_by_412(provider: g.Go
     assert provider.read(ZONE, ["www.example.com"]).records[0].values == ("192.0.2.1", "192.0.2.9")
 
 
+def test_fresh_groups_go_in_one_change(provider: g.GoogleProvider, fake: CloudDnsFake) -> None:
+    rows = [RecordSet(f"n{i}.example.com", "A", 60, (f"192.0.2.{i + 1}",)) for i in range(5)]
+    sent = len(fake.zones["example-com"].changes)
+    result = provider.apply(ZONE, [create(r) for r in rows])
+    assert result.ok and len(result.applied) == 5
+    assert len(fake.zones["example-com"].changes) == sent + 1  # one change, not one per group
+
+
+def test_a_combined_change_refused_sends_each_group_alone(provider: g.GoogleProvider, fake: CloudDnsFake) -> None:
+    """Another writer between the read and the change: Cloud DNS refuses the whole change; each
+    group is read again and sent alone, so only the group that moved is refused."""
+    rows = [RecordSet(f"n{i}.example.com", "A", 60, (f"192.0.2.{i + 1}",)) for i in range(3)]
+    fake.before_next_change(lambda f: f.put("example-com", {"name": "n1.example.com.", "type": "A", "ttl": 60,
+                                                            "rrdatas": ["192.0.2.77"]}))
+    sent = len(fake.zones["example-com"].changes)
+    result = provider.apply(ZONE, [create(r) for r in rows])
+    assert [k for k, _ in result.refused] == [rows[1].key]
+    assert sorted(c.key for c in result.applied) == sorted([rows[0].key, rows[2].key])
+    held = {r.key: r for r in provider.read(ZONE).records}
+    assert held[rows[1].key].values == ("192.0.2.77",)  # the other writer's, untouched
+    assert held[rows[0].key] == rows[0] and held[rows[2].key] == rows[2]
+    assert len(fake.zones["example-com"].changes) == sent + 2  # the two fresh groups, each alone
+
+
 def test_a_create_racing_another_create_is_refused_by_409(provider: g.GoogleProvider, fake: CloudDnsFake) -> None:
     fake.before_next_change(lambda f: f.put("example-com", {"name": "www.example.com.", "type": "A", "ttl": 60,
                                                             "rrdatas": ["192.0.2.7"]}))
@@ -306,7 +330,10 @@ def test_service_errors_are_mapped(provider: g.GoogleProvider, fake: CloudDnsFak
 def test_a_400_fails_that_group_only(provider: g.GoogleProvider, fake: CloudDnsFake) -> None:
     other = RecordSet("api.example.com", "A", 60, ("192.0.2.3",))
     bad = RecordSet("www.example.com", "A", 60, ("192.0.2.1",))
-    fake.fail_next(400, "invalid", "Invalid value for 'entity.change.additions[0].rrdatas[0]'", method="POST")
+    # the service fails the change of both groups, then the bad group's own: the groups go alone
+    # after a failed change, and only the bad one fails
+    fake.fail_next(400, "invalid", "Invalid value for 'entity.change.additions[0].rrdatas[0]'", method="POST",
+                   times=2)
     result = provider.apply(ZONE, [create(bad), create(other)])
     assert [k for k, _ in result.failed] == [bad.key] and "400 invalid" in result.failed[0][1]
     assert [c.key for c in result.applied] == [other.key]

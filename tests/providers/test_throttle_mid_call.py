@@ -1,8 +1,8 @@
 """A throttle in the middle of a call sends again only the throttled request.
 
 Every cloud provider's apply is several requests where a zone's changes do not fit one:
-Route53 one change batch per 1,000 values, Google Cloud DNS one change per group, Azure DNS one
-record set at a time.  The service throttles one of them (it did nothing); the requests before
+Route53 one change batch per 1,000 values, Google Cloud DNS one change per 100 groups, Azure DNS
+one record set at a time.  The service throttles one of them (it did nothing); the requests before
 it landed.  The agent's budget waits and sends **that request** again
 (`gitdns.providers.base.send`), never the call: a whole apply sent again would send the landed
 requests a second time, and compare-and-swap refuses them (Route53's CREATE of a record that
@@ -70,7 +70,9 @@ class Case:
     client: After
     write: str  # the client method of one write request
     listing: str  # the client method of one page of a listing
-    values: int  # values per record: enough for two requests of the apply
+    values: int  # values per record
+    groups: int  # records created by one apply: enough for more than one request
+    writes: int  # the requests that apply sends
     records: int  # records for a listing of more than one page
 
 
@@ -93,11 +95,12 @@ def route53() -> Iterator[Case]:
     client = After(fake, lambda method: fake.throttle(1))
     # 3 records of 400 values: 1,200 values, two batches of at most 1,000; pages of 300 names
     yield Case(Route53Provider(ZONE, client, hosted_zone_id=zone_id), client,  # type: ignore[arg-type]
-               "change_resource_record_sets", "list_resource_record_sets", 400, 400)
+               "change_resource_record_sets", "list_resource_record_sets", 400, 3, 2, 400)
 
 
 @pytest.fixture
 def google() -> Iterator[Case]:
+    from gitdns.providers.google import GROUPS_PER_CHANGE
     from tests.providers.gcp_fake import CloudDnsFake, Server
     from tests.providers.test_google import PROJECT, make
     from tests.providers.tls import server_context
@@ -109,7 +112,8 @@ def google() -> Iterator[Case]:
         client = After(provider._api, lambda method: fake.fail_next(
             429, "rateLimitExceeded", "Rate Limit Exceeded", method="POST" if method == "create_change" else "GET"))
         provider._api = client
-        yield Case(provider, client, "create_change", "list_rrsets", 1, 5)
+        # the fresh groups of an apply go in one change, at most GROUPS_PER_CHANGE of them
+        yield Case(provider, client, "create_change", "list_rrsets", 1, GROUPS_PER_CHANGE + 1, 2, 5)
 
 
 @pytest.fixture
@@ -129,7 +133,7 @@ def azure() -> Iterator[Case]:
         client = After(sdk, lambda method: fake.fail_next(429, "TooManyRequests", headers={"Retry-After": "3"},
                                                          method="PUT" if method == "put" else "GET"))
         yield Case(AzureProvider(ZONE, client, account="azure:test"), client,  # type: ignore[arg-type]
-                   "put", "list_record_sets", 1, 5)
+                   "put", "list_record_sets", 1, 3, 3, 5)
     finally:
         fake.stop()
 
@@ -142,7 +146,7 @@ def test_a_throttled_write_is_sent_again_alone_not_the_apply(name: str, request:
     case: Case = request.getfixturevalue(name)
     t = FakeTime()
     budgeted = Budgets(lambda: 1, t.clock, t.sleep).wrap(case.provider)
-    changes = creates(3, case.values)
+    changes = creates(case.groups, case.values)
     case.client.arm(case.write)
     result = budgeted.apply(ZONE, changes)
     assert not result.refused and not result.failed, (result.refused, result.failed)
@@ -150,7 +154,7 @@ def test_a_throttled_write_is_sent_again_alone_not_the_apply(name: str, request:
     held = {r.key: r for r in case.provider.read(ZONE).records}
     assert all(held.get(c.key) == c.new for c in changes)
     # one request per batch/group, plus the throttled one sent again: nothing that landed twice
-    assert case.client.calls == (2 if name == "route53" else 3) + 1
+    assert case.client.calls == case.writes + 1
     assert t.now > 0  # it waited before sending the throttled request again
 
 
@@ -177,5 +181,5 @@ def test_without_a_budget_the_throttle_reaches_the_caller(name: str, request: py
     case: Case = request.getfixturevalue(name)
     case.client.arm(case.write)
     with pytest.raises(ThrottledError):
-        case.provider.apply(ZONE, creates(3, case.values))
+        case.provider.apply(ZONE, creates(case.groups, case.values))
     assert case.client.calls == 2

@@ -115,10 +115,13 @@ class TokenBucket:
 def burst_for(rate: float, account: float = PASS_BURST) -> float:
     """Five seconds' worth of requests, and at least a pass's worth (`PASS_BURST`), so one agent
     whose change the rest of the fleet does not share reaches the zone at once even when its
-    share of the account is one request in minutes (no more than the account's own rate per
-    second: ``account``; Azure's 1 list a second is a burst of one); the fleet's own bursts are
-    spread by the webhook's wake-up (`gitdns.agent.runner.wake_delay`) and by unchanged agents
-    reading nothing."""
+    share of the account is one request in minutes; no more than the service takes at once
+    (``account``: its quota over its window, `Capabilities.quota_window`: Route53's 5 a second;
+    Google's and Azure's quotas are per minute, so a pass's worth).  A pass of two writes
+    (Azure writes a record and its TXT one by one) with a burst of one waited a whole token
+    interval between them (three minutes at 100 agents).  The fleet's own bursts are spread by
+    the webhook's wake-up (`gitdns.agent.runner.wake_delay`), by unchanged agents reading
+    nothing, and an agent's requests within a burst by the account's own rate (`Budgets.gap`)."""
     return max(1.0, rate * 5, min(PASS_BURST, account))
 
 
@@ -140,9 +143,8 @@ class Budgets:
     def bucket(self, provider: Provider, kind: str) -> TokenBucket:
         account = str(getattr(provider, "account", provider.name))
         caps = provider.capabilities
-        if caps.one_budget:
-            kind = "all"
-        per_minute = caps.writes_per_minute if kind == "write" else caps.reads_per_minute
+        kind = _kind(caps, kind)
+        per_minute = _per_minute(caps, kind)
         rate = per_minute / 60.0 * HEADROOM / max(self.fleet_size(), 1)
         key = (provider.name, account, kind)
         found = self.buckets.get(key)
@@ -150,21 +152,39 @@ class Budgets:
             # in a fleet, the first token comes at a random point of one token's interval: agents
             # rolled out together would otherwise send together at every interval for good
             start = 1.0 - self.uniform(0.0, 1.0) if self.fleet_size() > 1 and rate > 0 else None
-            found = self.buckets[key] = TokenBucket(rate, burst_for(rate, per_minute / 60.0), self.clock,
+            window = per_minute / 60.0 * caps.quota_window  # what the service takes at once
+            found = self.buckets[key] = TokenBucket(rate, burst_for(rate, window), self.clock,
                                                     self.sleep, tokens=start, stamp=self.clock(),
                                                     jitter=self.uniform if self.fleet_size() > 1 else None)
         else:
-            found.resize(rate, per_minute / 60.0)
+            found.resize(rate, per_minute / 60.0 * caps.quota_window)
         return found
 
     def gap(self, provider: Provider, kind: str) -> float:
         """The shortest time between two requests of one call: the account's rate for the kind."""
-        caps = provider.capabilities
-        per_minute = caps.writes_per_minute if kind == "write" and not caps.one_budget else caps.reads_per_minute
+        per_minute = _per_minute(provider.capabilities, _kind(provider.capabilities, kind))
         return 60.0 / per_minute if per_minute > 0 else 0.0
 
     def wrap(self, provider: Provider) -> Provider:
         return BudgetedProvider(provider, self)
+
+
+def _kind(caps: Capabilities, kind: str) -> str:
+    """The bucket a request kind spends: "all" where the service counts everything together
+    (Route53); "name" (a read by name) spends "read" unless it has its own quota (Azure's GETs)."""
+    if caps.one_budget:
+        return "all"
+    if kind == "name" and caps.name_reads_per_minute <= 0:
+        return "read"
+    return kind
+
+
+def _per_minute(caps: Capabilities, kind: str) -> float:
+    if kind == "write":
+        return caps.writes_per_minute
+    if kind == "name":
+        return caps.name_reads_per_minute
+    return caps.reads_per_minute
 
 
 class _Gate:
@@ -259,7 +279,7 @@ class BudgetedProvider:
         for attempt in range(THROTTLE_RETRIES + 1):
             bucket.take(estimate)
             before = self._sent()
-            spacing = self.spacing.setdefault("all" if self.capabilities.one_budget else kind, [None])
+            spacing = self.spacing.setdefault(_kind(self.capabilities, kind), [None])
             gate = _Gate(bucket, estimate, self.budgets.gap(self.inner, kind), spacing, self._backoff, kind,
                          self._lend)
             try:
@@ -288,7 +308,7 @@ class BudgetedProvider:
 
     def _lend(self, kind: str) -> tuple[TokenBucket, float, list[float | None]]:
         """The bucket, gap and spacing a request of ``kind`` is paid from."""
-        spacing = self.spacing.setdefault("all" if self.capabilities.one_budget else kind, [None])
+        spacing = self.spacing.setdefault(_kind(self.capabilities, kind), [None])
         return self.budgets.bucket(self.inner, kind), self.budgets.gap(self.inner, kind), spacing
 
     def _backoff(self, exc: ThrottledError, attempt: int) -> float:
@@ -322,7 +342,7 @@ class BudgetedProvider:
         set the fleet shares (a weighted answer's items) had always moved by then, so the write
         was refused as stale, read again and waited again: the fleet never converged.  Waiting
         first costs no more time, and the read it plans from is a fraction of a second old."""
-        read = self.budgets.bucket(self.inner, "read")
+        read = self.budgets.bucket(self.inner, "read" if names is None else "name")
         write = self.budgets.bucket(self.inner, "write")
         reads = self._read_estimate(zone, names)
         waited = 0.0
@@ -347,11 +367,15 @@ class BudgetedProvider:
         if names is None:
             return self._call("read", lambda: self.inner.read(zone), self.pages.get(zone, 1), whole=zone)
         wanted = sorted(set(names))
-        if len(wanted) <= 1 or self.capabilities.page_size <= 0 or self.budgets.bucket(self.inner, "read").rate <= 0:
-            return self._call("read", lambda: self.inner.read(zone, wanted), len(wanted))
-        # a read by name is one request per name (Route53): each is paid for before it is sent,
-        # and a throttled one is tried again alone, not with every name before it
-        parts = [self._call("read", lambda name=name: self.inner.read(zone, [name])) for name in wanted]  # type: ignore[misc]
+        caps = self.capabilities
+        if (len(wanted) <= 1 or caps.page_size <= 0 or caps.name_reads_per_minute > 0
+                or self.budgets.bucket(self.inner, "name").rate <= 0):
+            # one call: where a name is several requests (Azure GETs each record set the names
+            # read together announce: `gitdns.providers.azure.probes`), each is paid as it is sent
+            return self._call("name", lambda: self.inner.read(zone, wanted), len(wanted))
+        # a read by name is one request per name (Route53; Azure: a GET per record set probed):
+        # each name is paid for before it is sent
+        parts = [self._call("name", lambda name=name: self.inner.read(zone, [name])) for name in wanted]  # type: ignore[misc]
         return ZoneSnapshot(zone=parts[0].zone, records=tuple(r for p in parts for r in p.records),
                             complete=all(p.complete for p in parts), version="", names=snapshot_names(wanted))
 

@@ -170,8 +170,8 @@ class ZoneWork:
         track = self.state.tracks.get(zone.name)
         index = key_owners(desired.state, zone)
         size = (track.memory.zone_size if track is not None else 0) or (index.records if index else 0)
-        page = self.ports.factory(zone).capabilities.page_size
-        return names > 0 and per_name_is_cheaper(names, size or 1_000_000, page)
+        caps = self.ports.factory(zone).capabilities
+        return names > 0 and per_name_is_cheaper(names, size or 1_000_000, caps.page_size, caps.name_read_cost)
 
     def _cluster(self, zdesired: Desired, newest: Desired) -> Cluster:
         cluster = self.zones.cluster_of(newest)

@@ -69,15 +69,31 @@ class Capabilities:
     reads_per_minute: float = 0.0
     writes_per_minute: float = 0.0
     one_budget: bool = False  # reads and writes spend one budget (reads_per_minute) of the account
+    quota_window: float = 1.0  # seconds over which the service counts its quota (Route53: per second;
+    # Google's and Azure's: per minute): what an agent may send at once is bounded by it
+    # reads by name with their own quota (Azure: a GET per record set, 1,000 a minute per zone,
+    # beside 60 listings); 0: they spend the read budget
+    name_reads_per_minute: float = 0.0
     # read cost: records per page of a whole-zone read (0: the whole zone in one call, as a
     # local file or an AXFR); per-name reads cost one call per name
     page_size: int = 0
+
+    @property
+    def name_read_cost(self) -> float:
+        """What reading one name costs, in whole-zone pages: 1 (one call per name), or where
+        names are read from their own quota, the record sets probed at a name (`NAME_PROBES`)
+        priced at that quota's rate against the listings'."""
+        if self.name_reads_per_minute > 0 and self.reads_per_minute > 0:
+            return NAME_PROBES * self.reads_per_minute / self.name_reads_per_minute
+        return 1.0
 
     @property
     def weight_zero_allowed(self) -> bool:
         """Whether a weighted row may carry weight 0 (health withdraws a row that way)."""
         return self.weights[0] == 0
 
+
+NAME_PROBES = 4  # record sets read at a data name where a read is per name and type (A, AAAA, CNAME, its own)
 
 CREDENTIAL_REFERENCES = ("env", "file", "secret")  # the kinds of spec.provider.credentials
 GITDNS_SECRET_PREFIX = "gitdns.io/"  # gitdns's own Secret types: gitdns.io/<provider type>
@@ -143,6 +159,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             "google", "gitdns.providers.google", "Google Cloud DNS",
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD,  # the unit is one rrset
                          geo=GOOGLE_STYLE, weights=(0, 1000), reads_per_minute=240.0, writes_per_minute=60.0,
+                         quota_window=60.0,  # quotas per minute per project
                          # rrsets.list pages (the server chooses their size; 100 assumed for the
                          # estimate, the budget charges the pages sent): per-name reads win for a
                          # small change of a large zone
@@ -157,8 +174,10 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             # does not drive: its record sets hold no set identifiers, so it routes nothing.
             "azure", "gitdns.providers.azure", "Azure DNS",
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, geo=AZURE_STYLE, weights=(1, 1000),
-                         reads_per_minute=60.0,  # list operations (gets: 1,000 per minute)
-                         writes_per_minute=40.0),
+                         reads_per_minute=60.0,  # list operations, in pages of 100 record sets
+                         name_reads_per_minute=1000.0,  # gets: a read by name GETs each record set
+                         writes_per_minute=40.0, page_size=100,
+                         quota_window=60.0),  # limits per minute per zone
             kuadrant_secret="kuadrant.io/azure", required_settings=("subscriptionId", "resourceGroup"),
             settings_from_credentials=True, extra="azure", page="providers/azure.md",  # or in azure.json
             sdk=("azure.mgmt.dns", "azure.identity", "azure.core"),

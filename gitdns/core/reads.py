@@ -35,10 +35,12 @@ def names_to_read(keys: Iterable[RecordKey], owners: Iterable[str], zone: str) -
     return frozenset(out)
 
 
-def per_name_is_cheaper(names: int, zone_records: int, page_size: int) -> bool:
-    """Per-name reads cost one call per name; a whole-zone read ``zone_records / page_size``
-    calls (``page_size`` 0: the whole zone in one call, as AXFR or a local file)."""
+def per_name_is_cheaper(names: int, zone_records: int, page_size: int, name_cost: float = 1.0) -> bool:
+    """Per-name reads cost ``name_cost`` pages per name (one call per name; Azure's GETs, from
+    their own larger quota, less: `Capabilities.name_read_cost`); a whole-zone read
+    ``zone_records / page_size`` calls (``page_size`` 0: the whole zone in one call, as AXFR or
+    a local file)."""
     if page_size <= 0:
         return False
     whole = max(1, -(-zone_records // page_size))
-    return names < whole
+    return names * name_cost < whole

@@ -272,7 +272,8 @@ def _fail_open(p: ZonePass) -> bool:
 def _cheaper(p: ZonePass, names: frozenset[str], foretold: int = 0) -> frozenset[str] | None:
     # unknown size: what git foretells, else assume large until a whole read tells
     size = p.memory.zone_size or foretold or 1_000_000
-    return names if per_name_is_cheaper(len(names), size, p.provider.capabilities.page_size) else None
+    caps = p.provider.capabilities
+    return names if per_name_is_cheaper(len(names), size, caps.page_size, caps.name_read_cost) else None
 
 
 def guard(p: ZonePass) -> Result:

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
@@ -469,3 +471,49 @@ def test_delete_window_the_data_goes_the_txt_is_refused_the_next_plan_removes_it
     assert txt in {r.key for r in provider.read(ZONE).records}
     sync(provider, ZONE, "owner-a", [])
     assert not any(r.name.startswith("kuadrant-") for r in provider.read(ZONE).records)
+
+
+# --- reads by name: a GET per record set, from the GET quota -------------------------------------
+_LABEL = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+
+
+@given(keys=st.lists(st.tuples(st.lists(_LABEL, min_size=0, max_size=2), st.sampled_from(
+    sorted(azure.CAPABILITIES.record_types))), min_size=1, max_size=6),
+       owners=st.lists(st.uuids().map(str), min_size=1, max_size=3, unique=True))
+def test_a_read_by_name_probes_every_record_set_a_pass_reads(keys: list[tuple[list[str], str]],
+                                                              owners: list[str]) -> None:
+    """What a pass reads by name (`gitdns.reconcile.readset`: each key's data name, the owners'
+    ownership TXT names for it) is GET as: each key's own type and the address types at its data
+    name, TXT at every ownership name; nothing at a name it did not ask for."""
+    from gitdns.core.registry import txt_name
+
+    names: set[str] = set()
+    needed: set[tuple[str, str]] = set()
+    for labels, rtype in keys:
+        name = ".".join([*labels, ZONE])
+        names.add(name)
+        needed.add((name, rtype))
+        needed.update((name, t) for t in ("A", "AAAA", "CNAME"))
+        for owner in owners:
+            txt = txt_name(owner, rtype, name, ZONE)
+            names.add(txt)
+            needed.add((txt, "TXT"))
+    got = set(azure.probes(names))
+    assert needed <= got
+    assert {n for n, _ in got} <= names
+
+
+def test_a_read_by_name_gets_record_sets_and_lists_nothing(fake: FakeAzureDns, provider: AzureProvider) -> None:
+    from gitdns.core.registry import txt_name
+
+    owner = "00000000-0000-4000-8000-000000000001"
+    www = RecordSet(f"www.{ZONE}", "A", 60, ("192.0.2.1",))
+    txt = RecordSet(txt_name(owner, "A", www.name, ZONE), "TXT", 60, ("heritage=external-dns",))
+    other = RecordSet(f"other.{ZONE}", "A", 60, ("192.0.2.2",))
+    assert provider.apply(ZONE, [Change(Action.CREATE, None, r, r.key) for r in (txt, www, other)]).ok
+    fake.requests.clear()
+    part = provider.read(ZONE, names=[www.name, txt.name])
+    assert sorted(part.records, key=str) == sorted([www, txt], key=str) and part.names == {www.name, txt.name}
+    assert not [r for r in fake.requests if r.path.endswith("/recordsets")]  # no listing
+    gets = sorted((r.path.rsplit("/", 2)[-2], r.path.rsplit("/", 1)[-1]) for r in fake.requests if r.method == "GET")
+    assert gets == sorted([("A", "www"), ("AAAA", "www"), ("CNAME", "www"), ("TXT", txt.name[:-len(ZONE) - 1])])

@@ -30,7 +30,8 @@ protocol is a fake, and time is virtual:
   `CloudDnsApi`, 240 reads and 60 changes per minute per project (HTTP 429
   ``rateLimitExceeded``); Azure DNS — `tests/providers/azure_fake.FakeAzureDns` behind
   `AzureDnsApi`, per zone 60 lists, 1,000 gets and 40 writes per minute (HTTP 429 with
-  ``Retry-After``).  Every request costs 50 ms of virtual latency.
+  ``Retry-After``); a quota per minute is a sliding window (`Window`: no 60 s ever holds more),
+  Route53's per second a token bucket of 5.  Every request costs 50 ms of virtual latency.
 
 The run, per provider and fleet size: N agents start within one poll interval (a rollout) and
 sync an empty zone; the fleet settles (validation intervals ramp to the quiet period); the

@@ -33,19 +33,19 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.names import RESERVED_PREFIXES
+from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.registry import parse_txt_name
 from gitdns.errors import ConfigError, ThrottledError
 from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, SdkClient, error_for
 from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
-from gitdns.providers.base import ApplyResult, ZoneInfo, send
+from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, invalid_groups, snapshot_names
@@ -74,13 +74,6 @@ class Stale(Exception):
 
 class GroupFailed(Exception):
     """This group cannot be written (bad value, conflict): the others go on."""
-
-
-@dataclass(slots=True)
-class _Outcome:
-    applied: list[Change] = field(default_factory=list)
-    refused: list[tuple[RecordKey, str]] = field(default_factory=list)
-    failed: list[tuple[RecordKey, str]] = field(default_factory=list)
 
 
 class AzureProvider:
@@ -161,7 +154,7 @@ class AzureProvider:
         """``guards`` are not supported (capabilities say so) and are ignored."""
         zone = normalize_name(zone)
         bad = invalid_groups(zone, changes)
-        out = _Outcome()
+        out = ApplyOutcome()
         for group, members in batches(changes):
             why = bad.get(group) or next((w for w in map(unsupported, members) if w), "")
             if why:
@@ -182,10 +175,7 @@ class AzureProvider:
                     out.failed.append((group, str(exc)))
                     break
                 out.applied.append(change)  # a landed first half stays reported as applied
-        if out.refused or out.failed:
-            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
-                     zone, len(out.applied), len(out.refused), len(out.failed))
-        return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed))
+        return out.result(log, zone)
 
     def _preflight(self, zone: str, members: Sequence[Change]) -> None:
         """Before the first write of a group, check the later members against the service

@@ -139,7 +139,7 @@ class SdkClient:
             pages = self._client.record_sets.list_by_dns_zone(self.resource_group, zone, **self._call).by_page(
                 continuation_token=page)
             items = [self._json(rs) for rs in next(pages)]
-            return items, pages.continuation_token or None
+            return items, getattr(pages, "continuation_token", None) or None  # the pager's next link
         except StopIteration:
             return [], None
         except Exception as exc:

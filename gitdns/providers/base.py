@@ -11,6 +11,7 @@ table of `gitdns.core.providertypes`; a provider's ``capabilities`` is its entry
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,7 +24,7 @@ from gitdns.errors import ThrottledError
 
 T = TypeVar("T")
 
-__all__ = ["ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo"]
+__all__ = ["ApplyOutcome", "ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,24 @@ class ApplyResult:
     @property
     def ok(self) -> bool:
         return not self.refused and not self.failed
+
+
+@dataclass(slots=True)
+class ApplyOutcome:
+    """What an `apply` gathers group by group, every provider alike; `result` is its answer."""
+
+    applied: list[Change] = field(default_factory=list)
+    refused: list[tuple[RecordKey, str]] = field(default_factory=list)
+    failed: list[tuple[RecordKey, str]] = field(default_factory=list)
+    change_ids: list[str] = field(default_factory=list)
+
+    def result(self, log: logging.Logger, zone: str) -> ApplyResult:
+        """The `ApplyResult`; a refused or failed group is logged with the counts."""
+        if self.refused or self.failed:
+            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
+                     zone, len(self.applied), len(self.refused), len(self.failed))
+        return ApplyResult(applied=tuple(self.applied), refused=tuple(self.refused), failed=tuple(self.failed),
+                           change_ids=tuple(self.change_ids))
 
 
 @runtime_checkable

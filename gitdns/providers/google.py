@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +39,7 @@ from gitdns.core.providersettings import seconds_value
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError, ThrottledError
-from gitdns.providers.base import ApplyResult, ZoneInfo, send
+from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.google_api import (
@@ -170,25 +170,12 @@ class GoogleProvider:
         good, invalid = split_valid(zone, changes)
         managed = self._managed_zone(zone)
         cache = self._from_last_read(zone, {c.record.name for c in good})
-        applied: list[Change] = []
-        refused: list[tuple[RecordKey, str]] = []
-        failed: list[tuple[RecordKey, str]] = list(invalid)
-        ids: list[str] = []
+        out = ApplyOutcome(failed=list(invalid))
         ready: list[tuple[RecordKey, list[Change], list[str]]] = []
         for group, members in batches(good):
             names = sorted({c.record.name for c in members})
-            for name in names:
-                if name not in cache:
-                    cache[name] = self._rrsets(managed, name)
-            try:
-                build_change(members, _current(cache, members), self._default_location)  # a check only
-            except StaleGroup as exc:
-                refused.append((group, str(exc)))
-                continue
-            except FoldError as exc:
-                failed.append((group, str(exc)))
-                continue
-            ready.append((group, members, names))
+            if self._body(managed, cache, group, members, names, out) is not None:  # a check only
+                ready.append((group, members, names))
         alone: list[tuple[RecordKey, list[Change], list[str]]] = []
         for chunk in _chunks(ready):
             together = [c for _, members, _ in chunk for c in members]
@@ -201,40 +188,39 @@ class GoogleProvider:
                 if body is not None:
                     kind, detail = self._send(managed, body)
                     if kind == "applied":
-                        applied.extend(together)
-                        ids.extend([detail] if detail else [])
-                        _remember(cache, body)
+                        _landed(out, together, detail, cache, body)
                         continue
                     for _, _, names in chunk:  # refused or failed as a whole: each group alone, read again
                         for name in names:
                             cache.pop(name, None)
             alone.extend(chunk)
         for group, members, names in alone:
-            for name in names:
-                if name not in cache:
-                    cache[name] = self._rrsets(managed, name)
-            try:
-                body = build_change(members, _current(cache, members), self._default_location)
-            except StaleGroup as exc:
-                refused.append((group, str(exc)))
-                continue
-            except FoldError as exc:
-                failed.append((group, str(exc)))
+            body = self._body(managed, cache, group, members, names, out)
+            if body is None:
                 continue
             kind, detail = self._send(managed, body)
             if kind == "applied":
-                applied.extend(members)
-                ids.extend([detail] if detail else [])
-                _remember(cache, body)
+                _landed(out, members, detail, cache, body)
                 continue
-            (refused if kind == "refused" else failed).append((group, detail))
+            (out.refused if kind == "refused" else out.failed).append((group, detail))
             for name in names:
                 cache.pop(name, None)
-        if refused or failed:
-            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
-                     zone, len(applied), len(refused), len(failed))
-        return ApplyResult(applied=tuple(applied), refused=tuple(refused), failed=tuple(failed),
-                           change_ids=tuple(ids))
+        return out.result(log, zone)
+
+    def _body(self, managed: str, cache: dict[str, list[Native]], group: RecordKey, members: list[Change],
+              names: list[str], out: ApplyOutcome) -> ChangeBody | None:
+        """The group's change built on the rrsets in ``cache`` (its names not there are read);
+        None when it is stale (refused) or cannot be held (failed), as ``out`` then says."""
+        for name in names:
+            if name not in cache:
+                cache[name] = self._rrsets(managed, name)
+        try:
+            return build_change(members, _current(cache, members), self._default_location)
+        except StaleGroup as exc:
+            out.refused.append((group, str(exc)))
+        except FoldError as exc:
+            out.failed.append((group, str(exc)))
+        return None
 
     def _send(self, managed: str, body: ChangeBody) -> tuple[str, str]:
         """("applied", change id) | ("refused", why) | ("failed", why); raises for errors that
@@ -260,6 +246,13 @@ class GoogleProvider:
                 return "failed", why
             raise error_for(exc, f"create change in {managed}") from None
         return "applied", str(answer.get("id") or "")
+
+
+def _landed(out: ApplyOutcome, members: list[Change], change_id: str, cache: dict[str, list[Native]],
+            body: ChangeBody) -> None:
+    out.applied.extend(members)
+    out.change_ids.extend([change_id] if change_id else [])
+    _remember(cache, body)
 
 
 KEEP_MAX = 5000  # rrsets of a whole-zone read kept for the apply that follows it

@@ -27,7 +27,6 @@ import base64
 import binascii
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -41,7 +40,7 @@ from gitdns.core.providersettings import (
 from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import AuthError, ConfigError, RetryableError, TimedOutError, UnreachableError
-from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import invalid_groups
@@ -176,13 +175,6 @@ def rcode_error(rcode: int, what: str) -> Exception:
 # --- the provider ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    applied: list[Change]
-    refused: list[tuple[RecordKey, str]]
-    failed: list[tuple[RecordKey, str]]
-
-
 class Rfc2136Provider:
     """A zone on a DNS server that takes RFC 2136 updates.  ``domain`` is the gitdns zone;
     ``dns_zone`` the server's zone holding it (the same unless the ``zone`` setting says)."""
@@ -213,20 +205,17 @@ class Rfc2136Provider:
         domain = normalize_name(zone)
         server_zone = self._server_zone(zone)
         bad = invalid_groups(domain, changes)
-        out = _Outcome([], [], [])
+        out = ApplyOutcome()
         for group, members, group_guards in batches(changes, guards):
             why = bad.get(group) or next((w for w in map(unsupported, members) if w), "")
             if why:
                 out.failed.append((group, why))
                 continue
             self._send(server_zone, group, members, group_guards, out)
-        if out.refused or out.failed:
-            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
-                     domain, len(out.applied), len(out.refused), len(out.failed))
-        return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed))
+        return out.result(log, domain)
 
     def _send(self, server_zone: str, group: RecordKey, members: list[Change], group_guards: list[Guard],
-              out: _Outcome) -> None:
+              out: ApplyOutcome) -> None:
         import dns.exception
 
         try:

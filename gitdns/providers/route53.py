@@ -195,11 +195,7 @@ class Route53Provider:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
         out = self._applier.apply(domain, zone_id, changes, guards, self._held(domain, changes, guards))
-        if out.refused or out.failed:
-            log.info("apply: zone=%s applied=%d refused=%d failed=%d",
-                     domain, len(out.applied), len(out.refused), len(out.failed))
-        return ApplyResult(applied=tuple(out.applied), refused=tuple(out.refused), failed=tuple(out.failed),
-                           change_ids=tuple(out.change_ids))
+        return out.result(log, domain)
 
     def _held(self, domain: str, changes: Sequence[Change],
               guards: Sequence[Guard]) -> dict[RecordKey, RecordSet]:

@@ -12,11 +12,11 @@ is sent again: stale groups go to ``refused``, others to ``failed``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet
 from gitdns.core.store import group_changes
+from gitdns.providers.base import ApplyOutcome
 from gitdns.providers.memory import invalid_groups
 from gitdns.providers.route53_api import Rejected
 from gitdns.providers.route53_batch import (
@@ -34,13 +34,7 @@ from gitdns.providers.route53_batch import (
 )
 from gitdns.providers.route53_health import HealthChecks
 
-
-@dataclass(slots=True)
-class Outcome:
-    applied: list[Change] = field(default_factory=list)
-    refused: list[tuple[RecordKey, str]] = field(default_factory=list)
-    failed: list[tuple[RecordKey, str]] = field(default_factory=list)
-    change_ids: list[str] = field(default_factory=list)
+Outcome = ApplyOutcome
 
 
 class ChangeApplier:

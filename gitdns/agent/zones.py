@@ -203,8 +203,9 @@ class Zones:
             track = self.state.tracks[zone.name] = ZoneTrack(desired)
         return track
 
-    def schedule(self, zone: Zone, desired: Desired, outcome: ZoneOutcome, now: float) -> None:
-        """Validate soon (5 s + jitter) after a write or a failure; otherwise back off to the
+    def schedule(self, zone: Zone, desired: Desired, outcome: ZoneOutcome, now: float, soon: bool = False) -> None:
+        """Validate soon (5 s + jitter) after a write or a failure, or when asked (``soon``: a
+        change pass that found nothing to write reads its keys again); otherwise back off to the
         quiet period, each step no sooner than the agent's share of the account pays for a
         validation (`ZoneTrack.quiet_floor`): at a thousand clusters the ramp after a rollout
         would otherwise spend the whole account on validations and starve every change."""
@@ -213,7 +214,7 @@ class Zones:
             track.desired = desired
         track.memory.last = outcome
         delay = self.config.validate_delay
-        if outcome.applied or outcome.pending_after_apply or outcome.errors:
+        if outcome.applied or outcome.pending_after_apply or outcome.errors or soon:
             track.interval = delay
             track.next_validation = now + delay + self.rng.uniform(0, delay)
         elif track.next_validation is None or track.next_validation <= now:

@@ -25,8 +25,8 @@ from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan import Authority, Intent, annotated
 from gitdns.core.planleave import farewell, heartbeat_removal, holdings
 from gitdns.core.planner import plan as make_plan
-from gitdns.core.reads import per_name_is_cheaper
-from gitdns.core.records import Action, Change, ZoneSnapshot
+from gitdns.core.reads import changed_keys, per_name_is_cheaper
+from gitdns.core.records import Action, Change, RecordKey, ZoneSnapshot
 from gitdns.core.registry import txt_name
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Capabilities, Provider
@@ -97,10 +97,10 @@ class ZoneWork:
         if spent is not None and validation and not outcome.applied and not (zpass and zpass.rechecked):
             track.quiet_floor = self._quiet_floor(zone, spent)
             track.quiet_cost = max(0, (self._sent(zone) or spent) - spent)
-        self.zones.schedule(zone, zdesired, outcome, self.ports.clock())
+        watch = _remember(zpass, outcome, remote)
+        self.zones.schedule(zone, zdesired, outcome, self.ports.clock(), soon=watch)
         if remote:
             track.next_validation = None
-        _remember(zpass, outcome, remote)
         if finished and outcome.ok:
             log.info("left zone cleaned up: zone=%s owner=%s", zone.domain, cluster.id)
             self.zones.forget(zone.name)
@@ -349,21 +349,34 @@ def _groups_verdict(cluster: Cluster, zpass: ZonePass) -> dict[str, object]:
             "targets": sum(len(r.values) for r in records if r.type in ("A", "AAAA", "CNAME"))}
 
 
-def _remember(zpass: ZonePass | None, outcome: ZoneOutcome, remote: bool) -> None:
-    """Keep what this pass wanted, so the next revision reads only what changed."""
+def _remember(zpass: ZonePass | None, outcome: ZoneOutcome, remote: bool) -> bool:
+    """Keep what this pass wanted, so the next revision reads only what changed, and what the
+    validation after it reads again: the groups it wrote and every key whose intent it changed.
+    A change pass that found nothing to write (its read already showed the change, or showed
+    nothing of a record the new revision drops) may have read a stale answer: the validation
+    after it reads those keys again, soon (True), else a record the revision dropped, being in
+    no intent any more, would be read again only by the drift check."""
     if zpass is None:
-        return
+        return False
     plan = outcome.plan
+    before = zpass.memory.intent
     ok = not outcome.errors and not outcome.pending_after_apply and not (
         plan is not None and (plan.stalled or (plan.changes and not outcome.applied)))
     if ok and zpass.intent is not None and not zpass.inactive and not remote:
         zpass.memory.intent = zpass.intent.records
     else:
         zpass.memory.intent = None  # next pass plans in full (after a failure, or once active again)
+    changed: frozenset[RecordKey] = frozenset()
+    if ok and not zpass.validation and not zpass.unchanged and before is not None and zpass.intent is not None:
+        changed = frozenset(changed_keys(before, zpass.intent.records))
     if ok and outcome.applied and plan is not None and plan.changes:
-        zpass.memory.recheck = frozenset(c.group for c in plan.changes)  # what the validation after it reads
+        zpass.memory.recheck = frozenset(c.group for c in plan.changes) | changed  # what the validation after it reads
+    elif changed and not remote:
+        zpass.memory.recheck = changed
+        return True
     elif zpass.validation or not ok:
         zpass.memory.recheck = frozenset()
+    return False
 
 
 def _short(text: str, limit: int = 200) -> str:

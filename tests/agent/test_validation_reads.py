@@ -262,3 +262,61 @@ def test_a_revision_whose_pass_failed_is_applied_once_validation_levels_the_zone
     reads = prov.reads[start:]
     assert None not in reads, reads  # neither a whole-zone read nor the restart's look at our records
     assert any("192.0.2.12" in r.values for r in prov.read(ZONE).records)
+
+
+class StaleOnce(PagedProvider):
+    """Answers the next read with the zone as it was before (`stale`), as an eventually
+    consistent API or a lagging replica can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale: ZoneSnapshot | None = None
+
+    def read(self, zone: str, names: Collection[str] | None = None) -> ZoneSnapshot:
+        fresh = super().read(zone, names)
+        if self.stale is None:
+            return fresh
+        old, self.stale = self.stale, None
+        wanted = None if names is None else set(names)
+        return dataclasses.replace(fresh, records=tuple(r for r in old.records if wanted is None or r.name in wanted))
+
+
+def test_a_record_dropped_from_git_on_a_stale_read_is_read_again_by_the_next_validation(tmp_path: Path) -> None:
+    """The revision drops a record; the pass's read is stale and does not show it, so the pass
+    writes nothing.  The record is in no intent any more, so a validation of the intent's keys
+    would never look at it again (only the drift check would): the validation after the pass
+    reads the keys the revision changed, soon, and takes it away."""
+    source, clock = FakeSource(), Clock()
+    providers: dict[str, PagedProvider] = {ZONE: StaleOnce()}
+    files = ungrouped(example_files())
+    source.commit(files, "initial")
+    prov = providers[ZONE]
+    assert isinstance(prov, StaleOnce)
+    from gitdns.core.records import Action, RecordSet
+
+    others = [RecordSet(f"h{i}.{ZONE}", "A", 60, (f"10.0.{i // 250}.{i % 250 + 1}",)) for i in range(200)]
+    prov.apply(ZONE, [Change(Action.CREATE, None, r, r.key) for r in others])  # a large zone: names cost less
+    before = prov.read(ZONE)  # the zone before the agent, as a lagging read would still show it
+    agent = build(tmp_path, source, clock, providers)
+    agent.run()
+    mail = f"mail.{ZONE}"
+    assert any(r.name == mail for r in prov.read(ZONE).records)
+    for _ in range(3):
+        clock.advance(10_000)
+        agent.validate()
+    assert prov.reads[-1] is not None  # the validations read by name (a whole-zone read sees everything)
+    dropped = dict(files)
+    dropped["records/example-com.yaml"] = files["records/example-com.yaml"].replace(
+        "    - name: mail\n      type: A\n      values: [192.0.2.25]\n", "")
+    assert dropped != files
+    source.commit(dropped, "mail goes")
+    prov.stale = before
+    agent.run()
+    assert any(r.name == mail for r in prov.read(ZONE).records)  # the stale read showed nothing to delete
+    track = next(t for t in agent.state.tracks.values() if t.last and t.last.zone.domain == ZONE)
+    assert track.next_validation is not None and track.next_validation - clock.now <= 60  # soon, not quiet
+    clock.now = track.next_validation
+    agent.validate()
+    held = prov.read(ZONE).records
+    assert not any(r.name == mail for r in held), "the dropped record is still in the zone"
+    assert not any(r.type == "TXT" and r.name.endswith(f"-a-{mail}") for r in held)  # nor its ownership TXT

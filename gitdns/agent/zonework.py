@@ -95,8 +95,8 @@ class ZoneWork:
         if zpass is not None and zpass.names is not None:
             track.read_cost = max(track.read_cost, len(zpass.names))
         if spent is not None and validation and not outcome.applied and not (zpass and zpass.rechecked):
-            track.quiet_floor = self._quiet_floor(zone, spent)
             track.quiet_cost = max(0, (self._sent(zone) or spent) - spent)
+            track.quiet_floor = self._quiet_floor(zone, track.quiet_cost)
         watch = _remember(zpass, outcome, remote)
         self.zones.schedule(zone, zdesired, outcome, self.ports.clock(), soon=watch)
         if remote:
@@ -250,12 +250,12 @@ class ZoneWork:
             return None
         return sent if isinstance(sent, int) else None
 
-    def _quiet_floor(self, zone: Zone, spent: int) -> float:
+    def _quiet_floor(self, zone: Zone, cost: int) -> float:
         """The shortest quiet validation interval this agent's share of the account affords: what
-        its last quiet validation cost, paid with `VALIDATION_SHARE` of the share (Route53 at 1,000
-        clusters: 13 requests at one per 250 s, about 1.8 hours), so changes keep the rest."""
+        its last quiet validation cost (``cost`` requests), paid with `VALIDATION_SHARE` of the
+        share (Route53 at 1,000 clusters: 13 requests at one per 250 s, about 1.8 hours), so
+        changes keep the rest."""
         provider = self.ports.factory(zone)
-        cost = (self._sent(zone) or spent) - spent
         seconds_for = getattr(provider, "seconds_for", None)
         floor = seconds_for(cost) / VALIDATION_SHARE if callable(seconds_for) and cost > 0 else 0.0
         after = self.config.prune_stale_owners_after

@@ -349,11 +349,11 @@ PROVIDER_GATES: tuple[Gate, ...] = (
          "what the service holds and answers: the hosted zone, managed zone, resource group zone, the zone "
          "resource; errors of the service mapped to gitdns errors",
          (Site(ROUTE53, "Route53Provider.zone_id", "raise", "ConfigError"),
-          Site(ROUTE53, "Route53Provider._call", "raise", "mapped"),
+          Site(ROUTE53, "Route53Provider._call.request", "raise", "mapped"),
           Site(RFC2136, "DnsPythonClient.transfer", "raise", "_error"),
           Site(RFC2136, "DnsPythonClient.update", "raise", "_error"),
           Site(RFC2136, "Rfc2136Provider._send", "raise", "rcode_error"),
-          Site(GOOGLE, "GoogleProvider._pages", "raise", "error_for"),
+          Site(GOOGLE, "GoogleProvider._pages.request", "raise", "error_for"),
           Site(GOOGLE, "GoogleProvider._send", "raise", "error_for"),
           Site(AZURE, "AzureProvider.read", "raise", "error_for"),
           Site(AZURE, "AzureProvider._preflight", "raise", "error_for"),

@@ -315,8 +315,11 @@ class BudgetedProvider:
         """Seconds to wait after a throttle: what the service asked (Retry-After) or an
         exponential backoff, jittered (agents throttled together must not come back together:
         they would be throttled together again, every time)."""
+        # a quota per minute frees its slots as the minute's requests age out: a retry within the
+        # second is refused again, so the backoff starts at an eighth of the window
+        base = max(0.75, self.capabilities.quota_window / 8)
         wait = (exc.retry_after if exc.retry_after is not None
-                else min(0.75 * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
+                else min(base * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
         log.warning("throttled: provider=%s retry_in=%.2fs", self.name, wait)
         return wait
 

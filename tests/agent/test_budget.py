@@ -73,6 +73,27 @@ def test_throttling_waits_retry_after_and_succeeds() -> None:
     assert 3.0 < max(jittered.slept) <= 6.0  # never sooner than asked, spread up to twice that
 
 
+@pytest.mark.parametrize(("window", "first"), [(1.0, 0.75), (60.0, 7.5)])
+def test_without_retry_after_the_backoff_starts_at_an_eighth_of_the_quota_window(window: float, first: float) -> None:
+    """A quota per second (Route53) is retried after 0.75 s; a quota per minute (Google) frees
+    its slots as the minute's requests age out, so a retry within the second is refused again:
+    its backoff starts at an eighth of the minute."""
+
+    class Unasked(Throttling):
+        def read(self, zone, names=None):  # type: ignore[no-untyped-def,override]
+            if self.fail:
+                self.fail -= 1
+                raise ThrottledError("rateLimitExceeded")
+            return MemoryProvider.read(self, zone, names)
+
+    inner = Unasked(fail=2)
+    inner.capabilities = dataclasses.replace(inner.capabilities, quota_window=window)  # type: ignore[misc]
+    t = FakeTime()
+    wrapped = Budgets(lambda: 1, t.clock, t.sleep, uniform=lambda low, high: low).wrap(inner)
+    wrapped.read("example.com")
+    assert t.slept == [first, 2 * first]
+
+
 def test_throttling_gives_up_after_bounded_retries() -> None:
     t = FakeTime()
     wrapped = Budgets(lambda: 1, t.clock, t.sleep).wrap(Throttling(fail=100))

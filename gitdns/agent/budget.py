@@ -240,6 +240,7 @@ class _Gate:
             self.paid += 1
         return True
 
+
 def _space(bucket: TokenBucket, gap: float, spacing: list[float | None]) -> None:
     """No two of this agent's requests of one kind closer than ``gap``."""
     now = bucket.clock()
@@ -322,7 +323,6 @@ class BudgetedProvider:
                 else min(base * 2 ** attempt, THROTTLE_BACKOFF_CAP)) * self.budgets.uniform(1.0, 2.0)
         log.warning("throttled: provider=%s retry_in=%.2fs", self.name, wait)
         return wait
-
 
     def wait_for(self, requests: int) -> float:
         """Seconds until this agent's share holds ``requests`` (a quiet validation waits for its

@@ -155,6 +155,8 @@ class GoogleProvider:
         kept = self._read.setdefault(zone, _Read())
         for name in names:
             kept.by_name[name] = by_name.get(name, [])
+        if len(kept.by_name) > KEEP_MAX:  # reads by name with no apply between: keep no more than a zone's worth
+            del self._read[zone]
 
     def _from_last_read(self, zone: str, names: set[str]) -> dict[str, list[Native]]:
         """The rrsets the last read saw at ``names`` (the apply's cache; consumed: a later apply

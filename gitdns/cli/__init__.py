@@ -149,6 +149,20 @@ def cmd_groups(args: argparse.Namespace) -> Result:
     return run(req)
 
 
+def cmd_import(args: argparse.Namespace) -> Result:
+    from gitdns.commands.importzone import Request, import_zone
+
+    return import_zone(Request(zone=args.zone, source=args.source, repo=args.repo, out=args.out,
+                               split=args.split, name=args.name, force=args.force, fmt=args.format),
+                       fences=fences_of(args))
+
+
+def cmd_completion(args: argparse.Namespace) -> Result:
+    from gitdns.commands.completion import completion
+
+    return completion(build_parser(), args.shell)
+
+
 def cmd_failover(args: argparse.Namespace) -> Result:
     from gitdns.commands.failover import simulate
 
@@ -173,6 +187,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], Result]] = {
     "history": cmd_history,
     "groups": cmd_groups,
     "failover": cmd_failover,
+    "import": cmd_import,
+    "completion": cmd_completion,
 }
 
 

@@ -135,6 +135,46 @@ def build_parser() -> argparse.ArgumentParser:
     add_repo(zs)
     add_format(zs, ["text", "json"])
 
+    p = sub.add_parser(
+        "import", help="write RecordSet YAML from a zone you have (a provider or an RFC 1035 master file)",
+        parents=[fences],
+        description="Read a zone and write its records as RecordSet YAML, for a repository to take over. "
+                    "Records another owner manages (a Kuadrant or gitdns ownership TXT) are listed as managed "
+                    "by that owner, not imported; SOA and the apex NS stay the provider's; a type or routing "
+                    "the target provider cannot hold is reported by name, never dropped silently. Nothing is "
+                    "written to the zone.",
+        epilog="examples:\n"
+               "  gitdns import example.com --from db.example.com > records/example-com.yaml\n"
+               "  gitdns import example-com --from provider --repo . --out records/example-com.yaml\n"
+               "  gitdns import example.com --from db.example.com --split --out records/example-com/\n"
+               "then: gitdns validate . && gitdns plan --repo . --cluster ID   # no changes to the records",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("zone", help="zone domain, or the Zone's metadata.name in --repo")
+    p.add_argument("--from", dest="source", required=True, metavar="SOURCE",
+                   help="'provider': the zone's provider as its Zone in --repo configures it (rfc2136 by AXFR, "
+                        "route53, google, azure, local); otherwise the path of an RFC 1035 master file "
+                        "('-': standard input)")
+    add_repo(p)
+    p.add_argument("--out", type=Path, metavar="PATH",
+                   help="write here instead of standard output: a file, or with --split a directory "
+                        "(an existing file is never overwritten without --force)")
+    p.add_argument("--split", action="store_true",
+                   help="one file per name prefix (the label just below the zone apex) instead of one per zone")
+    p.add_argument("--name", metavar="NAME",
+                   help="metadata.name of the RecordSet (default: from the Zone's name or the domain)")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    add_format(p, ["yaml", "json"])
+
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                       description="Print a completion script generated from this command line's parser.",
+                       epilog="examples:\n"
+                              "  source <(gitdns completion bash)                   # this bash session\n"
+                              "  gitdns completion bash > ~/.local/share/bash-completion/completions/gitdns\n"
+                              "  gitdns completion zsh > \"${fpath[1]}/_gitdns\"\n"
+                              "  gitdns completion fish > ~/.config/fish/completions/gitdns.fish",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete for")
+
     add_agent(sub, transport)
     add_orchestrator(sub, transport)
     add_owner_commands(sub, fences)

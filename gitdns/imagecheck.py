@@ -67,6 +67,7 @@ CORE_MODULES: tuple[str, ...] = (
     "ruamel.yaml.nodes",
     "ruamel.yaml.resolver",
     "ruamel.yaml.scalarstring",
+    "shtab",
 )
 
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {

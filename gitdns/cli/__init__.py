@@ -115,8 +115,10 @@ def cmd_prune_owner(args: argparse.Namespace) -> Result:
 def cmd_adopt(args: argparse.Namespace) -> Result:
     from gitdns.commands.owners import adopt
 
-    return adopt(args.repo, args.names, args.zone, args.cluster, rtype=args.rtype, force=args.force,
-                 fences=fences_of(args), from_worktree=args.from_worktree)
+    if bool(args.names) == args.every:
+        return Result(EXIT_USAGE, err=["adopt: give the record names to adopt, or --all (not both)"])
+    return adopt(args.repo, None if args.every else args.names, args.zone, args.cluster, rtype=args.rtype,
+                 force=args.force, fences=fences_of(args), from_worktree=args.from_worktree)
 
 
 def cmd_status(args: argparse.Namespace) -> Result:

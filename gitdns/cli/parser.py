@@ -154,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'provider': the zone's provider as its Zone in --repo configures it (rfc2136 by AXFR, "
                         "route53, google, azure, local); otherwise the path of an RFC 1035 master file "
                         "('-': standard input)")
-    add_repo(p)
+    p.add_argument("--repo", type=Path, default=None, metavar="PATH",
+                   help="the desired-state repository whose Zone names the provider (with --from provider; "
+                        "default: .) and the target provider's record types, spec.zone and owner names "
+                        "(with a master file: only when given)")
     p.add_argument("--out", type=Path, metavar="PATH",
                    help="write here instead of standard output: a file, or with --split a directory "
                         "(an existing file is never overwritten without --force)")

@@ -49,9 +49,13 @@ def add_owner_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                        parents=[provider_fences("adopt"), committed_only()],
                        epilog="the cluster's next apply then manages them like its own.\n"
                               "example: gitdns adopt www.example.com --zone example.com --cluster eu-west-1 "
-                              "--repo example-repo",
+                              "--repo example-repo\n"
+                              "         gitdns adopt --all --zone example.com --cluster eu-west-1 --repo .   "
+                              "# after gitdns import\n",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("names", nargs="+", help="record names to adopt")
+    p.add_argument("names", nargs="*", help="record names to adopt (or --all)")
+    p.add_argument("--all", dest="every", action="store_true",
+                   help="every foreign record the cluster's desired state holds (e.g. after `gitdns import`)")
     p.add_argument("--zone", required=True, help="zone domain or Zone metadata.name")
     p.add_argument("--cluster", required=True, metavar="ID", help="the cluster that takes them over")
     p.add_argument("--type", dest="rtype", default=None, help="only this record type")

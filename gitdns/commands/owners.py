@@ -136,11 +136,12 @@ def _nothing_to_adopt(snapshot: ZoneSnapshot, names: Sequence[str], rtype: str |
     return out
 
 
-def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rtype: str | None = None,
+def adopt(repo: Path, names: Sequence[str] | None, zone_ident: str, cluster: str, *, rtype: str | None = None,
           force: bool = False, fences: Fences = STRICT, from_worktree: bool = False) -> Result:
     """Take over foreign records (without an ownership TXT) as ``cluster``'s: those the
     cluster's committed, merged desired state holds (`gitdns.commands.committed`; the work tree
-    as it is with ``from_worktree``)."""
+    as it is with ``from_worktree``).  ``names`` None: every foreign record that desired state
+    holds (`gitdns adopt --all`, after `gitdns import`)."""
     from gitdns.commands.committed import acting_on
     from gitdns.core import planfmt
     from gitdns.core.owners import adopt_changes, foreign_records
@@ -150,12 +151,17 @@ def adopt(repo: Path, names: Sequence[str], zone_ident: str, cluster: str, *, rt
     desired = load(repo)
     zone, provider = zone_and_provider(desired, zone_ident, repo, fences)
     who = find_cluster(desired, cluster)
-    bare = [n.lower().rstrip(".") for n in names]
+    wanted = {r.key for r in intent_for(desired, who, zone).records}
+    bare = sorted({k.name for k in wanted}) if names is None else [n.lower().rstrip(".") for n in names]
     snapshot = provider.read(zone.domain)
     found = foreign_records(snapshot, bare, rtype)
+    if names is None:
+        found = [rec for rec in found if rec.key in wanted]
+        if not found:
+            return Result(EXIT_ERROR, err=[f"no foreign record in {zone.domain} that {who.name}'s desired state "
+                                           f"holds ({acting}): nothing to adopt"])
     if not found:
         return Result(EXIT_ERROR, err=_nothing_to_adopt(snapshot, bare, rtype, zone.domain))
-    wanted = {r.key for r in intent_for(desired, who, zone).records}
     outside = [r for r in found if r.key not in wanted]
     if outside and not force:  # judged by the committed state: the refusal names the commit
         return Result(EXIT_ERROR, err=[f"{rec.key}: not in {who.name}'s desired state ({acting}); its next apply "

@@ -112,13 +112,17 @@ class Guard:
 
 @dataclass(frozen=True, slots=True)
 class ZoneSnapshot:
-    """What a provider read: the records, and whether the read was complete."""
+    """What a provider read: the records, and whether the read was complete.  ``skipped``
+    names the record sets the read saw and left out because gitdns does not manage their type
+    (PTR, SSHFP, DNSSEC records, ...; never the SOA): nothing plans on them, and `gitdns import`
+    reports each by name instead of dropping it silently."""
 
     zone: str
     records: tuple[RecordSet, ...]
     complete: bool = True
     version: str = ""
     names: frozenset[str] | None = field(default=None)
+    skipped: tuple[RecordKey, ...] = ()
 
     def by_key(self) -> dict[RecordKey, RecordSet]:
         return {r.key: r for r in self.records}

@@ -44,7 +44,16 @@ from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, Zon
 from gitdns.core.registry import parse_txt_name
 from gitdns.errors import ConfigError, ThrottledError
 from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, AzureDnsApi, SdkClient, error_for
-from gitdns.providers.azure_native import batches, from_native, relative_name, to_native, unsupported
+from gitdns.providers.azure_native import (
+    RECORD_TYPES,
+    absolute_name,
+    batches,
+    from_native,
+    native_type,
+    relative_name,
+    to_native,
+    unsupported,
+)
 from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import Credentials, load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
@@ -113,8 +122,10 @@ class AzureProvider:
                 for key in [k for k in cache if k.name in wanted]:
                     del cache[key]
             cache.update({k: s for k, s in seen.items() if wanted is None or k.name in wanted})
+        skipped = [RecordKey(absolute_name(str(b.get("name", "@")), zone), native_type(b)) for b in natives
+                   if native_type(b) not in RECORD_TYPES and native_type(b) != "SOA"]
         return ZoneSnapshot(zone=zone, records=filter_names((s.record for s in seen.values()), names),
-                            complete=True, names=wanted)
+                            complete=True, names=wanted, skipped=tuple(skipped))
 
     def _get_names(self, zone: str, names: Collection[str]) -> list[dict[str, Any]]:
         """A read by name: a GET per record set that can matter at each name (`probes`), from

@@ -136,8 +136,10 @@ class GoogleProvider:
         self._keep(zone, natives, None if names is None else {normalize_name(n) for n in names})
         records = [row for native in natives if native.get("type") in RECORD_TYPES
                    for row in from_native(native, self._default_location)]
+        skipped = [RecordKey(normalize_name(str(native.get("name", ""))), str(native.get("type", "")))
+                   for native in natives if native.get("type") not in RECORD_TYPES and native.get("type") != "SOA"]
         return ZoneSnapshot(zone=zone, records=filter_names(records, names), complete=True,
-                            names=snapshot_names(names))
+                            names=snapshot_names(names), skipped=tuple(skipped))
 
     def _keep(self, zone: str, natives: Iterable[Native], names: set[str] | None) -> None:
         """Keep what a read saw for the apply that follows it (which plans from that read):

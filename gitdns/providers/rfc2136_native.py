@@ -89,6 +89,7 @@ def snapshot(domain: str, rrsets: Sequence[dns.rrset.RRset], names: Collection[s
     import dns.rdatatype
 
     records: list[RecordSet] = []
+    skipped: list[RecordKey] = []
     version = ""
     for rrset in rrsets:
         if rrset.rdtype == dns.rdatatype.SOA:
@@ -97,8 +98,12 @@ def snapshot(domain: str, rrsets: Sequence[dns.rrset.RRset], names: Collection[s
         rec = from_native(rrset)
         if rec is not None and in_zone(rec.name, domain):
             records.append(rec)
+        elif rec is None:
+            name = normalize_name(rrset.name.to_text())
+            if in_zone(name, domain) and (names is None or name in names):
+                skipped.append(RecordKey(name, dns.rdatatype.to_text(rrset.rdtype)))
     return ZoneSnapshot(zone=domain, records=filter_names(records, names), complete=True, version=version,
-                        names=snapshot_names(names))
+                        names=snapshot_names(names), skipped=tuple(skipped))
 
 
 # --- messages -----------------------------------------------------------------------------------

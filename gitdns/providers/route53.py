@@ -177,9 +177,12 @@ class Route53Provider:
         domain = normalize_name(zone)
         zone_id = self.zone_id(domain)
         records: list[RecordSet] = []
+        skipped: list[RecordKey] = []
         health = self._health_ids.setdefault(domain, {})
         for rrs in self._rows(zone_id, domain, names):
             rec = from_native(rrs)
+            if rec is None and rrs.get("Type") != "SOA":
+                skipped.append(RecordKey(decode_name(str(rrs.get("Name", ""))), str(rrs.get("Type", ""))))
             if rec is None or not in_zone(rec.name, domain):
                 continue
             records.append(rec)
@@ -188,7 +191,8 @@ class Route53Provider:
             else:
                 health.pop(rec.key, None)
         return ZoneSnapshot(zone=domain, records=filter_names(records, names), complete=True, version="",
-                            names=snapshot_names(names))
+                            names=snapshot_names(names),
+                            skipped=tuple(k for k in skipped if in_zone(k.name, domain)))
 
     # -- apply
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:

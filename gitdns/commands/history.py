@@ -72,6 +72,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.loader import ParseMemo
 from gitdns.core.model import DesiredState, Zone
 from gitdns.core.names import root_host_of
+from gitdns.core.progress import NO_PROGRESS, Progress
 from gitdns.core.records import normalize_name
 from gitdns.errors import ConfigError, RetryableError
 from gitdns.reconcile.engine import from_files
@@ -143,8 +144,10 @@ class Loader:
 
 def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: FilesAt,
           baseline: CommitInfo | Commit | None = None,
-          tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> list[Entry]:
-    """The entries for ``commits`` (oldest first); ``baseline`` is the state compared with first."""
+          tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None,
+          progress: Progress = NO_PROGRESS) -> list[Entry]:
+    """The entries for ``commits`` (oldest first); ``baseline`` is the state compared with first.
+    ``progress`` is told each commit read."""
     query = name if isinstance(name, Query) else Query(normalize_name(name))
     loader = Loader(query, files_at, tree_key)
     last = Snapshot("", "")
@@ -156,7 +159,8 @@ def trace(name: str | Query, commits: Sequence[CommitInfo | Commit], files_at: F
     # per commit: the state the agents keep after it (its own, or the last valid one before it
     # when it is invalid) and whether it is held; each commit is compared with its first parent's
     kept: dict[str, tuple[Snapshot, bool]] = {}
-    for commit in commits:
+    for done, commit in enumerate(commits):
+        progress.step(done, len(commits), "history: reading commits")
         base, held = _parent_state(commit, kept, loader, last, held)
         snap = loader.at(commit.sha, base.zone_name or last.zone_name)
         if snap.problems:
@@ -199,13 +203,16 @@ def _parent_state(commit: CommitInfo | Commit, kept: Mapping[str, tuple[Snapshot
 
 def value_names(value: str, commits: Sequence[CommitInfo | Commit], files_at: FilesAt,
                 baseline: CommitInfo | Commit | None = None,
-                tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None) -> frozenset[str]:
+                tree_key: Callable[[str], tuple[tuple[str, str], ...]] | None = None,
+                progress: Progress = NO_PROGRESS) -> frozenset[str]:
     """Every record name that held ``value`` at one of the commits (or the baseline)."""
     query = Query(canonical_value(value), by_value=True)
     loader = Loader(query, files_at, tree_key)
     seen: dict[tuple[tuple[str, str], ...], None] = {}
     names: set[str] = set()
-    for commit in ([baseline] if baseline is not None else []) + list(commits):
+    walked = ([baseline] if baseline is not None else []) + list(commits)
+    for done, commit in enumerate(walked):
+        progress.step(done, len(walked), "history: finding the names holding the value")
         tree, desired = loader.desired(commit.sha)
         if tree in seen:
             continue
@@ -244,19 +251,21 @@ def walked(repo: str, branch: str, path: str, state_dir: str | Path | None, auth
 
 def history(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
             state_dir: str | Path | None = None, auth: GitAuth | None = None, since: str | None = None,
-            until: str | None = None, status: bool = True) -> History:
+            until: str | None = None, status: bool = True, progress: Progress = NO_PROGRESS) -> History:
     """Fetch the branch (and every status branch) and trace NAME or VALUE through the YAML
     commits in the window (the newest ``max_commits`` when > 0), through the git transport
-    ``auth`` (default: the ambient git configuration)."""
+    ``auth`` (default: the ambient git configuration).  ``progress`` is told the fetch and each
+    commit read."""
     text = name.strip()
     return walked(repo, branch, path, state_dir, auth,
-                  lambda walk: _walk(walk, text, branch, path, max_commits, since, until, status))
+                  lambda walk: _walk(walk, text, branch, path, max_commits, since, until, status, progress))
 
 
 def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since: str | None,
-          until: str | None, status: bool) -> History:
+          until: str | None, status: bool, progress: Progress = NO_PROGRESS) -> History:
     if not text:
         raise ConfigError("history: give a NAME (a DNS name or listener host) or a VALUE (an address or target)")
+    progress.step(0, None, "history: fetching")
     walk.fetch(status=status)
     lo, hi = walk.window(since, until)
     # every YAML commit is traced (each compared with the one before, the window's first too);
@@ -266,13 +275,13 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     entries: list[Entry] = []
     query = Query(normalize_name(text))
     if not by_value:
-        entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+        entries = trace(query, commits, walk.files_at, baseline, walk.tree_key, progress)
     if by_value or not entries:
-        names = value_names(text, commits, walk.files_at, baseline, walk.tree_key)
+        names = value_names(text, commits, walk.files_at, baseline, walk.tree_key, progress)
         if names or by_value:
             by_value = True
             query = Query(canonical_value(text), True, names)
-            entries = trace(query, commits, walk.files_at, baseline, walk.tree_key)
+            entries = trace(query, commits, walk.files_at, baseline, walk.tree_key, progress)
 
     def inside(when: int) -> bool:
         return (lo is None or when >= lo) and (hi is None or when <= hi)
@@ -280,6 +289,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
     # the window keeps the commits that reached the branch in it: a first-parent commit's own time
     examined = sum(1 for c in commits if inside(c.time))
     entries = [e for e in entries if inside(e.time)]
+    progress.step(0, None, "history: reading the status branches and who merged each change")
     rows = walk.status() if status else []
     done = attributed(walk, entries, AppliedIndex(rows, walk.order()))
     names_of_interest = {d.key.name for e in entries for d in e.changes}

@@ -14,6 +14,7 @@ from gitdns.commands.historydiff import Applied, Entry, Merged, RecordDiff, iso_
 from gitdns.commands.historywalk import Commit
 from gitdns.commands.historywho import MARKS, who_dict, who_lines
 from gitdns.core.planfmt import record_dict
+from gitdns.core.progress import NO_PROGRESS, Progress
 from gitdns.core.records import RecordSet
 from gitdns.core.text import inline
 from gitdns.core.text import lines as text_lines
@@ -190,8 +191,8 @@ def to_json(result: History) -> str:
 
 def history_command(name: str, repo: str, *, branch: str = "main", path: str = "", max_commits: int = 0,
                     state_dir: str | Path | None = None, fmt: str = "text", auth: GitAuth | None = None,
-                    since: str | None = None, until: str | None = None) -> Result:
-    """``gitdns history NAME|VALUE``: text or JSON."""
+                    since: str | None = None, until: str | None = None, progress: Progress = NO_PROGRESS) -> Result:
+    """``gitdns history NAME|VALUE``: text or JSON (``progress``: told the commits read)."""
     result = history(name, repo, branch=branch, path=path, max_commits=max_commits, state_dir=state_dir,
-                     auth=auth, since=since, until=until)
+                     auth=auth, since=since, until=until, progress=progress)
     return Result(out=[to_json(result) if fmt == "json" else to_text(result)])

@@ -165,7 +165,7 @@ class AzureProvider:
         """``guards`` are not supported (capabilities say so) and are ignored."""
         zone = normalize_name(zone)
         bad = invalid_groups(zone, changes)
-        out = ApplyOutcome()
+        out = ApplyOutcome(zone=zone, total=len(changes))
         for group, members in batches(changes):
             why = bad.get(group) or next((w for w in map(unsupported, members) if w), "")
             if why:
@@ -185,7 +185,7 @@ class AzureProvider:
                 except GroupFailed as exc:
                     out.failed.append((group, str(exc)))
                     break
-                out.applied.append(change)  # a landed first half stays reported as applied
+                out.land([change])  # a landed first half stays reported as applied
         return out.result(log, zone)
 
     def _preflight(self, zone: str, members: Sequence[Change]) -> None:

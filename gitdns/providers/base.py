@@ -18,13 +18,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
+from gitdns.core.progress import NO_PROGRESS, Progress
 from gitdns.core.providertypes import Capabilities, CasGranularity, Routing
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot
 from gitdns.errors import ThrottledError
 
 T = TypeVar("T")
 
-__all__ = ["ApplyOutcome", "ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo"]
+__all__ = ["ApplyOutcome", "ApplyResult", "Capabilities", "CasGranularity", "Provider", "Routing", "ZoneInfo",
+           "landed", "reporting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +49,21 @@ class ApplyResult:
 
 @dataclass(slots=True)
 class ApplyOutcome:
-    """What an `apply` gathers group by group, every provider alike; `result` is its answer."""
+    """What an `apply` gathers group by group, every provider alike; `result` is its answer.
+    ``zone`` and ``total`` (the changes the call was given) are what `land` tells the progress
+    of the call (`reporting`)."""
 
     applied: list[Change] = field(default_factory=list)
     refused: list[tuple[RecordKey, str]] = field(default_factory=list)
     failed: list[tuple[RecordKey, str]] = field(default_factory=list)
     change_ids: list[str] = field(default_factory=list)
+    zone: str = ""
+    total: int = 0
+
+    def land(self, changes: Sequence[Change]) -> None:
+        """``changes`` landed (the service took them): applied, and counted on the progress."""
+        self.applied.extend(changes)
+        landed(self.zone, len(self.applied), self.total)
 
     def result(self, log: logging.Logger, zone: str) -> ApplyResult:
         """The `ApplyResult`; a refused or failed group is logged with the counts."""
@@ -133,6 +144,28 @@ def send(request: Callable[[], T], throttled: Callable[[Exception], ThrottledErr
                     raise
                 raise mapped from None
             attempt += 1
+
+
+_PROGRESS: ContextVar[Progress] = ContextVar("gitdns_apply_progress", default=NO_PROGRESS)
+
+
+@contextmanager
+def reporting(progress: Progress) -> Iterator[None]:
+    """Run provider calls with ``progress`` told of the changes each apply lands, as they land
+    (a batch, a change group, a record set at a time: `ApplyOutcome.land`, `landed`).  Without
+    it (the agent) the steps go nowhere."""
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def landed(zone: str, done: int, total: int) -> None:
+    """``done`` of the ``total`` changes an apply to ``zone`` was given have landed."""
+    progress = _PROGRESS.get()
+    if progress is not NO_PROGRESS:
+        progress.step(done, total or None, f"writing {zone}")
 
 
 @contextmanager

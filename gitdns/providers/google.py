@@ -174,7 +174,7 @@ class GoogleProvider:
         good, invalid = split_valid(zone, changes)
         managed = self._managed_zone(zone)
         cache = self._from_last_read(zone, {c.record.name for c in good})
-        out = ApplyOutcome(failed=list(invalid))
+        out = ApplyOutcome(failed=list(invalid), zone=zone, total=len(changes))
         ready: list[tuple[RecordKey, list[Change], list[str]]] = []
         for group, members in batches(good):
             names = sorted({c.record.name for c in members})
@@ -254,7 +254,7 @@ class GoogleProvider:
 
 def _landed(out: ApplyOutcome, members: list[Change], change_id: str, cache: dict[str, list[Native]],
             body: ChangeBody) -> None:
-    out.applied.extend(members)
+    out.land(members)
     out.change_ids.extend([change_id] if change_id else [])
     _remember(cache, body)
 

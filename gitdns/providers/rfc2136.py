@@ -205,7 +205,7 @@ class Rfc2136Provider:
         domain = normalize_name(zone)
         server_zone = self._server_zone(zone)
         bad = invalid_groups(domain, changes)
-        out = ApplyOutcome()
+        out = ApplyOutcome(zone=domain, total=len(changes))
         for group, members, group_guards in batches(changes, guards):
             why = bad.get(group) or next((w for w in map(unsupported, members) if w), "")
             if why:
@@ -228,7 +228,7 @@ class Rfc2136Provider:
             return
         rcode = self._client.update(message)
         if rcode == NOERROR:
-            out.applied.extend(members)
+            out.land(members)
         elif rcode in STALE_RCODES:
             out.refused.append((group, f"{group}: prerequisite failed ({rcode_text(rcode)}): "
                                        f"{STALE_RCODES[rcode]}"))

@@ -53,7 +53,7 @@ class ChangeApplier:
               held: Mapping[RecordKey, RecordSet] | None = None) -> Outcome:
         """``guards``: the ``present`` ones, with ``held`` the records they name as read just
         before (each becomes an unchanged pair in its group's request: `with_unchanged`)."""
-        out = Outcome()
+        out = Outcome(zone=domain, total=len(changes))
         # groups are converted as the batches fill and each request is built when it is
         # sent: only one request's Route53 dicts are alive at a time
         for batch in batches(self._prepare(domain, changes, out, guards, held or {})):
@@ -90,7 +90,7 @@ class ChangeApplier:
             if too_big:
                 out.failed.append((group, too_big))
             elif not ops.deletes and not ops.creates:
-                out.applied.extend(members)
+                out.land(members)
             else:
                 yield with_unchanged(ops, [held[k] for k in dict.fromkeys(g.key for g in present)])
 
@@ -101,8 +101,7 @@ class ChangeApplier:
         except Rejected as exc:
             self._narrow(domain, zone_id, batch, exc, out)
             return
-        for ops in batch:
-            out.applied.extend(ops.changes)
+        out.land([c for ops in batch for c in ops.changes])
         change_id = str((response.get("ChangeInfo") or {}).get("Id", "")).rsplit("/", 1)[-1]
         if change_id:
             out.change_ids.append(change_id)

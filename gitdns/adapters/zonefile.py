@@ -384,18 +384,19 @@ def read_settings(out_dir: Path) -> tuple[Serving, ZoneDefaults | None] | None:
     return serving, defaults
 
 
-def rerender(out_dir: Path, zone: str, read: ReadZone) -> dict[str, str]:
-    """Render ``zone`` again as it was last rendered into ``out_dir`` (nothing when it never was)."""
+def rerender(out_dir: Path, zone: str, read: ReadZone, changed: set[str] | None = None) -> dict[str, str]:
+    """Render ``zone`` again as it was last rendered into ``out_dir`` (nothing when it never was);
+    ``changed`` as `write_views` fills it."""
     found = read_settings(out_dir)
     if found is None:
         return {}
     serving, defaults = found
-    return write_views(out_dir, zone, read, defaults, serving)
+    return write_views(out_dir, zone, read, defaults, serving, changed=changed)
 
 
 def write_views(
     out_dir: Path, zone: str, read: ReadZone, defaults: ZoneDefaults | None = None,
-    serving: Serving | None = None,
+    serving: Serving | None = None, changed: set[str] | None = None,
 ) -> dict[str, str]:
     """Render ``zone`` (read with ``read``, e.g. ``LocalProvider.read``) into one master
     file per geo view, ``<out_dir>/<view>.zone``, and a CoreDNS weight file,
@@ -406,7 +407,9 @@ def write_views(
     (a server config may name them).  With ``serving.snippet`` the CoreDNS snippet
     ``<zone>.server`` is written too, and how the zone was rendered goes to `serving_file`
     (for `rerender`), with the store version: rendering the same version again the same way,
-    every file still there, reads the files instead.  Returns ``{view name: master file text}``."""
+    every file still there, reads the files instead.  Returns ``{view name: master file text}``;
+    the names of the views whose master file was written (changed) are added to ``changed``: a
+    server that loaded them must load them again (`gitdns.adapters.serverreload`)."""
     zone = normalize_name(zone)
     serving = serving or Serving()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -423,9 +426,10 @@ def write_views(
         for name, view in views.items():
             texts[name] = to_master_file(zone, view, defaults, serial=serial, cache=cache)
             stem = view_file_stem(name)
-            changed = _write_if_changed(out_dir / f"{stem}.zone", texts[name])
-            changed |= _write_if_changed(out_dir / f"{stem}.weights", weights_file(view))
-            if changed:
+            master = _write_if_changed(out_dir / f"{stem}.zone", texts[name])
+            if master and changed is not None:
+                changed.add(name)
+            if _write_if_changed(out_dir / f"{stem}.weights", weights_file(view)) or master:
                 log.info("render: zone=%s view=%s version=%s", zone, name, snapshot.version)
                 for note in view.notes:
                     log.warning("render: zone=%s view=%s note=%s", zone, name, note)

@@ -71,6 +71,8 @@ class AgentConfig:
     credentials_namespaces: str = ""  # namespaces besides the agent's own credentials.secret may read from
     credentials_secrets: str = ""  # Secrets credentials.secret may name: NAME or NAMESPACE/NAME
     store_dir: str = ""  # the base directory of every local store ("": state_dir)
+    local_reload: str = ""  # none | rndc: how the server serving a local store's views picks up a write ("": none)
+    rndc_config: str = ""  # rndc -c FILE for local_reload rndc ("": rndc's own)
     max_file_bytes: str = ""  # a desired-state file larger than this is not read ("": 4 MiB)
     max_commit_bytes: str = ""  # nor YAML files past this total per commit ("": 5 MiB)
     # what a DNSPolicy may make the agent reach (gitdns/core/reach.py; docs/health.md, "Probe targets")

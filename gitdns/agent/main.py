@@ -64,8 +64,8 @@ def _read_secret(path: str) -> bytes | None:
         raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
 
 
-_PATH_SETTINGS = ("state_dir", "store_dir", "credentials_dir", "ssh_key", "known_hosts", "token_file", "ca_file",
-                  "verify_ssh_signers",
+_PATH_SETTINGS = ("state_dir", "store_dir", "rndc_config", "credentials_dir", "ssh_key", "known_hosts", "token_file",
+                  "ca_file", "verify_ssh_signers",
                   "verify_gpg_keys", "webhook_github_secret_file", "webhook_gitlab_token_file",
                   "webhook_gitlab_signing_file", "webhook_gitea_secret_file")
 _MUST_EXIST = {"known_hosts": "--known-hosts", "ca_file": "--ca-file", "token_file": "--token-file"}

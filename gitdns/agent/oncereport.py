@@ -54,6 +54,7 @@ def zone_section(outcome: ZoneOutcome) -> list[str]:
     lines.extend(f"{head}{c.reason}: {c.message}" for c in (plan.real_conflicts if plan else ()))
     lines.extend(f"{head}note: {n}" for n in dict.fromkeys(plan.notes if plan else ()))  # once each
     lines.extend(f"{head}error: {e}" for e in dict.fromkeys(outcome.errors))
+    lines.extend(f"{head}{r}" for r in outcome.reloads)  # not errors: the store's files are right
     return lines
 
 

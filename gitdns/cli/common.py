@@ -41,6 +41,11 @@ FENCES_HELP = {
                            "NAMESPACE/NAME, comma-separated; any other is not read (default: none)",
     "store_dir": "the directory the Zones' local stores lie in: the agents' --store-dir (else their --state-dir), "
                  "to read (apply: write) the store they publish to (default: the repository, --repo)",
+    "local_reload": "after a write that changed a local store's view files, tell the server serving them: none "
+                    "(default: nothing is run) or rndc (rndc reload ZONE IN VIEW per changed view; BIND's view "
+                    "names are the files' names; docs/getting-started.md)",
+    "rndc_config": "rndc's configuration file for --local-reload rndc (rndc -c FILE: the control channel's "
+                   "server, port and key; default: rndc's own)",
 }
 _STORE = "the directory the Zones' local stores lie in: the agents' --store-dir (else their --state-dir), "
 STORE_HELP = {  # --store-dir, as each one-shot verb uses it
@@ -53,7 +58,13 @@ STORE_HELP = {  # --store-dir, as each one-shot verb uses it
     "failover simulate": _STORE + "to preview the switch from the zone they publish (default: the repository, "
                                   "--repo; a store there that holds no such zone is said so)",
 }
-FENCES_TITLE = "what a Zone may name (docs/providers.md; none given: nothing beyond the SDKs' defaults)"
+FENCES_TITLE = ("what a Zone may name, and what a local store's write runs (docs/providers.md; none given: "
+                "nothing beyond the SDKs' defaults, nothing run)")
+
+
+def setting_metavar(name: str) -> str:
+    """How a setting's value is shown in the help: its last word, upper-case, unless said here."""
+    return {"local_reload": "none|rndc", "rndc_config": "FILE"}.get(name, name.split("_")[-1].upper())
 
 
 def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) -> argparse.ArgumentParser:
@@ -62,7 +73,7 @@ def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) 
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group(title)
     for name in names:
-        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=name.split("_")[-1].upper(),
+        group.add_argument("--" + name.replace("_", "-"), default=None, metavar=setting_metavar(name),
                            help=f"{helps[name]} (GITDNS_{name.upper()})")
     return parent
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from gitdns.cli.common import FENCES_HELP
+from gitdns.cli.common import FENCES_HELP, setting_metavar
 
 AGENT_HELP = {
     "repo": "desired repository: a path, file://, https:// or ssh URL (GITDNS_REPO)",
@@ -79,7 +79,7 @@ def add_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser], transpor
         if name in ("once", "allow_rollback", "kube_delegation"):
             p.add_argument(flag, action="store_const", const=True, default=None, help=text)
         else:
-            p.add_argument(flag, default=None, metavar=name.split("_")[-1].upper(), help=text)
+            p.add_argument(flag, default=None, metavar=setting_metavar(name), help=text)
 
 
 ORCHESTRATOR_HELP = {

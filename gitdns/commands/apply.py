@@ -15,6 +15,7 @@ from gitdns.commands.planbase import over
 from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
 from gitdns.core.plan import PlanMode
+from gitdns.core.progress import NO_PROGRESS, Progress, labelled
 from gitdns.core.text import inline
 from gitdns.errors import ConfigError
 from gitdns.providers.fences import STRICT, Fences
@@ -23,8 +24,11 @@ from gitdns.reconcile.zonepass import ZoneOutcome
 
 def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False, fmt: str = "text",
           zones: Sequence[str] = (), force: bool = False, dry_run: bool = False, verify: bool = False,
-          mode: str = "sync", fences: Fences = STRICT, from_worktree: bool = False, base: str | None = None) -> Result:
+          mode: str = "sync", fences: Fences = STRICT, from_worktree: bool = False, base: str | None = None,
+          progress: Progress = NO_PROGRESS) -> Result:
     """``fences``: what the Zones may name (the operator's flags; `gitdns.providers.fences`).
+    ``progress`` is told the changes each zone's writes land, as they land (`reporting`;
+    ``[cluster]`` before each with ``all_clusters``).
     Committed, merged state only unless ``from_worktree`` or ``dry_run`` (`committed`).
     ``base`` (with ``dry_run`` only): what each cluster would write over the zones as the fleet
     publishes that revision, built from git alone (`gitdns.commands.plan.over`)."""
@@ -32,6 +36,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
         raise ConfigError("--base compares with a revision built from git, nothing is written: it needs --dry-run")
     from gitdns.commands.committed import acting_on
     from gitdns.commands.leftzones import left_zones, with_notes
+    from gitdns.providers.base import reporting
     from gitdns.reconcile.engine import default_factory, find_cluster, load, previous_state
     from gitdns.reconcile.run import published, reconcile, revisions
 
@@ -76,11 +81,13 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     state_at = revisions(desired)
     for each in clusters:
         now = time.time()
-        outcomes = reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
-                             mode=PlanMode(mode), always_verify=verify, health=health, state_at=state_at, now=now)
-        outcomes += left_zones(desired, each, factory, {o.zone.name for o in outcomes}, dry_run=dry_run, force=force,
-                               mode=PlanMode(mode), zones=zones, always_verify=verify, health=health,
-                               state_at=state_at, now=now)
+        with reporting(labelled(progress, f"[{each.name}]") if all_clusters else progress):
+            outcomes = reconcile(desired, each, factory, dry_run=dry_run, force=force, zones=list(zones),
+                                 mode=PlanMode(mode), always_verify=verify, health=health, state_at=state_at,
+                                 now=now)
+            outcomes += left_zones(desired, each, factory, {o.zone.name for o in outcomes}, dry_run=dry_run,
+                                   force=force, mode=PlanMode(mode), zones=zones, always_verify=verify,
+                                   health=health, state_at=state_at, now=now)
         with_notes(desired, each, outcomes)
         results.extend((each.name, outcome) for outcome in outcomes)
     if fmt == "json":
@@ -125,6 +132,7 @@ def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[
                      "change(s); the next apply retries")
     if outcome.views:
         lines.append(f"{head}: rendered {len(outcome.views)} geo view(s)")
+    lines.extend(f"{head}: {inline(note)}" for note in outcome.reloads)  # --local-reload: not an error
     return "\n".join(lines)
 
 
@@ -142,4 +150,5 @@ def outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
         "failed": [{"group": str(f.group), "error": f.why,
                     "changes": [planfmt.change_dict(c) for c in f.changes]} for f in outcome.failed],
         "plan": planfmt.plan_dict(outcome.plan) if outcome.plan else None,
+        "reloads": outcome.reloads,
     }

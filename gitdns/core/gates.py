@@ -372,9 +372,11 @@ PROVIDER_GATES: tuple[Gate, ...] = (
           Site(LOCAL, "LocalProvider._load", "raise", "ConfigError"),
           Site(LOCAL, "check_no_links", "raise", "ConfigError"))),
     Gate("provider.operator-settings", Kind.SETTING,
-         "the operator's own allow-lists are well formed (https origins, host[:port|*], names)",
+         "the operator's own allow-lists are well formed (https origins, host[:port|*], names), and so is how a "
+         "local store's write reaches its server (--local-reload none|rndc, an --rndc-config file that exists)",
          (Site(FENCES, "_origin", "raise", "ConfigError"), Site(FENCES, "_server", "raise", "ConfigError"),
           Site(FENCES, "Fences.parse", "raise", "ConfigError"),
+          Site(FENCES, "_reload", "raise", "ConfigError"),
           Site(ENGINE, "find_cluster", "raise", "ConfigError"))),
 )
 

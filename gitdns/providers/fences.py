@@ -1,5 +1,6 @@
 """What the operator lets the desired state name: provider endpoints, rfc2136 servers,
-credential sources and the directory of `local` stores.
+credential sources and the directory of `local` stores; and, the operator's alone, how the
+server serving a `local` store's views picks up its writes.
 
 A Zone is written by whoever can open a pull request; the agent (and the one-shot verbs that
 build providers) hold the operator's credentials.  So a Zone only *names* an endpoint, a DNS
@@ -25,10 +26,16 @@ setting                               a Zone may name
 ``store_dir``                         ``settings.path`` of a `local` store: a directory inside this one
                                       (default: the agent's state directory; the repository for the
                                       one-shot verbs), no ``..``, no symbolic link
+``local_reload``                      nothing: how a server picks up a `local` store's writes, ``none``
+                                      (default: nothing is run) or ``rndc`` (``rndc reload ZONE IN
+                                      VIEW`` per changed view; `gitdns.adapters.serverreload`)
+``rndc_config``                       nothing: the rndc configuration file (``rndc -c``) of
+                                      ``local_reload: rndc`` (default: rndc's own)
 ====================================  ===============================================================
 
 `Fences()` allows none of it: only the SDKs' default endpoints and credential chains, the
-agent's own namespace, and `local` stores inside the caller's base directory.  Every refusal is
+agent's own namespace, and `local` stores inside the caller's base directory; and it runs
+nothing after a `local` store's write.  Every refusal is
 a `ConfigError` naming the Zone's field and the setting that would allow it; no request is sent
 before the checks pass.
 """
@@ -42,6 +49,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gitdns.adapters.serverreload import KINDS as RELOAD_KINDS
+from gitdns.adapters.serverreload import ServerReload
 from gitdns.core.model import ProviderRef
 from gitdns.core.providersettings import (
     ENDPOINT_HINT,
@@ -57,7 +66,7 @@ from gitdns.errors import ConfigError, UnsupportedError
 # the settings, named as the agent's (flag --provider-endpoints, GITDNS_PROVIDER_ENDPOINTS,
 # providerEndpoints in the config file)
 SETTINGS = ("provider_endpoints", "rfc2136_servers", "credentials_env_prefixes", "credentials_dir",
-            "credentials_namespaces", "credentials_secrets", "store_dir")
+            "credentials_namespaces", "credentials_secrets", "store_dir", "local_reload", "rndc_config")
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 FALLBACK_NAMESPACE = "gitdns-system"
 MAX_CREDENTIALS_FILE = 1 << 20  # bytes: a credentials file is a few kB
@@ -172,6 +181,23 @@ def _items(value: str | Iterable[str] | None) -> list[str]:
     return [p for p in (x.strip() for x in parts) if p]
 
 
+def _reload(kind: str | None, config: str | None) -> ServerReload | None:
+    """``--local-reload`` and ``--rndc-config``: None (nothing is run) unless the operator chose
+    ``rndc``; the configuration file must exist."""
+    chosen = (kind or "").strip().lower() or "none"
+    path = (config or "").strip()
+    if chosen not in RELOAD_KINDS:
+        raise ConfigError(f"{setting_name('local_reload')}: {shown(kind)} is not one of {', '.join(RELOAD_KINDS)}")
+    if chosen == "none":
+        if path:
+            raise ConfigError(f"{setting_name('rndc_config')} is read only with --local-reload rndc "
+                              f"({setting_name('local_reload')})")
+        return None
+    if path and not os.path.isfile(path):
+        raise ConfigError(f"{setting_name('rndc_config')}: {shown(path)} is not a file")
+    return ServerReload(chosen, Path(os.path.abspath(path)) if path else None)
+
+
 # --- the fences ---------------------------------------------------------------------------------------------
 
 
@@ -188,6 +214,7 @@ class Fences:
     store_dir: Path | None = None  # the base of every `local` store (None: the caller's base directory)
     credentials_files: tuple[Path, ...] = field(default=())  # files the operator named itself (groups --direct)
     secrets: tuple[str, ...] = ()  # Secrets credentials.secret may name: NAME (own namespace) or NAMESPACE/NAME
+    reload: ServerReload | None = None  # how the server serving a local store's views is told of a write
 
     @classmethod
     def parse(cls, *, provider_endpoints: str | Iterable[str] | None = None,
@@ -196,7 +223,8 @@ class Fences:
               credentials_dir: str | None = None,
               credentials_namespaces: str | Iterable[str] | None = None,
               store_dir: str | None = None, namespace: str | None = None,
-              credentials_secrets: str | Iterable[str] | None = None) -> Fences:
+              credentials_secrets: str | Iterable[str] | None = None,
+              local_reload: str | None = None, rndc_config: str | None = None) -> Fences:
         """The fences from the settings' text (comma-separated lists); a `ConfigError`
         naming the setting for an entry that is not what it must be."""
         prefixes = _items(credentials_env_prefixes)
@@ -219,7 +247,8 @@ class Fences:
             servers=tuple(_server(e, setting_name("rfc2136_servers")) for e in _items(rfc2136_servers)),
             env_prefixes=tuple(prefixes), credentials_dir=Path(os.path.abspath(directory)) if directory else None,
             namespaces=tuple(spaces), namespace=namespace or "", secrets=tuple(listed),
-            store_dir=Path(os.path.abspath(store_dir.strip())) if store_dir and store_dir.strip() else None)
+            store_dir=Path(os.path.abspath(store_dir.strip())) if store_dir and store_dir.strip() else None,
+            reload=_reload(local_reload, rndc_config))
 
     def allowing_credentials(self, *, env: str | None = None, file: str | None = None) -> Fences:
         """These fences plus a credential source the operator named on the command line."""

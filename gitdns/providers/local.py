@@ -33,6 +33,12 @@ with ``base`` then checks before every read and write that no component below th
 store directory, the store file, its lock, the views directory and what it holds — is a
 symbolic link (``lstat``; files are opened with ``O_NOFOLLOW``), so neither the store, the
 views nor the ``.server`` snippet is ever read or written outside the base.
+
+A server that loaded the views (BIND) is told to load them again after every render that changed
+a view's master file, when the operator asked for it (``--local-reload rndc``, carried by the
+`Fences`; `gitdns.adapters.serverreload`): ``rndc reload ZONE IN VIEW`` per changed view.  A
+failed reload is logged and kept for the pass's report (`LocalProvider.take_reload_notes`); it
+never fails or undoes the write.  Without the setting nothing is run.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns import fsutil
+from gitdns.adapters.serverreload import ServerReload, notes, reload_views
 from gitdns.core.model import ProviderRef
 from gitdns.core.providersettings import STORE_BASE_HELP
 from gitdns.core.providertypes import capabilities_of
@@ -200,15 +207,20 @@ def _locked(lock_path: Path, timeout: float) -> Iterator[None]:
 class LocalProvider:
     """The record store in ``directory`` (created on first write).  With ``base``, the store
     must stay inside it: no component from ``base`` down is a symbolic link (checked before
-    every read and write)."""
+    every read and write).  With ``reload`` (the operator's), the server serving the views is
+    told to load a view again whenever its master file changed (`reload_views`)."""
 
     name = "local"
     capabilities = capabilities_of("local")
+    MAX_NOTES = 32  # reload notes kept per zone until a pass takes them
 
-    def __init__(self, directory: Path, *, lock_timeout: float = 30.0, base: Path | None = None) -> None:
+    def __init__(self, directory: Path, *, lock_timeout: float = 30.0, base: Path | None = None,
+                 reload: ServerReload | None = None) -> None:
         self.directory = Path(directory)
         self.lock_timeout = lock_timeout
         self.base = Path(base) if base is not None else None
+        self.reload = reload
+        self._reload_notes: dict[str, list[str]] = {}
 
     def path(self, zone: str) -> Path:
         zone = normalize_name(zone)
@@ -305,10 +317,37 @@ class LocalProvider:
         reconcile renders them."""
         from gitdns.adapters.zonefile import rerender
 
+        changed: set[str] = set()
         try:
-            rerender(self.views_dir(zone), zone, self.read)
+            rerender(self.views_dir(zone), zone, self.read, changed=changed)
         except Exception as exc:  # never undo or fail a write that landed because its views lag
             log.warning("views not rendered after a write: zone=%s error=%s: %s", zone, type(exc).__name__, exc)
+        self.reload_views(zone, changed)
+
+    def reload_views(self, zone: str, views: Collection[str]) -> None:
+        """Tell the server to load ``views`` of ``zone`` again (their master files changed), when
+        the operator set a reload (`gitdns.adapters.serverreload`); nothing otherwise.  What it
+        did is logged and kept for `take_reload_notes`; it never raises."""
+        if self.reload is None or not views:
+            return
+        zone = normalize_name(zone)
+        try:
+            results = reload_views(self.reload, zone, sorted(views))
+        except Exception as exc:  # a write that landed never fails because the server was not told
+            log.warning("server reload: zone=%s error=%s: %s", zone, type(exc).__name__, exc)
+            return
+        for result in results:
+            if result.ok:
+                log.info("server reload: zone=%s view=%s answer=%s", zone, result.view, result.message)
+            else:
+                log.warning("server reload failed: zone=%s view=%s error=%s", zone, result.view, result.message)
+        kept = self._reload_notes.setdefault(zone, [])
+        kept.extend(notes(self.reload, zone, results))
+        del kept[: -self.MAX_NOTES]
+
+    def take_reload_notes(self, zone: str) -> list[str]:
+        """What the reloads since the last call did for ``zone`` (`reload_views`), once."""
+        return self._reload_notes.pop(normalize_name(zone), [])
 
     def views_dir(self, zone: str) -> Path:
         """Where rendered views of ``zone`` go: ``<dir>/<zone>.views/`` (see
@@ -373,9 +412,10 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     ``.git`` (`gitdns.core.providersettings.store_path_error`, checked by `refuse_static` with
     the other settings); ``corednsDir`` (checked there too), ``viewClients`` (read when the
     views are rendered).  The base is the operator's ``store_dir`` (``fences``), else
-    ``base_dir``: the state directory, or the repository.  No credentials."""
+    ``base_dir``: the state directory, or the repository; how the server is told of a write is
+    the operator's too (``fences.reload``), never a setting of the Zone.  No credentials."""
     refuse_static(zone_domain, ref)
     base = fences.store_dir if fences.store_dir is not None else Path(base_dir)
     directory = store_directory(base, ref.setting("path") or DEFAULT_PATH, zone_domain)
     check_no_links(base, directory)
-    return LocalProvider(directory, base=base)
+    return LocalProvider(directory, base=base, reload=fences.reload)

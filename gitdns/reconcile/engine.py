@@ -259,7 +259,22 @@ def render_views(provider: Provider, zone: Zone, state: DesiredState | None = No
     served = state is not None and is_served(state, zone)
     serving = Serving(clients=clients, snippet=True, coredns_dir=zone.provider.setting(COREDNS_DIR) or "",
                       registry=not served, content_serial=served)
-    return write_views(views_dir(zone.domain), zone.domain, provider.read, serving=serving)
+    changed: set[str] = set()
+    texts = write_views(views_dir(zone.domain), zone.domain, provider.read, serving=serving, changed=changed)
+    reload = getattr(provider, "reload_views", None)
+    if changed and callable(reload):  # the server serving them loads them again (the operator's --local-reload)
+        reload(zone.domain, changed)
+    return texts
+
+
+def reload_notes(provider: Provider, zone: Zone) -> list[str]:
+    """What telling the server to reload the zone's views did since the last call (`local`
+    with the operator's ``--local-reload``; `gitdns.adapters.serverreload`); [] otherwise."""
+    take = getattr(provider, "take_reload_notes", None)
+    if not callable(take):
+        return []
+    found = take(zone.domain)
+    return [str(note) for note in found] if isinstance(found, list) else []
 
 
 def needs_verify(outcome: ZoneOutcome, always: bool = False) -> bool:

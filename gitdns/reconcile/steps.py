@@ -29,6 +29,7 @@ from gitdns.reconcile.engine import (
     policy_for_zone,
     ready_to_write,
     refused_names,
+    reload_notes,
     render_views,
     verify,
 )
@@ -423,4 +424,5 @@ def render(p: ZonePass) -> Result:
     """Master files per geo view for stores served through them (`local`), after every pass,
     so the views always follow the store."""
     p.outcome.views = render_views(p.provider, p.zone, p.desired.state)
+    p.outcome.reloads = reload_notes(p.provider, p.zone)  # the server told to load them (--local-reload)
     return Result.CONTINUE

@@ -87,6 +87,7 @@ class ZoneOutcome:
     errors: list[str] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)  # change groups the provider did not write
     views: dict[str, str] = field(default_factory=dict)
+    reloads: list[str] = field(default_factory=list)  # what telling the server to load the views did
     pending_after_apply: int = 0  # verify: changes a fresh plan still wants (RecordsMissing)
     result: Result = Result.CONTINUE  # how the pass ended
     steps: tuple[str, ...] = ()  # the steps that ran

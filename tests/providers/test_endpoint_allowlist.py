@@ -325,7 +325,7 @@ def test_every_verb_that_builds_providers_takes_the_flags() -> None:
 
     flags = ["--provider-endpoints", "https://dns.example.test", "--rfc2136-servers", "h", "--credentials-env-prefixes",
              "AWS", "--credentials-dir", "/c", "--credentials-namespaces", "ns", "--credentials-secrets", "aws",
-             "--store-dir", "/s"]
+             "--store-dir", "/s", "--local-reload", "rndc", "--rndc-config", "/r"]
     parser = build_parser()
     for verb in (["plan", "--cluster", "c"], ["apply", "--cluster", "c"], ["zone", "show", "z"], ["owners", "z"],
                  ["prune-owner", "o", "--zone", "z"], ["adopt", "n", "--zone", "z", "--cluster", "c"],
@@ -333,7 +333,7 @@ def test_every_verb_that_builds_providers_takes_the_flags() -> None:
                  ["agent"]):
         args = parser.parse_args([*verb, *flags])
         assert [getattr(args, name) for name in SETTINGS] == ["https://dns.example.test", "h", "AWS", "/c", "ns", "aws",
-                                                              "/s"]
+                                                              "/s", "rndc", "/r"]
 
 
 def test_the_one_shot_verbs_read_the_environment_too(monkeypatch: pytest.MonkeyPatch, attacker: CaptureServer,

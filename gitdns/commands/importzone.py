@@ -10,7 +10,6 @@ Nothing is written to the zone.  The report goes to stderr when the YAML goes to
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.core.limits import MAX_FILE_BYTES, size_text
-from gitdns.core.records import ZoneSnapshot, normalize_name
+from gitdns.core.records import RecordSet, ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.fences import STRICT, Fences
 
@@ -106,20 +105,78 @@ def _read(req: Request, zone: Zone | None, domain: str, repo: Path, fences: Fenc
     return read_master_file(text, domain, str(path))
 
 
-def _yaml_text(docs: list[Document], domain: str) -> str:
-    from ruamel.yaml import YAML
+IMPORT_FILE = "\x00gitdns-import.yaml"  # the imported documents' place among the repository's files
+VET_ROUNDS = 5  # taking a record out can leave another alone (a CNAME loop): vet again, this often
 
-    yaml = YAML(typ="safe", pure=False)
-    yaml.default_flow_style = None  # lists of values on one line, records as blocks
-    yaml.width = 4096
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
-    stream = io.StringIO()
-    for i, doc in enumerate(docs):
-        if i:
-            stream.write("---\n")
-        stream.write(f"# gitdns import of zone {domain}: TTLs as read\n")
-        yaml.dump(doc.body, stream)
-    return stream.getvalue()
+
+def files_for(repo: Path | None, domain: str, replaced: Path | None = None) -> dict[str, str]:
+    """The files the imported documents are checked beside: the repository's, or a Zone of
+    their own without one.  The files ``replaced`` (the --out file, or the --split directory)
+    are left out: the import takes their place."""
+    from gitdns.adapters.repo import read_tree
+
+    if repo is not None:
+        files = dict(read_tree(repo))
+        if replaced is not None:
+            gone = replaced.resolve()
+            root = repo.resolve()
+            files = {rel: text for rel, text in files.items()
+                     if not ((root / rel).resolve() == gone or gone in (root / rel).resolve().parents)}
+        return files
+    return {"zone.yaml": "apiVersion: gitdns.io/v1alpha1\nkind: Zone\nmetadata: {name: imported}\n"
+                         f"spec:\n  domain: {domain}\n  provider: {{type: local}}\n"}
+
+
+def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: str, base: str) -> list[str]:
+    """The one gate: what is imported must validate where it goes.  The documents are
+    checked beside ``files`` (`files_for`) by the same validation `gitdns validate` runs; each
+    record a problem points at is moved to ``refused`` with that problem's message (apex CNAME,
+    CNAME beside other data or in a loop, a name a DNSPolicy publishes, ...).  Returns the
+    problems of the documents as a whole (e.g. a RecordSet name the repository already uses),
+    which no record removal mends."""
+    from gitdns.adapters.repo import load_schemas
+    from gitdns.core.importing import Refused, documents
+    from gitdns.core.validate import check
+
+    schemas = load_schemas()
+    for _ in range(VET_ROUNDS):
+        if not sorted_.records:
+            return []
+        docs = documents(sorted_.records, domain, zone_name, base)
+        files[IMPORT_FILE] = _yaml_text(docs, domain)
+        problems = [p for p in check(files, schemas).problems if p.file == IMPORT_FILE]
+        bad: dict[int, str] = {}
+        whole: list[str] = []
+        for problem in problems:
+            path = tuple(problem.path)
+            if len(path) >= 3 and path[:2] == ("spec", "records") and isinstance(path[2], int):
+                bad.setdefault(path[2], problem.message)
+            else:
+                whole.append(f"{problem.message}" + (f" ({problem.hint})" if problem.hint else ""))
+        if whole:
+            return whole
+        if not bad:
+            return []
+        kept = []
+        for i, rec in enumerate(sorted(sorted_.records, key=_document_order)):
+            if i in bad:
+                sorted_.refused.append(Refused(rec.key, f"does not validate: {bad[i]}"))
+            else:
+                kept.append(rec)
+        sorted_.records = kept
+    return [f"the imported records still do not validate after {VET_ROUNDS} rounds of taking out those that do not"]
+
+
+def _document_order(rec: RecordSet) -> tuple[list[str], str]:
+    from gitdns.core.importing import order
+
+    return order(rec)
+
+
+def _yaml_text(docs: list[Document], domain: str) -> str:
+    from gitdns.core.importing import yaml_text
+
+    return yaml_text(docs, f"gitdns import of zone {domain}: TTLs as read")
 
 
 def _targets(req: Request, docs: list[Document]) -> list[tuple[Path, Document]]:
@@ -208,6 +265,12 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
     step(1, 3, f"sorting {len(snapshot.records)} record sets")
     sorted_ = sort_zone(snapshot, types=types, target=target, names=owner_names)
     base = req.name or (zone.name if zone is not None else resource_name(domain.replace(".", "-")))
+    files = files_for(repo if req.repo is not None or req.source == PROVIDER else None, domain, req.out)
+    whole = vet(sorted_, files, zone.name if zone is not None else None, domain, base)
+    if whole:
+        return Result(EXIT_ERROR, err=[f"the imported RecordSet would not validate: {w}" for w in whole]
+                      + ["nothing written (--name NAME gives the RecordSet another name)"])
+    sorted_.refused.sort(key=lambda r: (r.key.name, r.key.type, r.key.set_id))
     docs = documents(sorted_.records, domain, zone.name if zone is not None else None, base, req.split)
     step(2, 3, f"writing {len(docs)} document(s)")
     written, refused = _write(req, docs, domain)

@@ -33,11 +33,33 @@ def read_master_file(text: str, domain: str, source: str) -> ZoneSnapshot:
         zone = dns.zone.from_text(text, origin=absolute(domain), relativize=False, check_origin=False,
                                   filename=source, allow_include=False)
     except dns.exception.SyntaxError as exc:
-        # dnspython says "<source>:<line>: <what>"
-        message = str(exc)
-        raise ConfigError(message if message.startswith(source) else f"{source}: {message}",
-                          reason="InvalidMasterFile") from None
+        raise ConfigError(_located(str(exc), text, domain, source), reason="InvalidMasterFile") from None
     except dns.exception.DNSException as exc:
         raise ConfigError(f"{source}: not a master file of zone {domain}: {exc}", reason="InvalidMasterFile") from None
     rrsets = [dns.rrset.from_rdata_list(name, rds.ttl, list(rds)) for name, rds in zone.iterate_rdatasets()]
     return snapshot(domain, rrsets, None)
+
+
+def _parses(text: str, domain: str) -> bool:
+    import dns.exception
+    import dns.zone
+
+    try:
+        dns.zone.from_text(text, origin=absolute(domain), relativize=False, check_origin=False, allow_include=False)
+    except dns.exception.DNSException:
+        return False
+    return True
+
+
+def _located(message: str, text: str, domain: str, source: str) -> str:
+    """dnspython's "<source>:<line>: <what>", its line made the record's: a record that ends
+    badly is found once its line break is read, and reported on the line after it."""
+    prefix = f"{source}:"
+    head, _, what = message[len(prefix):].partition(": ") if message.startswith(prefix) else ("", "", message)
+    if not head.isdigit():
+        return f"{source}: {message}"
+    line = int(head)
+    lines = text.split("\n")
+    if line >= 2 and not _parses("\n".join(lines[:line - 1]) + "\n", domain):
+        line -= 1
+    return f"{source}:{line}: {what}"

@@ -517,3 +517,14 @@ def test_a_read_by_name_gets_record_sets_and_lists_nothing(fake: FakeAzureDns, p
     assert not [r for r in fake.requests if r.path.endswith("/recordsets")]  # no listing
     gets = sorted((r.path.rsplit("/", 2)[-2], r.path.rsplit("/", 1)[-1]) for r in fake.requests if r.method == "GET")
     assert gets == sorted([("A", "www"), ("AAAA", "www"), ("CNAME", "www"), ("TXT", txt.name[:-len(ZONE) - 1])])
+
+
+def test_a_listing_names_the_record_sets_of_types_gitdns_does_not_hold(fake: FakeAzureDns,
+                                                                        provider: AzureProvider) -> None:
+    """A PTR record set is not a record to plan on, but a whole-zone read names it in
+    ``skipped`` (what `gitdns import` reports by name); the SOA is never among them."""
+    fake.set_record(ZONE, "ptr", "PTR", {"TTL": 300, "PTRRecords": [{"ptrdname": "host.example.net"}]})
+    fake.set_record(ZONE, "www", "A", {"TTL": 60, "ARecords": [{"ipv4Address": "192.0.2.1"}]})
+    snap = provider.read(ZONE)
+    assert [(k.name, k.type) for k in snap.skipped] == [(f"ptr.{ZONE}", "PTR")]
+    assert [(r.name, r.type) for r in snap.records if r.name == f"www.{ZONE}"] == [(f"www.{ZONE}", "A")]

@@ -428,3 +428,16 @@ def test_fake_enforces_exact_deletions_and_atomicity(server: Server) -> None:
     assert (code, answer["error"]["errors"][0]["reason"]) == (412, "conditionNotMet")
     assert ("y.example.com.", "A") not in server.fake.zones["example-com"].rrsets
     assert post(server, {"deletions": [RR], "additions": [{**RR, "rrdatas": ["192.0.2.2"]}]})[0] == 200
+
+
+def test_a_read_names_the_rrsets_of_types_gitdns_does_not_hold(provider: g.GoogleProvider, fake: CloudDnsFake) -> None:
+    """A PTR and an SSHFP rrset are not records to plan on, but a read names them in
+    ``skipped`` (what `gitdns import` reports by name); the SOA is never among them."""
+    fake.put("example-com", {"kind": "dns#resourceRecordSet", "name": f"ptr.{ZONE}.", "type": "PTR", "ttl": 300,
+                             "rrdatas": ["host.example.net."]})
+    fake.put("example-com", {"kind": "dns#resourceRecordSet", "name": f"h.{ZONE}.", "type": "SSHFP", "ttl": 300,
+                             "rrdatas": ["1 1 " + "ab" * 20]})
+    snap = provider.read(ZONE)
+    assert sorted((k.name, k.type) for k in snap.skipped) == [(f"h.{ZONE}", "SSHFP"), (f"ptr.{ZONE}", "PTR")]
+    assert all(r.type not in ("PTR", "SSHFP", "SOA") for r in snap.records)
+    assert [k.type for k in provider.read(ZONE, names=[f"ptr.{ZONE}"]).skipped] == ["PTR"]

@@ -1,7 +1,7 @@
 """Code reaches an exit only through its gate (docs/security.md, "Where outside content leaves").
 
 An AST walk over every module of ``gitdns/`` finds each call that opens an exit of a kind — text
-to a terminal, a log handler's formatting, a Kubernetes Secret read, a socket, a JSON parse —
+to a terminal, a log handler's formatting, a Kubernetes Secret read, a socket, a program run, a JSON parse —
 and fails when it stands outside the modules the table below allows for that kind.  The allowed
 modules are the gate itself, or a place whose input the operator chose (said in the table).  A
 new call of a kind elsewhere fails here: it must go through the gate, or be added to the table
@@ -47,6 +47,17 @@ EXITS = (
     }),
     Exit("a socket", frozenset({"socket.socket", "socket.create_connection", "socket.socketpair"}), {
         "gitdns/adapters/probes.py": "the probe connection: Prober.destination judges the address first (core/reach)",
+    }),
+    Exit("a program run", frozenset({"subprocess.run", "subprocess.Popen", "subprocess.call", "subprocess.check_call",
+                                     "subprocess.check_output", "os.system", "os.popen", "os.execv", "os.execve",
+                                     "os.execvp", "os.execvpe", "os.spawnv", "os.spawnve", "os.posix_spawn",
+                                     "os.posix_spawnp"}), {
+        "gitdns/adapters/serverreload.py": "rndc, only with the operator's --local-reload rndc and --rndc-config; the "
+                                           "zone and view names checked (zone_error, view_error), an argument list",
+        "gitdns/adapters/gitcache.py": "git cat-file on the agent's own cache, object ids checked as full hex ids",
+        "gitdns/adapters/gitverify.py": "gpg on the operator's trusted keys (--verify-gpg-keys)",
+        "gitdns/adapters/statuscache.py": "git on the agent's own caches, remotes and credentials the operator's",
+        "gitdns/imagecheck.py": "the image's own check: its fixed programs, outside the layers",
     }),
     Exit("a JSON parse", frozenset({"json.loads", "json.load"}), {
         "gitdns/core/jsonread.py": "the strict reader for JSON gitdns did not write (webhooks, annotations)",

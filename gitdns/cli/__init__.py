@@ -36,11 +36,13 @@ def cmd_plan(args: argparse.Namespace) -> Result:
 
 
 def cmd_apply(args: argparse.Namespace) -> Result:
+    from gitdns.cli.progress import progress_for
     from gitdns.commands.apply import apply
 
-    return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
-                 zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
-                 fences=fences_of(args), from_worktree=args.from_worktree, base=args.base)
+    with progress_for(args.format) as progress:
+        return apply(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
+                     zones=args.zone, force=args.force, dry_run=args.dry_run, verify=args.verify, mode=args.mode,
+                     fences=fences_of(args), from_worktree=args.from_worktree, base=args.base, progress=progress)
 
 
 def cmd_render(args: argparse.Namespace) -> Result:
@@ -129,11 +131,13 @@ def cmd_status(args: argparse.Namespace) -> Result:
 
 
 def cmd_history(args: argparse.Namespace) -> Result:
+    from gitdns.cli.progress import progress_for
     from gitdns.commands.historyfmt import history_command
 
-    return history_command(args.name, args.repo, branch=args.branch, path=args.path,
-                           max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,
-                           auth=transport_of(args), since=args.since, until=args.until)
+    with progress_for(args.format) as progress:
+        return history_command(args.name, args.repo, branch=args.branch, path=args.path,
+                               max_commits=args.max_commits, state_dir=args.state_dir, fmt=args.format,
+                               auth=transport_of(args), since=args.since, until=args.until, progress=progress)
 
 
 def cmd_groups(args: argparse.Namespace) -> Result:

@@ -63,7 +63,7 @@ from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
-from gitdns.providers.base import ApplyResult, ZoneInfo
+from gitdns.providers.base import ApplyResult, ZoneInfo, landed
 from gitdns.providers.fences import STRICT, Fences, refuse_static, shown
 from gitdns.providers.memory import filter_names, snapshot_names, split_valid
 
@@ -302,6 +302,7 @@ class LocalProvider:
         change_ids = (f"{zone}@{version}",) if result.changed else ()
         if result.changed:
             self._follow_views(zone)
+        landed(zone, len(result.applied), len(changes))  # the store is written whole: one step
         return ApplyResult(
             applied=result.applied, refused=result.refused, failed=failed, change_ids=change_ids
         )

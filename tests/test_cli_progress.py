@@ -277,3 +277,27 @@ def test_history_on_a_terminal_shows_progress_and_json_none(history_repo: Path, 
     assert code == 0 and terminal == "" and stdout.startswith("{")
     piped = through_a_pipe("history", "api.example.com", "--repo", str(history_repo), cwd=tmp_path)
     assert piped.returncode == 0 and "history:" not in piped.stderr and "\r" not in piped.stderr
+
+
+MASTER_FILE = """\
+$ORIGIN example.org.
+$TTL 300
+@ IN SOA ns1.example.org. hostmaster.example.org. 1 3600 600 86400 300
+@ IN NS ns1.example.org.
+ns1 IN A 192.0.2.53
+www IN A 192.0.2.10
+"""
+
+
+def test_import_on_a_terminal_shows_progress_and_json_none(tmp_path: Path) -> None:
+    zone_file = tmp_path / "db.example.org"
+    zone_file.write_text(MASTER_FILE, encoding="utf-8")
+    code, terminal, stdout = on_a_terminal("import", "example.org", "--from", str(zone_file), cwd=tmp_path)
+    assert code == 0, terminal
+    shown, rest = progress_lines(terminal)
+    assert shown[0].startswith("gitdns: reading example.org") and shown[-1] == "", shown
+    assert "\r" not in rest and "\x1b" not in rest
+    assert stdout.startswith("# gitdns import of zone example.org") and "\x1b" not in stdout
+    code, terminal, stdout = on_a_terminal("import", "example.org", "--from", str(zone_file), "--format", "json",
+                                           cwd=tmp_path)
+    assert code == 0 and terminal == "" and stdout.startswith("{")

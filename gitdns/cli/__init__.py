@@ -156,11 +156,13 @@ def cmd_groups(args: argparse.Namespace) -> Result:
 
 
 def cmd_import(args: argparse.Namespace) -> Result:
+    from gitdns.cli.progress import progress_for
     from gitdns.commands.importzone import Request, import_zone
 
-    return import_zone(Request(zone=args.zone, source=args.source, repo=args.repo, out=args.out,
-                               split=args.split, name=args.name, force=args.force, fmt=args.format),
-                       fences=fences_of(args))
+    with progress_for(args.format) as progress:
+        return import_zone(Request(zone=args.zone, source=args.source, repo=args.repo, out=args.out,
+                                   split=args.split, name=args.name, force=args.force, fmt=args.format),
+                           fences=fences_of(args), step=progress.step)
 
 
 def cmd_completion(args: argparse.Namespace) -> Result:

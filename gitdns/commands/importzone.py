@@ -138,7 +138,14 @@ def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: s
     from gitdns.core.importing import Refused, documents
     from gitdns.core.validate import check
 
+    from gitdns.core.builder import static_records
+
     schemas = load_schemas()
+    if zone_name is not None:
+        state = check(files, schemas).state
+        zone = state.zone(zone_name)
+        if zone is not None:
+            sorted_.drop_present(r.key for r in static_records(state, zone))
     for _ in range(VET_ROUNDS):
         if not sorted_.records:
             return []
@@ -224,6 +231,7 @@ def _report_json(req: Request, sorted_: Sorted, docs: list[Document], written: l
         "managed": {owner: [{"name": k.name, "type": k.type, **({"setIdentifier": k.set_id} if k.set_id else {})}
                             for k in keys] for owner, keys in sorted(sorted_.managed.items())},
         "provider": [{"name": k.name, "type": k.type} for k in sorted_.provider],
+        "inRepository": [{"name": k.name, "type": k.type} for k in sorted_.present],
         "notImported": [{"name": r.key.name, "type": r.key.type, "why": r.why,
                          **({"setIdentifier": r.key.set_id} if r.key.set_id else {})} for r in sorted_.refused],
     }
@@ -241,6 +249,11 @@ def _report_lines(req: Request, sorted_: Sorted, written: list[str]) -> list[str
         shown = ", ".join(str(k) for k in keys[:SHOWN_PER_OWNER]) + (", ..." if len(keys) > SHOWN_PER_OWNER else "")
         lines.append(f"managed by {owner}: {len(keys)} record set(s), not imported ({shown}); "
                      "its ownership TXT are not data")
+    if sorted_.present:
+        shown = ", ".join(str(k) for k in sorted_.present[:SHOWN_PER_OWNER])
+        more = ", ..." if len(sorted_.present) > SHOWN_PER_OWNER else ""
+        lines.append(f"already in the repository's RecordSets: {len(sorted_.present)} record set(s), "
+                     f"not imported again ({shown}{more})")
     if sorted_.provider:
         lines.append(f"left to the provider: {', '.join(str(k) for k in sorted_.provider)} (and the SOA)")
     if sorted_.refused:

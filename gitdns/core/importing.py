@@ -52,12 +52,21 @@ class Sorted:
     managed: dict[str, list[RecordKey]] = field(default_factory=dict)
     provider: list[RecordKey] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)
+    present: list[RecordKey] = field(default_factory=list)  # a RecordSet of the repository holds it already
     ownership_txt: int = 0  # ownership TXT record sets seen (the managed records' bookkeeping)
 
     @property
     def total(self) -> int:
         """Data record sets accounted for (ownership TXT aside)."""
-        return len(self.records) + sum(len(k) for k in self.managed.values()) + len(self.provider) + len(self.refused)
+        return (len(self.records) + sum(len(k) for k in self.managed.values()) + len(self.provider)
+                + len(self.refused) + len(self.present))
+
+    def drop_present(self, keys: Iterable[RecordKey]) -> None:
+        """Records the repository's RecordSets hold already (whatever their values: a second
+        RecordSet would add values to a multi-value record) are not imported again."""
+        have = set(keys)
+        self.present.extend(r.key for r in self.records if r.key in have)
+        self.records = [r for r in self.records if r.key not in have]
 
 
 def _name_error(name: str, zone: str) -> str | None:

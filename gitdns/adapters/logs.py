@@ -8,6 +8,10 @@ through `block` (its own lines kept, every other unsafe character escaped).  A r
 other libraries log (the Kubernetes client, APScheduler, urllib3) goes through the same
 formatter, since it is the root logger's handler.
 
+    FORMATS                   the daemons' --log-format values: json, text
+    default_format(env)       the daemons' default: json in a pod (KUBERNETES_SERVICE_HOST
+                              set, where a log collector reads the lines), else text
+    check_format(fmt, where)  ConfigError unless ``fmt`` is one of FORMATS, naming ``where``
     handler(fmt, template)    a stderr handler: fmt "json" or "text" (``template`` its line)
     install(handler, level)   the root logger's one handler, at ``level``; with
                               ``keep=True`` nothing changes when the root logger has a
@@ -20,10 +24,27 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Mapping
 
 from gitdns.core.text import block, inline
+from gitdns.errors import ConfigError
 
 TEXT_TEMPLATE = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+FORMATS = ("json", "text")
+
+
+def default_format(env: Mapping[str, str]) -> str:
+    """The agent's and the orchestrator's log format when none is given: ``json`` in a pod (the
+    kubelet sets ``KUBERNETES_SERVICE_HOST``; the cluster's log collector reads one object a
+    line), ``text`` elsewhere (a terminal, a service manager's journal)."""
+    return "json" if env.get("KUBERNETES_SERVICE_HOST") else "text"
+
+
+def check_format(fmt: str, where: str) -> str:
+    """``fmt`` when it is a log format; a `ConfigError` naming ``where`` (the flag and variable)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"{where} {fmt[:20]!r}: use json or text")
+    return fmt
 
 
 def traceback_text(ei: object) -> str:

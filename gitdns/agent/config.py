@@ -13,7 +13,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from gitdns.core.durations import parse_duration
+from gitdns.adapters.logs import check_format, default_format
+from gitdns.core.durations import EXAMPLES, parse_duration
+from gitdns.core.ownerid import check_instance
 from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
 
@@ -22,6 +24,8 @@ from gitdns.errors import ConfigError
 class AgentConfig:
     repo: str = ""  # URL or path of the desired repository
     cluster: str = ""  # Cluster id or metadata.name ("" in a cluster: read kube-system's UID)
+    # a second install in one cluster: its owner id is <kube-system UID>.<instance> ("": the UID)
+    instance: str = ""
     branch: str = "main"
     path: str = ""  # subdirectory of the repository holding the desired YAML
     poll_interval: float = 60.0  # seconds; ±5% jitter
@@ -52,7 +56,7 @@ class AgentConfig:
     quiet_period: float = 900.0  # validation interval once the zone is stable
     heartbeat_interval: float = 300.0
     prune_stale_owners_after: float = 0.0  # seconds; 0 disables automatic removal
-    log_format: str = "text"  # text | json
+    log_format: str = "text"  # text | json (unset in a pod: json, `gitdns.adapters.logs.default_format`)
     log_level: str = "info"
     once: bool = False
     # delegation mode: default | primary | remote; "" follows the Cluster document in git
@@ -107,7 +111,7 @@ def coerce(field: str, kind: Any, raw: Any, where: str) -> Any:
         try:
             return parse_duration(raw)
         except ValueError:
-            raise ConfigError(f"{where}: {raw!r} is not a duration (e.g. 60, 60s, 5m, 1h)") from None
+            raise ConfigError(f"{where}: {str(raw)[:40]!r} is not a duration (e.g. {EXAMPLES})") from None
     if isinstance(raw, list):  # a list setting written as a YAML list
         return ",".join(str(item) for item in raw)
     return str(raw)
@@ -160,6 +164,8 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
     for name, value in flags.items():
         if name in types and value is not None:
             merged[name] = coerce(name, types[name], value, f"--{name.replace('_', '-')}")
+    if "log_format" not in merged:  # the orchestrator's default too: JSON in a pod, else text
+        merged["log_format"] = default_format(env)
     config = replace(AgentConfig(), **merged)
     if not config.repo:
         raise ConfigError("no repository: give --repo URL, GITDNS_REPO or repo in the config file")
@@ -172,8 +178,12 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> A
     if config.stale_after < 4:
         raise ConfigError("--stale-after must be at least 4 (poll intervals): a remote's heartbeat moves "
                           "every 2 of them")
-    if config.log_format not in ("text", "json"):
-        raise ConfigError(f"--log-format {config.log_format!r}: use text or json")
+    check_format(config.log_format, "--log-format (GITDNS_LOG_FORMAT)")
+    if config.instance:
+        try:
+            check_instance(config.instance)
+        except ValueError as exc:
+            raise ConfigError(f"--instance (GITDNS_INSTANCE) {exc}") from None
     probe_reach(config)  # a bad range stops the agent at start, naming the setting
     return config
 

@@ -133,9 +133,11 @@ def resolve_identity(state: AgentState, config: AgentConfig, desired: Desired, c
 
         hint = ""
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            which = (f"kube-system Namespace UID and instance {config.instance} (`gitdns cluster-id --instance "
+                     f"{config.instance}` prints it)" if config.instance
+                     else "kube-system Namespace UID (`gitdns cluster-id` prints it)")
             hint = (f"; in a pod {config.cluster} is what the agent runs as: with GITDNS_CLUSTER unset it is this "
-                    "cluster's kube-system Namespace UID (`gitdns cluster-id` prints it): give that Cluster "
-                    f"spec.id: {config.cluster}")
+                    f"cluster's {which}: give that Cluster spec.id: {config.cluster}")
         state.cluster_problem = Condition(
             "Ready", False, "InvalidConfiguration",
             f"no Cluster {config.cluster} in git (by id or metadata.name), now or in recent history{hint}")
@@ -148,15 +150,23 @@ def derive_cluster(config: AgentConfig, read_uid: Callable[[], str] | None = Non
                    sleep: Callable[[float], None] | None = None) -> AgentConfig:
     """``config`` with its cluster set: as given (``--cluster`` / ``GITDNS_CLUSTER``), else, in a
     pod, the kube-system Namespace UID (Kuadrant's owner id, seed 000): one manifest fits every
-    cluster, and git names each Cluster by that id.  Outside Kubernetes the setting is required.
+    cluster, and git names each Cluster by that id.  With ``--instance NAME`` (a second install
+    in the cluster) the id is ``<UID>.NAME`` (`gitdns.core.ownerid`).  Outside Kubernetes
+    ``--cluster`` is required and ``--instance`` refused (there is no UID to derive from).
     The API is asked a few times before giving up (a pod may start before its network is up)."""
     import dataclasses
     import os
     import time
 
+    from gitdns.core.ownerid import owner_id
+
+    outside = read_uid is None and not os.environ.get("KUBERNETES_SERVICE_HOST")
+    if outside and config.instance:
+        raise ConfigError("--instance (GITDNS_INSTANCE) names an install in a pod, whose owner id is "
+                          "<kube-system UID>.<instance>; outside Kubernetes give each install its own --cluster")
     if config.cluster:
         return config
-    if read_uid is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if outside:
         raise ConfigError("--cluster (GITDNS_CLUSTER) is required outside Kubernetes: a Cluster id or "
                           "metadata.name from git; in a pod, left unset, it is the kube-system Namespace UID")
     if read_uid is None:
@@ -175,6 +185,14 @@ def derive_cluster(config: AgentConfig, read_uid: Callable[[], str] | None = Non
             log.warning("cluster id: kube-system UID not read yet: attempt=%d error=%s", attempt + 1, exc)
             wait(float(2 ** attempt))
             continue
-        log.info("cluster id: kube-system Namespace UID %s (GITDNS_CLUSTER unset)", uid)
-        return dataclasses.replace(config, cluster=uid)
+        try:
+            ident = owner_id(uid, config.instance)
+        except ValueError as exc:
+            raise ConfigError(f"--instance (GITDNS_INSTANCE) {exc}") from None
+        if config.instance:
+            log.info("cluster id: %s: the kube-system Namespace UID %s and instance %s (GITDNS_CLUSTER unset)",
+                     ident, uid, config.instance)
+        else:
+            log.info("cluster id: kube-system Namespace UID %s (GITDNS_CLUSTER unset)", uid)
+        return dataclasses.replace(config, cluster=ident)
     raise AssertionError("unreachable")

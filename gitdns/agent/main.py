@@ -161,15 +161,23 @@ def make_lease(config: AgentConfig, factory: ProviderFactory) -> LeaseBuilder:
 
 
 def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None:
-    """In a cluster, refuse to run as a Cluster whose id is not this cluster's kube-system UID."""
+    """In a cluster, refuse to run as a Cluster whose id is not this install's owner id: the
+    kube-system UID, or ``<UID>.<instance>`` with ``--instance`` (`gitdns.core.ownerid`)."""
     if not in_cluster() or cluster is None:
         return
     from gitdns.adapters.kube import kube_system_uid
+    from gitdns.core.ownerid import owner_id
 
     uid = kube_system_uid()
-    if uid != cluster.id:
-        raise ConfigError(f"--cluster {config.cluster}: Cluster {cluster.name} has id {cluster.id} but this "
-                          f"cluster's kube-system UID is {uid} (reason: ClusterIdMismatch); refusing to start")
+    try:
+        wanted = owner_id(uid, config.instance)
+    except ValueError as exc:
+        raise ConfigError(f"--instance (GITDNS_INSTANCE) {exc}") from None
+    if wanted != cluster.id:
+        mine = (f"this install's id is {wanted} (the kube-system UID and --instance {config.instance})"
+                if config.instance else f"this cluster's kube-system UID is {uid}")
+        raise ConfigError(f"--cluster {config.cluster}: Cluster {cluster.name} has id {cluster.id} but {mine} "
+                          "(reason: ClusterIdMismatch); refusing to start")
 
 
 def build_agent(config: AgentConfig, metrics: Metrics) -> Agent:

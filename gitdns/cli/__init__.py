@@ -61,7 +61,7 @@ def cmd_zone_show(args: argparse.Namespace) -> Result:
 def cmd_cluster_id(args: argparse.Namespace) -> Result:
     from gitdns.commands.clusters import cluster_id
 
-    return cluster_id()
+    return cluster_id(args.instance or "")
 
 
 def cmd_add_cluster_secret(args: argparse.Namespace) -> Result:

@@ -64,7 +64,8 @@ FENCES_TITLE = ("what a Zone may name, and what a local store's write runs (docs
 
 def setting_metavar(name: str) -> str:
     """How a setting's value is shown in the help: its last word, upper-case, unless said here."""
-    return {"local_reload": "none|rndc", "rndc_config": "FILE"}.get(name, name.split("_")[-1].upper())
+    return {"local_reload": "none|rndc", "rndc_config": "FILE", "instance": "NAME"}.get(
+        name, name.split("_")[-1].upper())
 
 
 def _settings_parent(title: str, names: tuple[str, ...], helps: dict[str, str]) -> argparse.ArgumentParser:

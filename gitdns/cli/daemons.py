@@ -12,9 +12,12 @@ from gitdns.cli.common import FENCES_HELP, setting_metavar
 AGENT_HELP = {
     "repo": "desired repository: a path, file://, https:// or ssh URL (GITDNS_REPO)",
     "cluster": "this cluster: Cluster id or metadata.name (GITDNS_CLUSTER)",
+    "instance": "a second install in one cluster, whose zones may overlap the first's: its owner id (the Cluster "
+                "spec.id in git) is <kube-system UID>.NAME, a DNS-1123 label of at most 26 characters "
+                "(GITDNS_INSTANCE; `gitdns cluster-id --instance NAME` prints it); unset: the UID",
     "branch": "desired branch (default: main)",
     "path": "subdirectory holding the desired YAML (default: the repository root)",
-    "poll_interval": "seconds (or 30s, 5m) between remote checks, ±5%% jitter (default: 60)",
+    "poll_interval": "between remote checks, ±5%% jitter; a duration: 60, 30s, 5m (default: 60s)",
     "listen": "HTTP address of the webhook and /healthz /readyz (default: 0.0.0.0:8080; '' disables)",
     "admin_listen": "HTTP address of /status /metrics /healthz /readyz (default: 127.0.0.1:9090; '' disables; "
                     "the same as --listen serves everything there)",
@@ -39,7 +42,7 @@ AGENT_HELP = {
     "quiet_period": "validation interval once stable (default: 15m)",
     "heartbeat_interval": "how often the heartbeat TXT is refreshed (default: 5m)",
     "prune_stale_owners_after": "opt-in: prune owners no Cluster in git names after this long without heartbeat",
-    "log_format": "text | json (default: text)",
+    "log_format": "json | text (default: json in a pod, else text)",
     "log_level": "debug | info | warning | error (default: info)",
     "once": "run one cycle, print the result and exit (0 when Ready)",
     "mode": "default | primary | remote (delegation: docs/delegation.md); overrides the Cluster's spec.mode in git "
@@ -91,7 +94,7 @@ ORCHESTRATOR_HELP = {
     "admin_listen": "HTTP address of /status /metrics /healthz /readyz (default: 127.0.0.1:9090; '' disables; "
                     "the same as --listen serves everything there)",
     "state_dir": "git cache, lock file and (outside a cluster) secrets/ (default: /var/lib/gitdns)",
-    "poll_interval": "desired-state poll interval (default: 30s)",
+    "poll_interval": "desired-state poll interval, ±5% jitter; a duration: 60, 30s, 5m (default: 30s)",
     "lease": "one orchestrator per pool: auto (a Kubernetes Lease for --configmap in a cluster, else an flock in "
              "--state-dir) | kubernetes | file | none",
     "lease_duration": "Kubernetes Lease duration (default: 30s)",
@@ -104,6 +107,7 @@ ORCHESTRATOR_HELP = {
     "pod_name": "the Lease holder's identity (default: POD_NAME, else <hostname>-<pid>)",
     "pod_namespace": "the orchestrator's own namespace: its Lease and headersSecret (default: POD_NAMESPACE, "
                      "else the service account's namespace, else gitdns-system)",
+    "log_format": "json | text (default: json in a pod, else text)",
     "log_level": "debug | info | warning | error (default: info)",
     "once": "probe once, deliver, exit (0 when delivered)",
     "probe_allow_ranges": "CIDR ranges a node's probe may reach besides ordinary addresses: loopback, link-local, "

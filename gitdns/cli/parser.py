@@ -184,7 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(sub, transport)
     add_failover_commands(sub, transport, fences)
 
-    sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID",
-                   epilog="uses in-cluster credentials, else the current kubeconfig context")
+    p = sub.add_parser("cluster-id", help="print the running cluster's kube-system namespace UID: the owner id, "
+                                          "the spec.id of the agent's Cluster in git",
+                       epilog="uses in-cluster credentials, else the current kubeconfig context\n\n"
+                              "examples:\n"
+                              "  gitdns cluster-id                    # the default install's id: the UID\n"
+                              "  gitdns cluster-id --instance team-b  # a second install's: <UID>.team-b",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--instance", metavar="NAME", default=None,
+                   help="the id of the install with this instance name (the agent's --instance, GITDNS_INSTANCE): "
+                        "<UID>.NAME")
     add_cluster_secret(sub)
     return parser

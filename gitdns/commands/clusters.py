@@ -242,8 +242,18 @@ def add_cluster_secret(name: str, *, remote_context: str, primary_context: str |
     return result
 
 
-def cluster_id() -> Result:
-    """``gitdns cluster-id``: the running cluster's kube-system namespace UID."""
-    from gitdns.adapters.kube import kube_system_uid
+def cluster_id(instance: str = "", read_uid: Callable[[], str] | None = None) -> Result:
+    """``gitdns cluster-id``: the running cluster's kube-system namespace UID, or with
+    ``instance`` that install's owner id ``<UID>.<instance>`` (`gitdns.core.ownerid`)."""
+    from gitdns.core.ownerid import owner_id
+    from gitdns.errors import ConfigError
 
-    return Result(out=[kube_system_uid() + "\n"])
+    if read_uid is None:
+        from gitdns.adapters.kube import kube_system_uid
+
+        read_uid = kube_system_uid
+    try:
+        ident = owner_id(read_uid(), instance)
+    except ValueError as exc:
+        raise ConfigError(f"--instance {exc}") from None
+    return Result(out=[ident + "\n"])

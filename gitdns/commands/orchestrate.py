@@ -68,11 +68,11 @@ def run_orchestrator(flags: Mapping[str, Any], env: Mapping[str, str] | None = N
     flags and variables; None: the ambient git configuration)."""
     from gitdns.adapters.listen import endpoints
     from gitdns.orchestrator import wiring
-    from gitdns.orchestrator.config import config_from_flags
+    from gitdns.orchestrator.config import config_from_flags, log_format_of
 
     env = os.environ if env is None else env
     values = settings(flags, env)
-    wiring.setup_logging(str(values.get("log_level") or "info"))
+    wiring.setup_logging(str(values.get("log_level") or "info"), log_format_of(values, env))
     if auth is not None:
         check_transport(auth)
     config = config_from_flags(values, env, auth=auth)

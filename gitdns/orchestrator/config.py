@@ -6,6 +6,7 @@ transport (``--ssh-key``, ``--token-file``, ...) is the agent's too, given here 
 
     SETTINGS                         name -> type (str, float for durations, bool)
     config_from_flags(values, env)   the merged values -> OrchestratorConfig
+    log_format_of(values, env)       the log format: the setting, else the agent's default
     lease_name(pool)                 the node pool's Kubernetes Lease
 """
 
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
-from gitdns.core.durations import parse_duration
+from gitdns.adapters.logs import check_format, default_format
+from gitdns.core.durations import EXAMPLES, parse_duration
 from gitdns.core.names import short_hash
 from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
@@ -34,7 +36,7 @@ SETTINGS: dict[str, type] = {
     "repo": str, "node_pool": str, "out": str, "configmap": str, "listen": str, "admin_listen": str,
     "state_dir": str, "poll_interval": float, "lease": str, "lease_duration": float, "discover_nodes": bool,
     "branch": str, "path": str, "git_timeout": float, "signal_pid_file": str, "coredns_dir": str,
-    "pod_name": str, "pod_namespace": str, "log_level": str, "once": bool,
+    "pod_name": str, "pod_namespace": str, "log_format": str, "log_level": str, "once": bool,
     # what a NodePool may make the orchestrator reach (docs/health.md, "Probe targets"; gitdns/core/reach.py)
     "probe_allow_ranges": str, "headers_secrets": str,
 }
@@ -68,6 +70,7 @@ class OrchestratorConfig:
     auth: GitAuth = field(default_factory=GitAuth)
     probe_reach: ProbeReach = ProbeReach()  # noqa: RUF009 - frozen; --probe-allow-ranges (none: ordinary only)
     headers_secrets: tuple[str, ...] = ()  # the Secrets a NodePool's healthCheck.headersSecret may name
+    log_format: str = "text"  # json | text (unset in a pod: json, as the agent's)
 
     def __post_init__(self) -> None:
         if (self.out is None) == (self.configmap is None):
@@ -78,6 +81,7 @@ class OrchestratorConfig:
         for name in ("poll_interval", "lease_duration", "git_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{setting(name)} must be positive")
+        check_format(self.log_format, setting("log_format"))
 
     @property
     def identity(self) -> str:
@@ -97,6 +101,12 @@ def lease_name(pool: str) -> str:
     if _LABEL.match(pool) and len(name) <= 63:
         return name
     return LEASE_PREFIX + short_hash(pool, 8)
+
+
+def log_format_of(values: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """``--log-format`` (``GITDNS_LOG_FORMAT``) when given, else the agent's default: json in a
+    pod, text elsewhere (`gitdns.adapters.logs.default_format`)."""
+    return check_format(str(values.get("log_format") or default_format(env)), setting("log_format"))
 
 
 def _destination(values: Mapping[str, Any]) -> tuple[Path | None, tuple[str, str] | None]:
@@ -128,6 +138,7 @@ def config_from_flags(values: Mapping[str, Any], env: Mapping[str, str] | None =
                                          or None),
         "auth": auth if auth is not None else GitAuth(),
         "headers_secrets": tuple(str(values.get("headers_secrets") or "").replace(",", " ").split()),
+        "log_format": log_format_of(values, env),
     }
     try:
         chosen["probe_reach"] = ProbeReach.parse(str(values.get("probe_allow_ranges") or ""),
@@ -145,5 +156,5 @@ def config_from_flags(values: Mapping[str, Any], env: Mapping[str, str] | None =
                 chosen[key] = parse_duration(values[key])
             except ValueError:
                 raise ConfigError(f"{setting(key)} {str(values[key])[:40]!r} is not a duration "
-                                  "(e.g. 30, 30s, 5m)") from None
+                                  f"(e.g. {EXAMPLES})") from None
     return OrchestratorConfig(**chosen)

@@ -144,9 +144,11 @@ def serve(orchestrator: Orchestrator, endpoints: Endpoints) -> int:
     return 0
 
 
-def setup_logging(level: str = "info") -> None:
+def setup_logging(level: str = "info", fmt: str = "text") -> None:
+    """The root logger's handler: ``fmt`` json or text (`gitdns.adapters.logs`, the agent's
+    formats), at ``level``."""
     if level.lower() not in ("debug", "info", "warning", "error"):
         raise ConfigError(f"--log-level (GITDNS_LOG_LEVEL) {level[:20]!r}: use debug, info, warning or error")
-    logs.install(logs.handler("text"), level, keep=True)
+    logs.install(logs.handler(logs.check_format(fmt, "--log-format (GITDNS_LOG_FORMAT)")), level, keep=True)
     with contextlib.suppress(Exception):
         logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -31,7 +31,7 @@ def test_every_flag_defaults_to_its_gitdns_variable(tmp_path: Path) -> None:
            "GITDNS_BRANCH": "live", "GITDNS_PATH": "dns", "GITDNS_GIT_TIMEOUT": "10s",
            "GITDNS_SIGNAL_PID_FILE": "/run/dnsmasq.pid", "GITDNS_COREDNS_DIR": "/custom",
            "GITDNS_POD_NAME": "orch-1", "GITDNS_POD_NAMESPACE": "failover", "GITDNS_LOG_LEVEL": "debug",
-           "GITDNS_ONCE": "false", "GITDNS_PROBE_ALLOW_RANGES": "127.0.0.0/8, fd00::/8",
+           "GITDNS_LOG_FORMAT": "json", "GITDNS_ONCE": "false", "GITDNS_PROBE_ALLOW_RANGES": "127.0.0.0/8, fd00::/8",
            "GITDNS_HEADERS_SECRETS": "probe-a,probe-b"}
     assert {k.removeprefix("GITDNS_").lower() for k in env} | {"out"} == set(SETTINGS)
     config = resolve(flags(), env)
@@ -41,7 +41,7 @@ def test_every_flag_defaults_to_its_gitdns_variable(tmp_path: Path) -> None:
         lease="kubernetes", lease_duration=45.0, discover_nodes=True, branch="live", path="dns", git_timeout=10.0,
         signal_pid_file=Path("/run/dnsmasq.pid"), coredns_dir="/custom", pod_name="orch-1",
         pod_namespace="failover", probe_reach=ProbeReach.parse("127.0.0.0/8,fd00::/8"),
-        headers_secrets=("probe-a", "probe-b"))
+        headers_secrets=("probe-a", "probe-b"), log_format="json")
     assert settings(flags(), env)["log_level"] == "debug" and settings(flags(), env)["once"] is False
 
 

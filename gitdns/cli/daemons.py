@@ -148,7 +148,8 @@ def add_orchestrator(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--node-pool", metavar="POOL", help="the orchestrator's Lease for this node pool")
     who.add_argument("--cluster", metavar="ID", help="the agent's Lease for this Cluster id (spec.id, the "
-                                                      "kube-system namespace UID `gitdns cluster-id` prints)")
+                                                      "kube-system namespace UID `gitdns cluster-id` prints, "
+                                                      "<UID>.NAME for an install with --instance NAME)")
 
 
 def _metavar(name: str) -> str:

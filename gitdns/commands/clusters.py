@@ -245,9 +245,14 @@ def add_cluster_secret(name: str, *, remote_context: str, primary_context: str |
 def cluster_id(instance: str = "", read_uid: Callable[[], str] | None = None) -> Result:
     """``gitdns cluster-id``: the running cluster's kube-system namespace UID, or with
     ``instance`` that install's owner id ``<UID>.<instance>`` (`gitdns.core.ownerid`)."""
-    from gitdns.core.ownerid import owner_id
+    from gitdns.core.ownerid import check_instance, owner_id
     from gitdns.errors import ConfigError
 
+    try:
+        if instance:
+            check_instance(instance)  # a bad name is refused before the cluster is asked
+    except ValueError as exc:
+        raise ConfigError(f"--instance {exc}") from None
     if read_uid is None:
         from gitdns.adapters.kube import kube_system_uid
 

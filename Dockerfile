@@ -1,15 +1,17 @@
 # syntax=docker/dockerfile:1
-# gitdns agent image: every provider (gitdns[all], versions pinned by constraints.txt), git, ssh,
+# gitdns agent image: every provider (gitdns[all], hash-pinned by requirements.lock), git, ssh,
 # gpg and tini.  docs/image.md says what is in it and why.
 #   docker build -t gitdns:dev .
 #   docker run --rm gitdns:dev agent --repo https://git.example.com/platform/dns.git --cluster eu-1 --once
 # Kubernetes manifests: deploy/ (replicas 1, Recreate; probes instead of HEALTHCHECK).
 #
-# Both stages start from the same base, pinned to a Python release and a Debian release: the
-# venv's python is a symlink to the base's interpreter, so the stages must agree.
+# Both stages start from the same base, pinned to a Python release and a Debian release, and to
+# the byte by the digest of the tag's multi-platform index (linux/amd64 and linux/arm64 resolve
+# from it): the venv's python is a symlink to the base's interpreter, so the stages must agree.
+# docs/image.md, "Base image", says how to move it.
 
 # --- builder: install gitdns[all] with the pinned versions into a self-contained venv ---------
-FROM python:3.11.16-slim-bookworm AS builder
+FROM python:3.11.16-slim-bookworm@sha256:528257d48c1da0dcecc2e725d1ae34498d60c965f1241e39cd6a85a8859bdf84 AS builder
 
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -19,18 +21,27 @@ WORKDIR /src
 # Only what the package is built from (.dockerignore keeps the rest of the context out).
 # gitdns/data/schemas and gitdns/data/templates are symlinks to ../../schemas and
 # ../../templates: without those two directories the package would ship no schemas.
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY schemas ./schemas
 COPY templates ./templates
 COPY gitdns ./gitdns
 
 # The venv lives at the same path in both stages: its scripts' shebangs point into it.
-# scripts/check-image.sh runs this same install (a fresh venv, the same constraints, then the
-# entrypoint check) without Docker, in CI.
-# Dependencies as wheels only (--only-binary): the base has no compiler, and a version without a
-# wheel for this platform should fail here, by name, rather than halfway through a C build.
+# scripts/check-image.sh runs this same install (a fresh venv, the same lock, then the entrypoint
+# check) without Docker, in CI.
+# 1. Every dependency of gitdns[all], and the build backend, from requirements.lock: each pinned
+#    (the versions of constraints.txt) with the sha256 of every wheel of linux/amd64 and
+#    linux/arm64 (--require-hashes: a file that is not one of them is refused, and so is a
+#    dependency the lock does not list). As wheels only (--only-binary): the base has no
+#    compiler, and a version without a wheel for this platform should fail here, by name,
+#    rather than halfway through a C build.
+# 2. gitdns itself from these sources, with nothing more fetched: --no-deps (its dependencies are
+#    step 1's), --no-build-isolation (built by the setuptools step 1 installed from the lock),
+#    --no-index. pip check: every installed distribution's requirements are met.
 RUN python -m venv /opt/gitdns \
-    && /opt/gitdns/bin/pip install --only-binary :all: -c constraints.txt ".[all]"
+    && /opt/gitdns/bin/pip install --require-hashes --only-binary :all: -r requirements.lock \
+    && /opt/gitdns/bin/pip install --no-deps --no-build-isolation --no-index . \
+    && /opt/gitdns/bin/pip check
 
 # The entrypoint check, away from /src so that it imports the installed package: every provider
 # SDK, the packaged schemas and templates, and the command line (python -m gitdns.imagecheck).
@@ -39,7 +50,7 @@ RUN /opt/gitdns/bin/python -m gitdns.imagecheck \
     && /opt/gitdns/bin/gitdns --help >/dev/null
 
 # --- final: the interpreter, the venv, git, ssh, gpg and tini; nothing that builds or installs ---
-FROM python:3.11.16-slim-bookworm
+FROM python:3.11.16-slim-bookworm@sha256:528257d48c1da0dcecc2e725d1ae34498d60c965f1241e39cd6a85a8859bdf84
 
 LABEL org.opencontainers.image.title="gitdns" \
       org.opencontainers.image.description="GitOps DNS reconciler agent"

@@ -1,12 +1,15 @@
 """The image (docs/image.md): one image for every provider.
 
-- The Dockerfile passes hadolint, installs ``.[all]`` with ``-c constraints.txt`` on one pinned base,
-  ships git, ssh, gpg and tini, and runs ``tini -- gitdns``; the entrypoint check runs in both stages.
+- The Dockerfile passes hadolint, installs gitdns[all]'s dependencies from the hash-pinned
+  requirements.lock (``--require-hashes``) and gitdns itself with ``--no-deps``, on one base pinned
+  by tag and digest; ships git, ssh, gpg and tini, and runs ``tini -- gitdns``; the entrypoint check
+  runs in both stages.
 - tini does what the image needs it for: gitdns is not process 1 under it (so SSH connection
   sharing stays on, gitdns.adapters.gitauth.mux_dir), orphans are reaped, SIGTERM reaches gitdns
   and its exit status is tini's.
 - ``all`` is every provider extra; constraints.txt pins exactly the runtime closure of ``.[all]``, at
-  the versions installed here (scripts/install-test-deps.sh installs with it).
+  the versions installed here (scripts/install-test-deps.sh installs with it); requirements.lock
+  locks the same pins, each with hashes, and the build backend besides.
 - ``python -m gitdns.imagecheck`` imports exactly the third-party modules the code imports, each
   under the extra that installs it; passes here; fails, naming the extra to install, when an SDK is
   missing or broken; and with ``--image`` when a program is not on PATH.
@@ -44,6 +47,7 @@ from gitdns.agent.config import AgentConfig
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 CONSTRAINTS = ROOT / "constraints.txt"
+LOCK = ROOT / "requirements.lock"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROVIDER_EXTRAS = ("kubernetes", "route53", "google", "azure")
 NONROOT = "65532"
@@ -148,31 +152,40 @@ def test_one_pinned_base_for_both_stages() -> None:
     assert len(froms) == 2
     assert froms[0][0] == froms[1][0], "the venv's python is a symlink into the base: one base for both stages"
     assert [w.lower() for w in froms[0][1:]] == ["as", "builder"]
-    # A Python patch release and a Debian release (optionally a digest): never a floating tag.
-    match = re.fullmatch(r"python:(3\.\d+)\.\d+-slim-[a-z]+(@sha256:[0-9a-f]{64})?", froms[0][0])
+    # A Python patch release and a Debian release, and the digest of the tag's multi-platform index:
+    # never a floating tag, and the same bytes on every build.
+    match = re.fullmatch(r"python:(3\.\d+)\.\d+-slim-[a-z]+@sha256:[0-9a-f]{64}", froms[0][0])
     assert match, froms[0][0]
-    # constraints.txt is resolved for the base's Python (markers, wheels): its header says which.
+    # constraints.txt and the lock are resolved for the base's Python (markers, wheels): they say which.
     assert f"CPython {match.group(1)}" in CONSTRAINTS.read_text(encoding="utf-8").split("\n\n", 1)[0]
+    assert f"pip-compile with Python {match.group(1)}\n" in LOCK.read_text(encoding="utf-8")
+    # The platforms' wheels scripts/check-image.sh checks the lock for are the base's Debian's.
+    script = (ROOT / "scripts" / "check-image.sh").read_text(encoding="utf-8")
+    assert "-bookworm@" in froms[0][0] and "GLIBC_MINOR=36" in script, "bookworm's glibc is 2.36"
 
 
-def test_builder_installs_all_extras_with_the_constraints() -> None:
+def test_builder_installs_from_the_hash_pinned_lock_then_gitdns_without_deps() -> None:
     builder = stages()[0]
     copied = [w for instruction, args in builder if instruction == "COPY" for w in shlex.split(args)[:-1]]
-    assert "constraints.txt" in copied
-    installs = [c for c in runs(builder)
-                if (Path(c[0]).name in ("pip", "pip3") and c[1:2] == ["install"]) or c[1:4] == ["-m", "pip", "install"]]
-    assert len(installs) == 1, installs
-    (install,) = installs
-    assert install[0] == "/opt/gitdns/bin/pip", "installed into the venv the final stage copies"
-    assert install[install.index("-c") + 1] == "constraints.txt"
-    assert ".[all]" in install
-    assert not any(w.startswith("-e") or w == "--editable" for w in install)
-    assert install[install.index("--only-binary") + 1] == ":all:", "the builder has no compiler: wheels only"
-    # scripts/check-image.sh runs this same install step (in CI, without Docker).
+    assert "requirements.lock" in copied and "constraints.txt" not in copied
+    pips = [c for c in runs(builder) if Path(c[0]).name in ("pip", "pip3") or c[1:3] == ["-m", "pip"]]
+    installs = [c for c in pips if "install" in c]
+    assert len(installs) == 2, installs
+    dependencies, package = installs
+    for install in installs:
+        assert install[0] == "/opt/gitdns/bin/pip", "installed into the venv the final stage copies"
+        assert not any(w.startswith("-e") or w == "--editable" for w in install)
+    # The dependencies: every one hash-checked, as wheels only (the builder has no compiler).
+    assert dependencies[1:] == ["install", "--require-hashes", "--only-binary", ":all:", "-r", "requirements.lock"]
+    # gitdns itself: nothing more resolved or fetched, built by the lock's setuptools.
+    assert package[1:] == ["install", "--no-deps", "--no-build-isolation", "--no-index", "."]
+    assert ["/opt/gitdns/bin/pip", "check"] in pips
+    # scripts/check-image.sh runs these same install steps (in CI, without Docker), in this order.
     script = (ROOT / "scripts" / "check-image.sh").read_text(encoding="utf-8")
     steps = [shlex.split(line.split('"${pip[@]}"', 1)[1].rstrip(")"))
-             for line in script.splitlines() if '"${pip[@]}" install' in line and "-c constraints.txt" in line]
-    assert [[w for w in step if w != "-q"] for step in steps] == [install[1:]]
+             for line in script.splitlines() if '(cd "$context" && "${pip[@]}" install -q --' in line]
+    assert [[w for w in step if w != "-q"] for step in steps] == [dependencies[1:], package[1:]]
+    assert '"${pip[@]}" check' in script
 
 
 def test_entrypoint_check_runs_in_both_stages() -> None:
@@ -217,11 +230,11 @@ def test_final_stage_programs_user_and_entrypoint() -> None:
     assert kinds.index("USER") > max(n for n, i in enumerate(kinds) if i == "RUN")
 
 
-def test_dockerignore_lets_the_constraints_in() -> None:
+def test_dockerignore_lets_the_lock_in() -> None:
     lines = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     assert lines[0] == "*"
-    assert "!constraints.txt" in lines
+    assert "!requirements.lock" in lines
 
 
 # --- tini: what the image runs it for -------------------------------------------------------
@@ -404,8 +417,45 @@ def test_constraints_pin_exactly_the_runtime_closure_at_the_installed_versions()
 def test_constraints_say_how_to_regenerate() -> None:
     header = CONSTRAINTS.read_text(encoding="utf-8").split("\n\n", 1)[0]
     assert "scripts/check-image.sh --update-constraints" in header
+    assert "scripts/check-image.sh --update-lock" in header
     script = (ROOT / "scripts" / "check-image.sh").read_text(encoding="utf-8")
-    assert "--update-constraints)" in script
+    assert "--update-constraints)" in script and "--update-lock)" in script
+    assert "#    scripts/check-image.sh --update-lock\n" in LOCK.read_text(encoding="utf-8"), "the lock's header"
+
+
+def lock_pins() -> dict[str, tuple[str, list[str]]]:
+    """{distribution: (version, [sha256 hashes])} of requirements.lock (pip-compile's layout)."""
+    pins: dict[str, tuple[str, list[str]]] = {}
+    text = LOCK.read_text(encoding="utf-8").replace("\\\n", " ")
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        requirement, *options = line.split()
+        name, sep, version = requirement.partition("==")
+        assert sep and not any(c in name for c in "[;@ "), f"requirements.lock: not a plain == pin: {requirement}"
+        hashes = [o.removeprefix("--hash=sha256:") for o in options]
+        assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes) and hashes, f"requirements.lock: {line[:80]}"
+        assert canonicalize_name(name) not in pins, f"{name} locked twice"
+        pins[canonicalize_name(name)] = (version, hashes)
+    return pins
+
+
+def test_the_lock_holds_the_constraints_and_the_build_backend_with_hashes() -> None:
+    locked = lock_pins()
+    backend = {canonicalize_name(Requirement(r).name) for r in PYPROJECT["build-system"]["requires"]}
+    assert {name: version for name, (version, _) in locked.items() if name not in backend} == constraint_pins(), \
+        "requirements.lock does not lock constraints.txt: scripts/check-image.sh --update-lock"
+    for name in backend:
+        assert name in locked, f"the build backend {name} is not locked (the image builds gitdns without isolation)"
+        (requirement,) = [Requirement(r) for r in PYPROJECT["build-system"]["requires"]
+                          if canonicalize_name(Requirement(r).name) == name]
+        assert requirement.specifier.contains(locked[name][0]), (requirement, locked[name][0])
+    # A package with compiled parts has a wheel per platform: one hash could not cover amd64 and
+    # arm64 (scripts/check-image.sh downloads both platforms' wheels against the lock).
+    for name in ("cryptography", "cffi", "ruamel-yaml-clib", "aiohttp", "frozenlist", "multidict", "propcache",
+                 "yarl", "pydantic-core", "rpds-py"):
+        assert len(locked[name][1]) >= 2, name
 
 
 def test_ci_checks_the_image_install_before_the_loopback_tests() -> None:

@@ -174,6 +174,17 @@ def settings_merge(name: str, **values: str) -> list[dict[str, Any]]:
     return [{"name": name, "behavior": "merge", "literals": [f"{k}={v}" for k, v in values.items()]}]
 
 
+def provider_secret_patches(*names: str) -> list[dict[str, Any]]:
+    """The `patches:` that name other provider Secrets than components/provider-secret's
+    (its header): the settings list and the Role's resourceNames together."""
+    listed = ",".join(names)
+    quoted = ", ".join(f'"{n}"' for n in names)
+    return [{"target": {"version": "v1", "kind": "ConfigMap", "name": "gitdns-config"},
+             "patch": f"- op: replace\n  path: /data/GITDNS_CREDENTIALS_SECRETS\n  value: {listed}"},
+            {"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
+             "patch": f"- op: replace\n  path: /rules/0/resourceNames\n  value: [{quoted}]"}]
+
+
 # --- documents -------------------------------------------------------------------------------
 
 
@@ -729,13 +740,12 @@ def test_the_agent_role_is_exactly_what_the_agent_calls(base: list[dict[str, Any
     }
     settings = settings_of(base, agent_container(base), NAMESPACE)
     assert settings["GITDNS_MODE_CONFIGMAP"] == "gitdns-mode"
-    # Provider credentials: `get` by name only, the names the settings list (tests/test_deploy_secrets.py);
-    # `list` (the default provider Secret) is opt-in.
-    assert granted(base, "Role", "gitdns-provider-credentials") == {("", "secrets"): (["get"], ["gitdns-provider"])}
-    assert settings["GITDNS_CREDENTIALS_SECRETS"] == "gitdns-provider"
-    for where, rule in rules(base):
-        if "secrets" in rule["resources"]:
-            assert rule["verbs"] == ["get"], where
+    # No Secret through the API: the base lists none a Zone may name and grants none. Provider
+    # credentials by name are the provider-secret component's (tests/test_deploy_secrets.py);
+    # `list` (the default provider Secret) is default-provider-secret's.
+    assert settings["GITDNS_CREDENTIALS_SECRETS"] == "" and not settings.get("GITDNS_HEADERS_SECRETS")
+    assert not [where for where, rule in rules(base) if "secrets" in rule["resources"]]
+    assert {d["metadata"]["name"] for d in find(base, "Role")} == {"gitdns-agent"}
 
 
 def test_the_agent_calls_match_the_role() -> None:
@@ -761,12 +771,10 @@ def _team_overlay(directory: Path, namespace: str, prefix: str) -> list[dict[str
     """An overlay moving and renaming the agent, with every namespace-safe component."""
     return kustomize(write_kustomization(
         directory, resources=[BASE], namespace=namespace, namePrefix=prefix,
-        components=[COMPONENTS / "github-ssh", COMPONENTS / "github-webhook", COMPONENTS / "default-provider-secret",
-                    COMPONENTS / "prometheus-rule", COMPONENTS / "pod-monitor"],
-        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git",
-                                          GITDNS_CREDENTIALS_SECRETS="gitdns-route53"),
-        patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}]))
+        components=[COMPONENTS / "github-ssh", COMPONENTS / "github-webhook", COMPONENTS / "provider-secret",
+                    COMPONENTS / "default-provider-secret", COMPONENTS / "prometheus-rule", COMPONENTS / "pod-monitor"],
+        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git"),
+        patches=provider_secret_patches("gitdns-route53")))
 
 
 def test_namespace_and_name_prefix_keep_every_reference(tmp_path: Path) -> None:

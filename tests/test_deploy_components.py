@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import time
@@ -30,6 +31,7 @@ from tests.test_deploy import (
     BASE,
     COMPONENTS,
     DEPLOY,
+    KUBERNETES_VERSION,
     NAMESPACE,
     agent_container,
     agent_deployment,
@@ -37,18 +39,22 @@ from tests.test_deploy import (
     crd_problems,
     find,
     granted,
+    kubernetes_validate_or_skip,
     kustomize,
     load_documents,
     load_rbac,
     only,
+    provider_secret_patches,
     reference_problems,
     require_kubectl,
     rules,
+    schema_problems,
     secret_files,
     settings_merge,
     settings_of,
     write_kustomization,
 )
+from tests.test_deploy_secrets import secret_grant_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERLAYS = DEPLOY / "overlays"
@@ -129,6 +135,116 @@ def test_identity_overlays_keep_the_transport_composable(tmp_path: Path) -> None
     assert "eks.amazonaws.com/role-arn" in only(docs, "ServiceAccount")["metadata"]["annotations"]
     assert settings_of(docs, agent_container(docs), NAMESPACE)["GITDNS_REPO"].startswith("ssh://git@github.com/")
     assert no_secret_access(docs)
+
+
+# Each identity component: the ServiceAccount annotations and the pod-template labels it adds.
+IDENTITIES = {
+    "route53-irsa": ({"eks.amazonaws.com/role-arn"}, set()),
+    "google-workload-identity": ({"iam.gke.io/gcp-service-account"}, set()),
+    "azure-workload-identity": ({"azure.workload.identity/client-id"}, {"azure.workload.identity/use"}),
+}
+IDENTITY_SETS = [combo for n in range(1, len(IDENTITIES) + 1) for combo in itertools.combinations(IDENTITIES, n)]
+# The user's own, set below the components: an identity component adds its keys beside them.
+OWN_ANNOTATION = ("example.com/owner", "dns-team")
+OWN_LABEL = ("example.com/team", "dns")
+OWN = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: gitdns
+  annotations:
+    example.com/owner: dns-team
+"""
+OWN_LABEL_PATCH = """\
+- op: add
+  path: /spec/template/metadata/labels/example.com~1team
+  value: dns
+"""
+
+
+def _identity_problems(docs: list[dict[str, Any]], identities: tuple[str, ...], *, keyed: bool,
+                       values: dict[str, str] | None = None) -> list[str]:
+    """What a render with ``identities`` (and provider-secret when ``keyed``) must hold: every
+    annotation and label of each, the user's own kept, the provider Secret Role exactly when a
+    key-based provider is configured, valid and consistent manifests."""
+    problems = []
+    annotations = only(docs, "ServiceAccount")["metadata"].get("annotations") or {}
+    template = agent_deployment(docs)["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    for identity in identities:
+        keys, pod_labels = IDENTITIES[identity]
+        problems += [f"{identity}: annotation {k} missing" for k in keys if not annotations.get(k)]
+        problems += [f"{identity}: pod label {k} missing" for k in pod_labels if labels.get(k) != "true"]
+    for other in set(IDENTITIES) - set(identities):
+        problems += [f"annotation {k} of {other}, not listed" for k in IDENTITIES[other][0] if k in annotations]
+    for key, value in (values or {}).items():
+        if annotations.get(key) != value:
+            problems.append(f"annotation {key}: {annotations.get(key)!r}, not the overlay's {value!r}")
+    if annotations.get(OWN_ANNOTATION[0]) != OWN_ANNOTATION[1]:
+        problems.append(f"the ServiceAccount's own annotation was replaced: {annotations}")
+    if labels.get(OWN_LABEL[0]) != OWN_LABEL[1] or "prometheus.io/scrape" not in template["metadata"]["annotations"]:
+        problems.append(f"the pod template's own labels or annotations were replaced: {template['metadata']}")
+    if set(agent_deployment(docs)["spec"]["selector"]["matchLabels"]) - {"app.kubernetes.io/name",
+                                                                         "app.kubernetes.io/component"}:
+        problems.append("the Deployment's selector changed (it is immutable)")
+    env = settings_of(docs, agent_container(docs), agent_deployment(docs)["metadata"]["namespace"])
+    roles = [r for r in find(docs, "Role") if r["metadata"]["name"].endswith("gitdns-provider-credentials")]
+    if keyed:
+        if [r["rules"] for r in roles] != [[{"apiGroups": [""], "resources": ["secrets"],
+                                             "resourceNames": ["gitdns-provider"], "verbs": ["get"]}]]:
+            problems.append(f"a key-based provider is configured, yet the Secret Role is {roles}")
+        if env.get("GITDNS_CREDENTIALS_SECRETS") != "gitdns-provider":
+            problems.append(f"GITDNS_CREDENTIALS_SECRETS={env.get('GITDNS_CREDENTIALS_SECRETS')!r}")
+    elif roles or env.get("GITDNS_CREDENTIALS_SECRETS"):
+        problems.append("no key-based provider, yet a provider Secret is listed or granted")
+    problems += secret_grant_problems(docs) + reference_problems(docs)
+    return problems
+
+
+def _identity_render(directory: Path, resource: Path, identities: tuple[str, ...], *, keyed: bool) -> list[dict[str, Any]]:
+    """``resource`` (the base or an overlay) with the user's own annotation and pod label, and on top
+    the identity components (and provider-secret when ``keyed``), as a user composes them."""
+    own = write_kustomization(directory / "own", resources=[resource], patches=[
+        {"target": {"version": "v1", "kind": "ServiceAccount", "name": "gitdns"}, "patch": OWN},
+        {"target": {"group": "apps", "kind": "Deployment", "name": "gitdns"}, "patch": OWN_LABEL_PATCH}])
+    components = [COMPONENTS / i for i in identities] + [COMPONENTS / "provider-secret"] * keyed
+    return kustomize(write_kustomization(directory / "top", resources=[own], components=components))
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["identity-only", "and-provider-secret"])
+@pytest.mark.parametrize("identities", IDENTITY_SETS, ids="+".join)
+def test_identity_components_compose_with_each_other_and_a_provider_secret(
+        identities: tuple[str, ...], keyed: bool, tmp_path: Path) -> None:
+    """Each alone, every pair and all three, on the base: each adds its annotation (and label) by
+    key, none removes another's, the user's own or the provider Secret Role; a Cloud DNS zone
+    through Workload Identity beside an RFC2136 zone with a TSIG Secret is the second case."""
+    docs = _identity_render(tmp_path, BASE, identities, keyed=keyed)
+    assert _identity_problems(docs, identities, keyed=keyed) == []
+    kubernetes_validate_or_skip()
+    assert schema_problems(docs, KUBERNETES_VERSION) == []
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["identity-only", "and-provider-secret"])
+@pytest.mark.parametrize(("overlay", "other"), [(o, c) for o in IDENTITIES for c in IDENTITIES if c != o],
+                         ids=lambda v: v)
+def test_an_identity_overlay_takes_another_identity_component(overlay: str, other: str, keyed: bool,
+                                                               tmp_path: Path) -> None:
+    """deploy/overlays/<identity> (its own value patched in) with another identity component."""
+    (key,) = IDENTITIES[overlay][0]
+    value = only(kustomize(OVERLAYS / overlay), "ServiceAccount")["metadata"]["annotations"][key]
+    docs = _identity_render(tmp_path, OVERLAYS / overlay, (other,), keyed=keyed)
+    assert _identity_problems(docs, (overlay, other), keyed=keyed, values={key: value}) == []
+
+
+def test_the_identity_check_could_fail(tmp_path: Path) -> None:
+    """The old way (an `add` of the whole annotations map, the Secret Role deleted) fails it."""
+    docs = _identity_render(tmp_path, BASE, ("route53-irsa",), keyed=True)
+    account = only(docs, "ServiceAccount")
+    account["metadata"]["annotations"] = {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/x"}
+    docs = [d for d in docs if not d["metadata"]["name"].endswith("gitdns-provider-credentials")]
+    problems = _identity_problems(docs, ("route53-irsa",), keyed=True)
+    assert any("own annotation was replaced" in p for p in problems)
+    assert any("Secret Role" in p for p in problems)
 
 
 def test_an_https_transport_with_a_private_ca_for_both_workloads(tmp_path: Path) -> None:
@@ -325,16 +441,14 @@ def fake() -> Iterator[Any]:
 
 
 def _agent_install(tmp_path: Path, *components: str, gateways: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The agent moved and prefixed (dns-team, team-) with ``components``, its provider Secret
-    narrowed to gitdns-route53; with ``gateways``, the gateway-status layout of the component's
+    """The agent moved and prefixed (dns-team, team-) with ``components`` and provider-secret, its
+    provider Secret renamed gitdns-route53 as that component's header says; with ``gateways``, the gateway-status layout of the component's
     README (a sibling kustomization) binding those namespaces."""
     agent = write_kustomization(
         tmp_path / "top" / "agent", resources=[BASE], namespace="dns-team", namePrefix="team-",
-        components=[COMPONENTS / c for c in components],
-        patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}],
-        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git",
-                                          GITDNS_CREDENTIALS_SECRETS="gitdns-route53"))
+        components=[COMPONENTS / c for c in ("provider-secret", *components)],
+        patches=provider_secret_patches("gitdns-route53"),
+        configMapGenerator=settings_merge("gitdns-config", GITDNS_REPO="ssh://git@github.com/ORG/REPO.git"))
     parts: list[Path] = [agent]
     if gateways:
         sibling = tmp_path / "top" / "gateways"

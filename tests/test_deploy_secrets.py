@@ -33,6 +33,7 @@ from tests.test_deploy import (
     _id,
     find,
     kustomize,
+    provider_secret_patches,
     secret_files,
     settings_merge,
     settings_of,
@@ -146,14 +147,20 @@ def test_the_bases_with_each_component_grant_secrets_by_name(tmp_path: Path) -> 
     assert {name: p for name, p in problems.items() if p} == {}
 
 
-def test_the_bases_grant_exactly_the_listed_default_names() -> None:
+def test_the_bases_grant_exactly_the_listed_default_names(tmp_path: Path) -> None:
     agent, orchestrator = kustomize(BASE), kustomize(ORCHESTRATOR_BASE)
-    (role,) = find(agent, "Role", "gitdns-provider-credentials")
+    # The agent's base reads no Secret through the API: it lists none and grants none.
+    assert not find(agent, "Role", "gitdns-provider-credentials")
+    (config,) = find(agent, "ConfigMap")
+    assert config["data"]["GITDNS_CREDENTIALS_SECRETS"] == ""
+    assert not config["data"].get("GITDNS_HEADERS_SECRETS")  # a DNSPolicy's headersSecret: none by default
+    # components/provider-secret names one and grants exactly it, both halves together.
+    keyed = _with_component(tmp_path, BASE, COMPONENTS / "provider-secret")
+    (role,) = find(keyed, "Role", "gitdns-provider-credentials")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["gitdns-provider"],
                               "verbs": ["get"]}]
-    (config,) = find(agent, "ConfigMap")
+    (config,) = find(keyed, "ConfigMap")
     assert config["data"]["GITDNS_CREDENTIALS_SECRETS"] == "gitdns-provider"
-    assert not config["data"].get("GITDNS_HEADERS_SECRETS")  # a DNSPolicy's headersSecret: none by default
     (role,) = find(orchestrator, "Role", "gitdns-orchestrator-secrets")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["gitdns-probe-headers"],
                               "verbs": ["get"]}]
@@ -182,8 +189,8 @@ def _widened(docs: list[dict[str, Any]], role: str, change: Any) -> list[dict[st
 
 @pytest.mark.parametrize(("base", "role"), [(BASE, "gitdns-provider-credentials"),
                                             (ORCHESTRATOR_BASE, "gitdns-orchestrator-secrets")], ids=["agent", "orch"])
-def test_a_grant_too_wide_fails_the_check(base: Path, role: str) -> None:
-    docs = kustomize(base)
+def test_a_grant_too_wide_fails_the_check(base: Path, role: str, tmp_path: Path) -> None:
+    docs = _with_component(tmp_path, base, COMPONENTS / "provider-secret") if base == BASE else kustomize(base)
     assert secret_grant_problems(docs) == []
     every = _widened(docs, role, lambda rule: rule.pop("resourceNames"))
     assert any("no resourceNames" in p for p in secret_grant_problems(every))
@@ -203,17 +210,21 @@ def test_an_overlay_granting_a_name_it_does_not_list_fails(tmp_path: Path) -> No
     """The failover-fleet way, with the settings forgotten: the Role names a Secret the agent
     would refuse to read, and the check says so."""
     assert secret_grant_problems(kustomize(BASE)) == []
-    docs = kustomize(write_kustomization(
-        tmp_path / "forgot", resources=[BASE],
-        patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}]))
+    role_only = provider_secret_patches("gitdns-route53")[1:]
+    docs = kustomize(write_kustomization(tmp_path / "forgot", resources=[BASE],
+                                         components=[COMPONENTS / "provider-secret"], patches=role_only))
     assert any("'gitdns-route53'" in p for p in secret_grant_problems(docs))
-    fixed = kustomize(write_kustomization(
-        tmp_path / "fixed", resources=[BASE],
-        configMapGenerator=settings_merge("gitdns-config", GITDNS_CREDENTIALS_SECRETS="gitdns-route53"),
-        patches=[{"target": {"kind": "Role", "name": "gitdns-provider-credentials"},
-                  "patch": '- op: replace\n  path: /rules/0/resourceNames\n  value: ["gitdns-route53"]'}]))
+    # A generator merge in the kustomization listing the component is no way to list it: the
+    # component's merge runs after it (the header says so); the check sees it.
+    merged = kustomize(write_kustomization(
+        tmp_path / "merged", resources=[BASE], components=[COMPONENTS / "provider-secret"], patches=role_only,
+        configMapGenerator=settings_merge("gitdns-config", GITDNS_CREDENTIALS_SECRETS="gitdns-route53")))
+    assert any("'gitdns-route53'" in p for p in secret_grant_problems(merged))
+    fixed = kustomize(write_kustomization(tmp_path / "fixed", resources=[BASE],
+                                          components=[COMPONENTS / "provider-secret"],
+                                          patches=provider_secret_patches("gitdns-route53")))
     assert secret_grant_problems(fixed) == []
+    assert find(fixed, "ConfigMap")[0]["data"]["GITDNS_CREDENTIALS_SECRETS"] == "gitdns-route53"
 
 
 def test_listing_a_mounted_credential_fails(tmp_path: Path) -> None:

@@ -396,6 +396,7 @@ resources:
   - {deploy}/base
 components:
   - {deploy}/components/github-ssh
+  - {deploy}/components/provider-secret
 namespace: dns-team
 namePrefix: team-
 configMapGenerator:
@@ -406,9 +407,13 @@ configMapGenerator:
       - GITDNS_PATH=dns
       # the operator allows the Zones' DNS server (docs/agent.md: provider fences)
       - GITDNS_RFC2136_SERVERS={dns}
-      # and the Secret the Zone names, which the Role below may get (deploy/base/rbac.yaml)
-      - GITDNS_CREDENTIALS_SECRETS=dns-tsig
 patches:
+  # the Secret the Zone names, in the settings and the Role together (components/provider-secret)
+  - target: {{kind: ConfigMap, name: gitdns-config}}
+    patch: |-
+      - op: replace
+        path: /data/GITDNS_CREDENTIALS_SECRETS
+        value: dns-tsig
   - target: {{kind: Role, name: gitdns-provider-credentials}}
     patch: |-
       - op: replace

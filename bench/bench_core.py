@@ -1,6 +1,7 @@
 """Core benchmarks of issue 2: prints figures and PASS/MISS against the targets; asserts nothing.
 
-    python bench/bench_core.py [--sizes 1000,10000,100000] [--runs 3] [--help-runs 10]
+    python bench/bench_core.py [--sizes 1000,10000,100000] [--runs 3] [--help-runs 10] [--json FILE]
+    python bench/bench_core.py --quick                          # N=1,000, one run of each (seconds)
     python bench/bench_core.py --sizes 10000 --profile plan     # cProfile one phase
 
 For each size N: a desired repo of N hosts (bench/generate.py, two zones, ten clusters) and a
@@ -19,8 +20,22 @@ median time is printed:
     RSS       the largest peak RSS of the read, decode, plan and apply children (the plan
               child also reads and decodes; the apply child also decodes)
 
-Also `gitdns --help`: median wall time of ``--help-runs`` runs of the console script, and
-which heavy modules it imports.
+Against a floor, each in the same child process and run, after the phase timed above:
+
+    validate/parse-floor      validate over the YAML parse alone of the same files
+                              (`gitdns.core.yamlparse.parse` of each file's text, read before);
+                              printed for N=10,000 (target <= 3x)
+    validate-one-file/cold    `gitdns.core.validate.check` of the same files in memory after a
+                              commit that changes one value in one file (records/static-000.yaml),
+                              with the loader's parse memo (`gitdns.core.loader.ParseMemo`, by path
+                              and text) warm from the commit before, over the same check with the
+                              memo empty; printed for N=10,000 (target <= 0.1x)
+    plan/decode-floor         plan over `gitdns.providers.local.decode_store` of the same store
+                              bytes alone; printed for the zone of N=100,000 (target <= 2x)
+
+Without those sizes (``--quick``, or other ``--sizes``), each ratio is printed for the measured
+size nearest to its own.  Also `gitdns --help`: median wall time of ``--help-runs`` runs of the
+console script, and which heavy modules it imports.  ``--json FILE`` writes every figure.
 """
 
 from __future__ import annotations
@@ -151,6 +166,60 @@ def prepare_apply(fixture: Path) -> Callable[[], Any]:
     return run
 
 
+def validate_floors(fixture: Path) -> dict[str, Any]:
+    """After the cold validate, in the same process: the YAML parse alone of the same files, and
+    the check with the parse memo warm after a commit that changes one file."""
+    from gitdns.adapters.repo import load_schemas, read_tree
+    from gitdns.core.limits import Unread
+    from gitdns.core.loader import ParseMemo
+    from gitdns.core.validate import check
+    from gitdns.core.yamlparse import parse
+
+    files = read_tree(fixture / "repo")
+    texts = [text for text in files.values() if not isinstance(text, Unread)]
+    start = time.perf_counter()
+    documents = sum(len(parse(text, finite=True)) for text in texts)
+    parse_floor = time.perf_counter() - start
+
+    schemas = load_schemas()
+    memo: ParseMemo = {}
+    start = time.perf_counter()
+    cold = check(files, schemas, memo)  # the commit before: every file parsed, the memo filled
+    check_cold = time.perf_counter() - start
+    touched, edited = touch_one_file(files)
+    start = time.perf_counter()
+    warm = check({**files, touched: edited}, schemas, memo)
+    check_warm = time.perf_counter() - start
+    return {"parse_floor": parse_floor, "check_cold": check_cold, "check_warm": check_warm,
+            "files": len(files), "documents": documents, "bytes": sum(len(t) for t in texts),
+            "touched": touched, "touched_bytes": len(edited),
+            "problems_cold": len(cold.problems), "problems_warm": len(warm.problems)}
+
+
+def touch_one_file(files: dict[str, str]) -> tuple[str, str]:
+    """A commit that changes one value in one small file: the first static RecordSet file's
+    first address (or, in another repository, a comment added to its smallest file)."""
+    statics = sorted(name for name in files if name.startswith("records/"))
+    name = statics[0] if statics else min(files, key=lambda n: len(files[n]))
+    text = files[name]
+    edited = text.replace('"192.0.2.1"]', '"192.0.2.254"]', 1)
+    return name, edited if edited != text else text + "\n# touched\n"
+
+
+def plan_floor(fixture: Path) -> dict[str, Any]:
+    """After the plan, in the same process: decoding the same store's bytes alone."""
+    from gitdns.providers.local import decode_store
+
+    path = _store_path(fixture)
+    data = path.read_bytes()
+    zone = json.loads((fixture / "zone" / "meta.json").read_text())["zone"]
+    start = time.perf_counter()
+    records = decode_store(path, data, zone)[1]
+    return {"decode_floor": time.perf_counter() - start, "records": len(records)}
+
+
+FLOORS: dict[str, Callable[[Path], dict[str, Any]]] = {"validate": validate_floors, "plan": plan_floor}
+
 PREPARE: dict[str, Callable[[Path], Callable[[], Any]]] = {
     "validate": prepare_validate, "read": prepare_read, "decode": prepare_decode,
     "plan": prepare_plan, "plan-drift": lambda fixture: prepare_plan(fixture, drift=True),
@@ -159,7 +228,8 @@ PREPARE: dict[str, Callable[[Path], Callable[[], Any]]] = {
 
 
 def child(phase: str, fixture: Path, profile: bool) -> None:
-    """Time one phase once and print ``{"seconds", "maxrss_kib", "info"}`` as JSON."""
+    """Time one phase once, then its floor (`FLOORS`), and print ``{"seconds", "maxrss_kib",
+    "hwm_kib", "info", "floor"}`` as JSON (the peaks are the phase's, read before the floor)."""
     run = PREPARE[phase](fixture)
     if profile:
         print_profile(run)
@@ -167,7 +237,9 @@ def child(phase: str, fixture: Path, profile: bool) -> None:
     start = time.perf_counter()
     info = run()
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "maxrss_kib": peak_rss_kib(), "hwm_kib": vm_hwm_kib(), "info": info}))
+    maxrss, hwm = peak_rss_kib(), vm_hwm_kib()
+    floor = FLOORS[phase](fixture) if phase in FLOORS else {}
+    print(json.dumps({"seconds": seconds, "maxrss_kib": maxrss, "hwm_kib": hwm, "info": info, "floor": floor}))
 
 
 def peak_rss_kib() -> int:
@@ -225,6 +297,7 @@ class Figure:
     maxrss_mib: float  # largest ru_maxrss over runs
     info: dict[str, Any]
     hwm_mib: float  # largest VmHWM over runs (Linux; 0 elsewhere)
+    floor: dict[str, Any]  # the floor's figures: each time the median over runs, the rest the last run's
 
 
 def make_fixture(size: int, root: Path) -> tuple[Path, dict[str, float]]:
@@ -254,6 +327,8 @@ def measure(phase: str, fixture: Path, runs: int) -> Figure:
         maxrss_mib=max(r["maxrss_kib"] for r in results) / 1024,
         info=results[-1]["info"],
         hwm_mib=max(r["hwm_kib"] or 0 for r in results) / 1024,
+        floor={key: statistics.median(r["floor"][key] for r in results) if isinstance(value, float) else value
+               for key, value in results[-1]["floor"].items()},
     )
 
 
@@ -330,6 +405,52 @@ def targets(figures: dict[int, dict[str, Figure]], help_wall: float) -> list[Tar
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    label: str  # validate/parse-floor, ...
+    size: int
+    value: float
+    limit: float
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return "PASS" if self.value <= self.limit else "MISS"
+
+    def line(self) -> str:
+        return f"{self.label} {self.value:.3f}x (target <= {self.limit:g}x) {self.verdict}: {self.detail}"
+
+
+RATIO_SIZES = {"validate": 10_000, "plan": 100_000}  # the size each ratio is printed for
+
+
+def nearest(sizes: Sequence[int], want: int) -> int:
+    return min(sizes, key=lambda size: (abs(size - want), -size))
+
+
+def ratios(figures: dict[int, dict[str, Figure]], records: dict[int, int]) -> list[Ratio]:
+    out: list[Ratio] = []
+    if not figures:
+        return out
+    size = nearest(list(figures), RATIO_SIZES["validate"])
+    validate = figures[size]["validate"]
+    floor = validate.floor
+    out.append(Ratio("validate/parse-floor", size, validate.seconds / floor["parse_floor"], 3.0,
+                     f"{size:,} hosts, {floor['files']} files ({floor['bytes']:,} characters, "
+                     f"{floor['documents']:,} documents): validate {validate.seconds:.3f} s, "
+                     f"yamlparse.parse alone {floor['parse_floor']:.3f} s"))
+    out.append(Ratio("validate-one-file/cold", size, floor["check_warm"] / floor["check_cold"], 0.1,
+                     f"{size:,} hosts, {floor['touched']} ({floor['touched_bytes']:,} characters) changed: "
+                     f"check with the parse memo warm {floor['check_warm']:.3f} s, cold {floor['check_cold']:.3f} s "
+                     f"(problems {floor['problems_cold']} / {floor['problems_warm']})"))
+    size = nearest(list(figures), RATIO_SIZES["plan"])
+    planned = figures[size]["plan"]
+    out.append(Ratio("plan/decode-floor", size, planned.seconds / planned.floor["decode_floor"], 2.0,
+                     f"{records[size]:,}-record zone: plan {planned.seconds:.3f} s, "
+                     f"decode_store alone {planned.floor['decode_floor']:.3f} s"))
+    return out
+
+
 def print_tables(figures: dict[int, dict[str, Figure]], records: dict[int, int], runs: int) -> None:
     print(f"\nmedian of {runs} runs, each in a fresh process; times in seconds")
     print("| N | zone records | validate | read | decode | plan | plan-drift | apply | peak RSS (MiB) |")
@@ -363,16 +484,23 @@ def bench(sizes: Sequence[int], runs: int, root: Path) -> tuple[dict[int, dict[s
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N (default: %(default)s)")
-    parser.add_argument("--runs", type=int, default=3, help="runs per phase (median printed)")
-    parser.add_argument("--help-runs", type=int, default=10, help="runs of gitdns --help")
+    parser.add_argument("--sizes", help="comma-separated N (default: 1000,10000,100000; --quick: 1000)")
+    parser.add_argument("--runs", type=int, help="runs per phase, median printed (default 3; --quick: 1)")
+    parser.add_argument("--help-runs", type=int, help="runs of gitdns --help (default 10; --quick: 2)")
+    parser.add_argument("--quick", action="store_true", help="N=1,000 and one run of each phase (seconds)")
+    parser.add_argument("--json", type=Path, help="write every figure, ratio and target there as JSON")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "out", help="where fixtures go (gitignored)")
     parser.add_argument("--keep", action="store_true", help="keep the generated fixtures")
     parser.add_argument("--profile", choices=PHASES, help="cProfile this phase at each size, then exit")
     parser.add_argument("--child", choices=PHASES, help=argparse.SUPPRESS)
     parser.add_argument("--fixture", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cprofile", action="store_true", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    defaults = ("1000", 1, 2) if args.quick else ("1000,10000,100000", 3, 10)
+    args.sizes = args.sizes or defaults[0]
+    args.runs = args.runs or defaults[1]
+    args.help_runs = args.help_runs or defaults[2]
+    return args
 
 
 def profile(phase: str, sizes: Sequence[int], root: Path) -> None:
@@ -408,11 +536,35 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"  modules beyond a bare interpreter ({len(added)}): {', '.join(added)}")
         print("  slowest imports (cumulative): " + ", ".join(f"{m} {s * 1000:.0f} ms" for s, m in slowest))
         print("\n| target | measured | limit | verdict |\n|---|---:|---:|---|")
-        for target in targets(figures, next(iter(walls.values()))):
+        rows = targets(figures, next(iter(walls.values())))
+        for target in rows:
             print(target.row())
+        against = ratios(figures, records)
+        print("\nagainst the floors (same child process and run):")
+        for ratio in against:
+            print(ratio.line())
+        if args.json:
+            write_json(args.json, figures, records, walls, heavy, rows, against)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def write_json(path: Path, figures: dict[int, dict[str, Figure]], records: dict[int, int], walls: dict[str, float],
+               heavy: list[str], rows: list[Target], against: list[Ratio]) -> None:
+    doc = {
+        "sizes": {str(size): {"zone_records": records[size],
+                              "phases": {phase: {"seconds": fig.seconds, "maxrss_mib": fig.maxrss_mib,
+                                                 "hwm_mib": fig.hwm_mib, "info": fig.info, "floor": fig.floor}
+                                         for phase, fig in row.items()}}
+                  for size, row in figures.items()},
+        "help": {"wall_seconds": walls, "heavy_modules": heavy},
+        "targets": [{"label": t.label, "value": t.value, "limit": t.limit, "unit": t.unit,
+                     "verdict": None if t.value is None else "PASS" if t.value < t.limit else "MISS"} for t in rows],
+        "ratios": [{"label": r.label, "size": r.size, "value": r.value, "limit": r.limit, "verdict": r.verdict}
+                   for r in against],
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def _cpus() -> int:

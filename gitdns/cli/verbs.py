@@ -182,7 +182,7 @@ def add_failover_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
 CLUSTER_SECRET_HELP = "create, on a primary, the kubeconfig Secret through which it reads a remote cluster's DNSRecords"
 CLUSTER_SECRET_EPILOG = """\
 On the remote: a ServiceAccount bound to the ClusterRole gitdns-remote-cluster (DNSRecords
-get/list/watch, their status get/patch/update) and a long-lived token Secret for it.
+list, their status patch: exactly what a primary calls) and a long-lived token Secret for it.
 On the primary: the Secret NAME labelled kuadrant.io/multicluster-kubeconfig=true holding a
 kubeconfig with that token.  Running it again changes nothing (or updates what differs).
 

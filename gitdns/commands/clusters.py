@@ -46,9 +46,13 @@ TOKEN_TYPE = "kubernetes.io/service-account-token"
 SA_ANNOTATION = "kubernetes.io/service-account.name"
 REDACTED = "<redacted>"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gitdns"}
+# Exactly what a primary calls on a remote (gitdns/adapters/dnsrecords.py): one cluster-wide
+# list of DNSRecords per pass, and a merge patch of its own entry in a record's status. Narrower
+# than the delegation RFC's role (get/list/watch, status get/patch/update): nothing gets one
+# record, watches, or replaces a status.
 RULES = [
-    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords/status"], "verbs": ["get", "patch", "update"]},
+    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords"], "verbs": ["list"]},
+    {"apiGroups": ["kuadrant.io"], "resources": ["dnsrecords/status"], "verbs": ["patch"]},
 ]
 
 @dataclass(frozen=True, slots=True)

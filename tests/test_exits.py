@@ -33,6 +33,8 @@ EXITS = (
     Exit("text on a terminal", frozenset({"print", "input", "sys.stdout.write", "sys.stderr.write", "os.write"}), {
         "gitdns/cli/__init__.py": "the one printer: every result through text.block / text.inline",
         "gitdns/imagecheck.py": "the image's own check: prints its fixed check names, outside the layers",
+        "gitdns/cli/reference.py": "the CLI reference generator (python -m gitdns.cli.reference): prints the "
+                                   "parser's own help texts and a path, no outside content",
     }),
     Exit("a log handler's format", frozenset({"logging.Formatter", "logging.StreamHandler", "logging.FileHandler",
                                               "logging.basicConfig", ".setFormatter"}), {

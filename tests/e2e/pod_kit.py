@@ -10,6 +10,9 @@
     pod = Pod(cluster, manifests, directory, reach=[(ip, port), ...])
     pod.start(); pod.wait_ready(); ...; pod.stop()
     MotoAws(directory)                                AWS (Route53, STS) stood in for by moto
+    grants(manifests, ns, account)                    what the rendered RBAC lets that account do, one
+                                                      (verb, resource, resourceName) each;
+    unused_grants(granted, cluster.calls(pod.user))   those none of its authorised requests used
     push_tree(bare, template_dir, values, workdir)    the desired state, pushed to a git server's repo
 
 What is taken from where:
@@ -57,7 +60,10 @@ failed container (a crash fails the test at once), liveness probes, Services and
 kube-proxy, admission (Pod Security Standards).
 
 Tools: ``kubectl`` (kustomize), root, a kernel that allows namespaces; `require` skips without
-them, or fails under ``CI=true``.
+them, or fails under ``CI=true``.  The checkout and the Python environment must lie outside the
+directories the pod mounts (``/tmp``, ``/var/lib/gitdns``...): the pod's volumes would cover them
+in its mount namespace; `check_not_hidden` refuses such a run before it starts, saying what is
+hidden and why.
 """
 
 from __future__ import annotations
@@ -88,7 +94,7 @@ from typing import Any
 
 import yaml
 
-from tests.fakes.kube_apiserver import ApiError, FakeKube
+from tests.fakes.kube_apiserver import ApiError, Attributes, FakeKube, request_attributes
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOY = ROOT / "deploy"
@@ -487,6 +493,22 @@ class Cluster:
             return [o for (g, p, ns, _), o in self.fake._objects.items()
                     if g == "coordination.k8s.io" and p == "leases" and ns == namespace]
 
+    def calls(self, user: str) -> list[Attributes]:
+        """What RBAC authorised for ``user`` (``system:serviceaccount:NS:NAME``): every resource
+        request its token made that was let through, as Kubernetes' RequestInfo."""
+        out = []
+        for request in list(self.fake.requests):
+            if request.user != user:
+                continue
+            attrs = request_attributes(request.method, [p for p in request.path.split("/") if p], request.query)
+            if attrs is not None:
+                out.append(attrs)
+        return out
+
+    def refused(self, user: str) -> list[Attributes]:
+        """The requests of ``user`` RBAC refused."""
+        return [f.attributes for f in self.fake.forbidden if f.user == user]
+
     def claim(self, name: str) -> Path:
         """A PersistentVolumeClaim's volume: one directory per claim, kept across pods."""
         if name not in self.claims:
@@ -494,6 +516,70 @@ class Cluster:
             path.mkdir(parents=True)
             self.claims[name] = path
         return self.claims[name]
+
+
+# -- least privilege: what the rendered RBAC grants, against what the pod called ---------------------
+
+
+@dataclass(frozen=True, order=True)
+class Grant:
+    """One call a rendered Role or ClusterRole lets a ServiceAccount make: ``verb`` on ``resource``
+    (``resource/subresource``) of API ``group``, the object ``name`` (``""``: a rule without
+    resourceNames, every object), in ``namespace`` (``""``: bound by a ClusterRoleBinding, every
+    namespace and the cluster scope); ``role`` says which Role or ClusterRole."""
+
+    verb: str
+    group: str
+    resource: str
+    name: str
+    namespace: str
+    role: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(verb, resource, resourceName): how an allow-list names it."""
+        return (self.verb, self.resource, self.name)
+
+    def allows(self, attrs: Attributes) -> bool:
+        return (attrs.verb == self.verb and attrs.group == self.group and attrs.combined == self.resource
+                and (not self.name or attrs.name == self.name)
+                and (not self.namespace or attrs.namespace == self.namespace))
+
+    def __str__(self) -> str:
+        what = f"{self.resource}/{self.name}" if self.name else self.resource
+        where = f"in {self.namespace}" if self.namespace else "cluster-wide"
+        return f"{self.verb} {what} ({self.group or 'core'}) {where}, from {self.role}"
+
+
+def grants(manifests: Manifests, namespace: str, service_account: str) -> list[Grant]:
+    """Every (verb, resource, resourceName) the rendered RoleBindings and ClusterRoleBindings give
+    the ServiceAccount ``namespace/service_account``."""
+    roles = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
+             for d in manifests.docs if d.get("kind") in ("Role", "ClusterRole")}
+    out: set[Grant] = set()
+    for binding in manifests.all("RoleBinding") + manifests.all("ClusterRoleBinding"):
+        if not any(s.get("kind") == "ServiceAccount" and s.get("name") == service_account
+                   and s.get("namespace") == namespace for s in binding.get("subjects") or []):
+            continue
+        scope = binding["metadata"].get("namespace", "") if binding["kind"] == "RoleBinding" else ""
+        ref = binding["roleRef"]
+        role = roles.get((ref["kind"], scope if ref["kind"] == "Role" else "", ref["name"]))
+        if role is None:
+            raise KitError(f"{binding['kind']} {binding['metadata']['name']}: its {ref['kind']} {ref['name']} "
+                           "is not in the manifests")
+        for rule in role.get("rules") or []:
+            for group in rule.get("apiGroups") or []:
+                for resource in rule.get("resources") or []:
+                    for verb in rule.get("verbs") or []:
+                        for name in rule.get("resourceNames") or [""]:
+                            out.add(Grant(verb, group, resource, name, scope, f"{ref['kind']} {ref['name']}"))
+    return sorted(out)
+
+
+def unused_grants(granted: Iterable[Grant], calls: Iterable[Attributes]) -> list[Grant]:
+    """The grants no call used."""
+    made = list(calls)
+    return [g for g in granted if not any(g.allows(c) for c in made)]
 
 
 # -- the pod -------------------------------------------------------------------------------------
@@ -572,6 +658,55 @@ def eks_pod_identity(service_account: JSON, region: str = "us-east-1") -> tuple[
     return env, volume, mount
 
 
+def needed_here() -> dict[str, str]:
+    """The paths of this machine the pod's process needs to reach at their own paths: the
+    interpreter its ``gitdns`` script runs, the Python installation and packages it imports, and
+    this checkout (bound at /opt/gitdns/src, its path walked by the launcher)."""
+    import site
+
+    out = {"the checkout": str(ROOT), "the Python interpreter": sys.executable,
+           "the Python interpreter (resolved)": str(Path(sys.executable).resolve()),
+           "the Python installation": sys.prefix, "the base Python installation": sys.base_prefix}
+    for path in site.getsitepackages():
+        if os.path.isdir(path):
+            out[f"the installed packages ({path})"] = path
+    return out
+
+
+def check_not_hidden(mounts: Iterable[Mapping[str, Any]], needed: Mapping[str, str],
+                     labels: Mapping[str, str] | None = None) -> None:
+    """KitError when a path of ``needed`` (what -> path on this machine) lies at or under the
+    container path of one of ``mounts``: in the pod's mount namespace that mount covers it, so the
+    container (and the launcher, which walks those paths after mounting) cannot reach it, and the
+    pod would die with a bare FileNotFoundError."""
+    labels = labels or {}
+    mounts = list(mounts)
+    hidden: dict[str, list[str]] = {}
+    for what, path in needed.items():
+        real = os.path.realpath(path)
+        for mount in mounts:
+            target = os.path.realpath(mount["target"])
+            if os.path.realpath(mount["source"]) == target:
+                continue  # bound onto itself: nothing is covered
+            if real == target or real.startswith(target.rstrip("/") + "/"):
+                label = labels.get(mount["target"], "")
+                hidden.setdefault(f"{mount['target']}{f' ({label})' if label else ''}", []).append(
+                    f"{what} {path}")
+                break
+    if not hidden:
+        return
+    lines = [f"  {', '.join(whats)}: under {where}" for where, whats in hidden.items()]
+    targets = sorted({m["target"] for m in mounts})
+    raise KitError(
+        "the pod mounts a volume over a directory this run needs:\n" + "\n".join(lines) + "\n"
+        "The container gets its own mount namespace in which each volume is bound at its container "
+        "path, covering whatever this machine has there; what lies below is hidden from the pod "
+        "(its interpreter, its packages, the checkout bound at /opt/gitdns/src), and it would die "
+        "with a bare FileNotFoundError. Run the tests from a checkout, and with a Python "
+        "environment, outside every directory the pod mounts (" + ", ".join(targets) + "): e.g. "
+        "clone the repository under /srv or a home directory rather than /tmp, and run it there.")
+
+
 @dataclass
 class Injection:
     """What the platform adds to a pod at admission (a mutating webhook), and the test's stand-ins
@@ -626,6 +761,11 @@ class Pod:
     @property
     def service_account_name(self) -> str:
         return str(self.spec.get("serviceAccountName") or "default")
+
+    @property
+    def user(self) -> str:
+        """The user name its service account token carries."""
+        return f"system:serviceaccount:{self.namespace}:{self.service_account_name}"
 
     def service_account(self) -> JSON:
         sa = self.cluster.get("ServiceAccount", self.service_account_name, self.namespace)
@@ -877,6 +1017,7 @@ class Pod:
         env = self.environment()
         argv = self.argv(env)
         mounts = self._image_files()
+        labels = {m["target"]: "the image's own files" for m in mounts}
         by_name = {v["name"]: v for v in self.spec.get("volumes") or []}
         for entry in self.container.get("volumeMounts") or []:
             volume = by_name.get(entry["name"])
@@ -890,11 +1031,15 @@ class Pod:
             read_only = bool(entry.get("readOnly")) or any(k in volume for k in ("secret", "configMap", "projected",
                                                                                   "downwardAPI"))
             mounts.append({"source": str(source), "target": entry["mountPath"], "readOnly": read_only})
+            kind = next((k for k in volume if k != "name"), "?")
+            labels[entry["mountPath"]] = f"volume {entry['name']}, {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
         account = self._service_account_volume()
         if account is not None and not any(m["target"] == SERVICE_ACCOUNT_DIR for m in mounts):
             mounts.append({"source": str(account), "target": SERVICE_ACCOUNT_DIR, "readOnly": True})
+            labels[SERVICE_ACCOUNT_DIR] = "the service account's token"
         for target, source in self.injection.files.items():
             mounts.append({"source": str(source), "target": target, "readOnly": True})
+        check_not_hidden(mounts, needed_here(), labels)
         uid, gid = self.uid_gid
         caps = ((self.container.get("securityContext") or {}).get("capabilities") or {}).get("drop") or []
         return {"argv": argv, "env": env, "workdir": self.container.get("workingDir") or self.image.workdir,

@@ -10,11 +10,14 @@ servers (OpenSSH, nginx + git http-backend over TLS):
 2. deploy/examples/failover-fleet: the SAME rendered manifests on two clusters (two API
    servers, two kube-system UIDs, GITDNS_CLUSTER unset), failover groups in git, Route53 with
    a key Secret;
-3. deploy/examples/edge-orchestrator for a pool named `metro` over HTTPS with a token, ConfigMap
-   delivery into kube-system/coredns-custom (created first, as its prerequisite says).
+3. deploy/examples/edge-orchestrator for a pool named `metro`, its repository over SSH as the
+   example ships it (a read-only deploy key), ConfigMap delivery into kube-system/coredns-custom
+   (created first, as its prerequisite says).
 
 Each is Ready by its readinessProbe, writes DNS (the Route53 zone, the CoreDNS ConfigMap), holds
-its Lease and pushes its status, and RBAC refuses it nothing but what its comments leave opt-in.
+its Lease and pushes its status; RBAC refuses it nothing but what its comments leave opt-in, and
+every (verb, resource, resourceName) the rendered RBAC grants it is a call it made
+(`assert_least_privilege`).
 The user's steps are the examples' own: copy the kustomization, point its paths at deploy/, fill
 in the placeholders, create the Secrets its header names (and no other: the test checks the pod
 mounts exactly those), apply.
@@ -27,7 +30,7 @@ import os
 import re
 import socketserver
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -48,11 +51,13 @@ from tests.e2e.pod_kit import (
     add_patch,
     copy_kustomization,
     eks_pod_identity,
+    grants,
     header_comment,
     push_tree,
     require,
     require_pod_runtime,
     set_literal,
+    unused_grants,
 )
 
 DESIRED = Path(__file__).resolve().parent / "pod_desired"
@@ -137,10 +142,32 @@ def assert_runs_as_the_pod_spec_says(pod: Pod) -> None:
     assert environ["HOME"] == "/var/lib/gitdns" and "GITDNS_CLUSTER" not in environ
 
 
-def assert_least_privilege(cluster: Cluster, *, allowed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-    """RBAC refused nothing but the resources named in ``allowed`` (opt-in components)."""
-    refused = [f.message for f in cluster.fake.forbidden if f.attributes.resource not in allowed]
-    assert not refused, refused
+# Requests RBAC may refuse the agent: its call is there, its grant an opt-in component.
+OPT_IN_REFUSALS = {
+    "gateways": "the PolicyAffected condition on Gateways: components/gateway-status, bound by the user per "
+                "namespace; without it the agent logs the refusal once and serves the rest",
+}
+# Grants the shipped RBAC keeps for a path these runs do not exercise: (verb, resource, resourceName)
+# -> why it stays. A grant of the rendered RBAC that the run never used and is not here fails the test.
+UNUSED_GRANTS: dict[tuple[str, str, str], str] = {}
+
+
+def assert_least_privilege(cluster: Cluster, pod: Pod, *, refusals: Mapping[str, str] = OPT_IN_REFUSALS,
+                           unused: Mapping[tuple[str, str, str], str] = UNUSED_GRANTS) -> None:
+    """The rendered RBAC is exactly what the pod called, over its whole run (call it once the pod
+    stopped: releasing the Lease is a call too): RBAC refused it nothing but requests on the
+    resources of ``refusals`` (each an opt-in component), and every (verb, resource, resourceName)
+    granted to its ServiceAccount is one a request of the pod used, but those of ``unused``, each
+    kept for the reason given there (and each of those really unused: the list cannot go stale)."""
+    refused = [a for a in cluster.refused(pod.user) if a.resource not in refusals]
+    assert not refused, f"RBAC refused {pod.user}: {refused}"
+    granted = grants(pod.manifests, pod.namespace, pod.service_account_name)
+    assert granted or not unused
+    never = unused_grants(granted, cluster.calls(pod.user))
+    surplus = [str(g) for g in never if g.key not in unused]
+    assert not surplus, f"granted to {pod.user}, never called in the run: {surplus}"
+    stale = set(unused) - {g.key for g in never}
+    assert not stale, f"allowed as unused, yet called or not granted: {sorted(stale)}"
 
 
 # -- setup 1: Route53 with IRSA, the repository over SSH with a deploy key -----------------------
@@ -188,13 +215,15 @@ def test_route53_github_comes_up_ready_and_writes_route53(sshd: SshServer, aws: 
             (lease,) = cluster.leases("gitdns-system")
             assert lease["spec"]["holderIdentity"] == pod.name
             assert_runs_as_the_pod_spec_says(pod)
-            assert_least_privilege(cluster, allowed={"gateways"})  # components/gateway-status is opt-in
             assert "ProviderLibraryMissing" not in pod.logs()
         finally:
             pod.stop()
         # SIGTERM reached gitdns through the image's init: it gave its Lease up
         (lease,) = cluster.leases("gitdns-system")
         assert not lease["spec"].get("holderIdentity"), lease
+        # IRSA alone: no Secret is granted, and every grant was called
+        assert not [g for g in grants(manifests, pod.namespace, pod.service_account_name) if g.resource == "secrets"]
+        assert_least_privilege(cluster, pod)
     assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
 
 
@@ -239,13 +268,14 @@ def test_failover_fleet_one_manifest_two_clusters_both_ready_and_writing(sshd: S
             assert lease["spec"]["holderIdentity"] == pod.name
             assert pod.status()["summary.yaml"]["clusterId"] == uid
             assert_runs_as_the_pod_spec_says(pod)
-            assert_least_privilege(cluster, allowed={"gateways"})
     finally:
         for pod in pods:
             pod.stop()
         for cluster in clusters:
             cluster.stop()
     assert [p.proc.returncode if p.proc else None for p in pods] == [0, 0], [p.logs()[-2000:] for p in pods]
+    for cluster, pod in zip(clusters, pods, strict=True):
+        assert_least_privilege(cluster, pod)  # the provider Secret gitdns-route53 among the calls
 
 
 # -- setup 3: the orchestrator of the pool `metro`, HTTPS token, ConfigMap delivery ---------------
@@ -295,47 +325,42 @@ class HeaderNode:
         self.httpd.server_close()
 
 
-def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsServer, tmp_path: Path) -> None:
-    """Its nodes answer only probes carrying the header of the NodePool's headersSecret, a Secret
-    in the orchestrator's own namespace (the header of the example says to create it there)."""
+def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(sshd: SshServer, tmp_path: Path) -> None:
+    """The example as it ships: its repository over SSH with a deploy key (read access is enough,
+    its header says: the key here is one the server refuses pushes from). Its nodes answer only
+    probes carrying the header of the NodePool's headersSecret, a Secret in the orchestrator's own
+    namespace (the header of the example says to create it there)."""
     probe_token = os.urandom(12).hex()
     nodes = [HeaderNode(f"node-{i}", f"127.0.0.{61 + i}", "X-Probe-Token", probe_token) for i in range(3)]
     try:
-        bare = https.create_repo("setup3")
+        bare = sshd.create_repo("setup3")
         push_tree(bare, DESIRED / "metro-pool", {"NODES": nodes_yaml(nodes),
                                                  "HEADERS_SECRET": "    headersSecret: gitdns-probe-headers"}, tmp_path)
         gitops = example("edge-orchestrator", tmp_path / "gitops")
         install = gitops / "install" / "kustomization.yaml"
         text = install.read_text()
-        # HTTPS with a token instead of the example's SSH key (deploy/components/https-token),
-        # and the git server's private CA mounted as that component says
-        text = re.sub(r"(?m)^(\s*-\s+\S*/components/)github-ssh$", r"\1https-token", text)
-        assert "components/https-token" in text
-        text = set_literal(text, "GITDNS_REPO", https.url(bare))
+        assert re.search(r"(?m)^\s*-\s+\S*/components/github-ssh$", text), "the example's transport is SSH"
+        # the placeholders the header says to fill in: the repository, and here a pool of our own
+        text = set_literal(text, "GITDNS_REPO", sshd.url(bare))
         text = set_literal(text, "GITDNS_NODE_POOL", "metro")
-        text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_CA_FILE", "/var/run/gitdns/git-ca/ca.crt")
         # the nodes here are on loopback: probes reach them only once the operator allows it
         text = add_literal(text, "gitdns-orchestrator-config", "GITDNS_PROBE_ALLOW_RANGES", "127.0.0.0/8")
         install.write_text(text)
-        add_patch(install, {"target": {"kind": "Deployment", "name": "gitdns-orchestrator"}, "patch": CA_PATCH})
         manifests = Manifests.render(gitops)
 
         with Cluster(tmp_path / "cluster", kube_system_uid=ALPHA_ID, name="k3s-metro") as cluster:
             # the prerequisite the example's header names
             cluster.apply(Manifests.render(DEPLOY / "orchestrator" / "coredns-custom"))
             cluster.apply(manifests)
-            secrets: dict[str, dict[str, bytes | str]] = {"gitdns-git-token": {"token": https.token},
-                                                          "gitdns-git-ca": {"ca.crt": https.ca_file.read_bytes()}}
-            for name, data in secrets.items():
-                cluster.create_secret("dns-failover", name, data)
+            secrets = {"gitdns-git-ssh": ssh_secret(sshd, sshd.readonly_key)}
+            cluster.create_secret("dns-failover", "gitdns-git-ssh", secrets["gitdns-git-ssh"])
             assert "headersSecret" in header_comment(gitops / "kustomization.yaml")
             # the name the example's header gives (the one its settings list and its Role may get)
             assert "gitdns-probe-headers" in header_comment(gitops / "kustomization.yaml")
             cluster.create_secret("dns-failover", "gitdns-probe-headers", {"X-Probe-Token": probe_token})
             pod = Pod(cluster, manifests, tmp_path / "pod",
-                      reach=[("127.0.0.1", https.port), *((n.ip, n.port) for n in nodes)])
-            assert pod.secrets_used() == {"gitdns-git-token": {"token"}, "gitdns-git-ca": {"ca.crt"}}
-            assert "gitdns-git-token" in header_comment(DEPLOY / "components" / "https-token" / "kustomization.yaml")
+                      reach=[("127.0.0.1", sshd.port), *((n.ip, n.port) for n in nodes)])
+            assert_documented(gitops / "kustomization.yaml", pod, secrets)
             pod.start()
             try:
                 pod.wait_ready()
@@ -353,37 +378,16 @@ def test_orchestrator_for_pool_metro_comes_up_ready_and_delivers(https: HttpsSer
                 lease = cluster.lease("dns-failover", "gitdns-orchestrator-metro")
                 assert lease is not None and lease["spec"]["holderIdentity"] == pod.name
                 assert_runs_as_the_pod_spec_says(pod)
-                assert_least_privilege(cluster)
-                assert https.token not in pod.logs() and probe_token not in pod.logs()
+                assert probe_token not in pod.logs()
                 assert probe_token not in json.dumps(pod.status())
             finally:
                 pod.stop()
+            # the Lease of the pool, the headers Secret by name, the ConfigMap in kube-system
+            assert_least_privilege(cluster, pod)
         assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
     finally:
         for node in nodes:
             node.stop()
-
-
-# the git server's private CA, mounted as deploy/components/https-token says ("A private CA: mount
-# its bundle the same way and set GITDNS_CA_FILE")
-CA_PATCH = """\
-- op: add
-  path: /spec/template/spec/volumes/-
-  value:
-    name: git-ca
-    secret:
-      secretName: gitdns-git-ca
-      defaultMode: 288
-      items:
-        - key: ca.crt
-          path: ca.crt
-- op: add
-  path: /spec/template/spec/containers/0/volumeMounts/-
-  value:
-    name: git-ca
-    mountPath: /var/run/gitdns/git-ca
-    readOnly: true
-"""
 
 
 # -- a user's own overlay: namespace and namePrefix (deploy/README.md, "Your own overlay") --------
@@ -459,10 +463,10 @@ def test_user_overlay_with_namespace_and_prefix_comes_up_and_writes_bind(sshd: S
                 (lease,) = cluster.leases("dns-team")
                 assert lease["spec"]["holderIdentity"] == pod.name
                 assert_runs_as_the_pod_spec_says(pod)
-                assert_least_privilege(cluster, allowed={"gateways"})
                 assert SECRET not in pod.logs()
             finally:
                 pod.stop()
+            assert_least_privilege(cluster, pod)  # get secrets/dns-tsig, by the prefixed Role
         assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
     finally:
         bind.stop()
@@ -539,7 +543,6 @@ def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: Htt
                     f.read_text() for f in shared.iterdir() if f.is_file() and not f.name.startswith(".")),
                     "the pool's files in the shared volume")
                 assert_runs_as_the_pod_spec_says(pod)
-                assert_least_privilege(cluster)
                 dnsmasq = Dnsmasq(shared, tmp_path, binary=binary or "").start()
                 try:
                     answers = pod.wait(lambda: dnsmasq.answers("shop.metro.test"), "dnsmasq to answer")
@@ -548,6 +551,8 @@ def test_orchestrator_sidecar_for_pool_metro_writes_the_shared_volume(https: Htt
                     dnsmasq.stop()
             finally:
                 pod.stop()
+            assert not grants(manifests, pod.namespace, pod.service_account_name)
+            assert_least_privilege(cluster, pod)  # nothing granted, nothing refused: it calls no API
         assert pod.proc is not None and pod.proc.returncode == 0, pod.logs()[-3000:]
     finally:
         for node in nodes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,13 +15,19 @@ from tests.e2e.pod_kit import (
     ROOT,
     Image,
     KitError,
+    Manifests,
     _expand,
     add_literal,
+    check_not_hidden,
     copy_kustomization,
+    grants,
     header_comment,
+    needed_here,
     set_literal,
+    unused_grants,
     write_atomic_volume,
 )
+from tests.fakes.kube_apiserver import request_attributes
 
 
 def test_the_image_is_read_from_the_dockerfiles_final_stage() -> None:
@@ -79,3 +86,67 @@ def test_generator_literals_are_filled_in_and_added() -> None:
     assert added.endswith("      - GITDNS_PATH=dns\n      - GITDNS_REPO=ssh://git@127.0.0.1:2222/r.git\n")
     with pytest.raises(KitError, match="GITDNS_BRANCH"):
         set_literal(text, "GITDNS_BRANCH", "main")
+
+
+def test_a_checkout_under_a_directory_the_pod_mounts_is_refused_with_the_reason() -> None:
+    """A checkout (or interpreter) under /tmp: the pod's emptyDir at /tmp covers it in the pod's
+    mount namespace. The kit says so, what to do, before starting anything."""
+    mounts = [{"source": "/srv/run/pod/volumes/tmp", "target": "/tmp"},
+              {"source": "/srv/run/pod/volumes/state", "target": "/var/lib/gitdns"},
+              {"source": "/srv/run/pod/image-bin", "target": "/opt/gitdns/bin"}]
+    labels = {"/tmp": "volume tmp, an emptyDir"}
+    check_not_hidden(mounts, {"the checkout": "/srv/gitdns", "the Python interpreter": "/usr/bin/python3"}, labels)
+    with pytest.raises(KitError) as refused:
+        check_not_hidden(mounts, {"the checkout": "/tmp/ci/gitdns", "the Python interpreter": "/usr/bin/python3",
+                                  "the installed packages": "/tmp/ci/gitdns/.venv/lib/python3.11/site-packages"},
+                         labels)
+    message = str(refused.value)
+    assert "the checkout /tmp/ci/gitdns" in message and "under /tmp (volume tmp, an emptyDir)" in message
+    assert "/usr/bin/python3" not in message  # what is hidden, and only that
+    assert "FileNotFoundError" in message and "outside every directory the pod mounts" in message  # why, what to do
+    assert "/var/lib/gitdns" in message
+    # a mount of a directory onto itself covers nothing
+    check_not_hidden([{"source": "/opt/gitdns/src", "target": "/opt/gitdns/src"}], {"the checkout": "/opt/gitdns/src"})
+
+
+def test_this_checkout_is_not_under_a_directory_the_shipped_pods_mount() -> None:
+    """The kit's own run: the check passes for the shipped agent's mount paths."""
+    targets = ["/tmp", "/var/lib/gitdns", "/var/run/gitdns/git-ssh", "/var/run/secrets/kubernetes.io/serviceaccount"]
+    needed = needed_here()
+    assert needed["the checkout"] == str(ROOT)
+    if any(os.path.realpath(p).startswith(os.path.realpath(t) + "/") for p in needed.values() for t in targets):
+        pytest.skip("this checkout lies under a directory the pods mount: the pod tests refuse to run here")
+    check_not_hidden([{"source": "/nowhere", "target": t} for t in targets], needed)
+
+
+ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "agent", "namespace": "ns"},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create"]},
+                  {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["a", "b"], "verbs": ["get"]}]}
+CLUSTER_ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "id"},
+                "rules": [{"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["kube-system"],
+                           "verbs": ["get"]}]}
+
+
+def _binding(kind: str, role_kind: str, name: str, subject: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": subject, "namespace": "ns"}]}
+
+
+def test_grants_are_each_verb_resource_and_name_bound_to_the_account() -> None:
+    manifests = Manifests([ROLE, CLUSTER_ROLE, _binding("RoleBinding", "Role", "agent", "sa", "ns"),
+                           _binding("ClusterRoleBinding", "ClusterRole", "id", "sa")])
+    granted = grants(manifests, "ns", "sa")
+    assert {(g.key, g.namespace) for g in granted} == {
+        (("get", "leases", ""), "ns"), (("create", "leases", ""), "ns"), (("get", "secrets", "a"), "ns"),
+        (("get", "secrets", "b"), "ns"), (("get", "namespaces", "kube-system"), "")}
+    assert grants(manifests, "ns", "someone-else") == []
+    calls = [request_attributes("GET", "api/v1/namespaces/kube-system".split("/"), {}),
+             request_attributes("GET", "apis/coordination.k8s.io/v1/namespaces/ns/leases/l".split("/"), {}),
+             request_attributes("POST", "apis/coordination.k8s.io/v1/namespaces/ns/leases".split("/"), {}),
+             request_attributes("GET", "api/v1/namespaces/ns/secrets/a".split("/"), {}),
+             request_attributes("GET", "api/v1/namespaces/other/secrets/b".split("/"), {})]  # not the Role's namespace
+    assert [str(g) for g in unused_grants(granted, [c for c in calls if c])] == [
+        "get secrets/b (core) in ns, from Role agent"]

@@ -94,7 +94,8 @@ than the namespace check, schema validation and defaulting of any kind, finalize
 graceful deletion, owner references and garbage collection, server-side apply, managedFields,
 protobuf/CBOR and YAML bodies (JSON only), table output.
 
-Test hooks: ``fake.requests`` (every request: method, path, query, content type),
+Test hooks: ``fake.requests`` (every request: method, path, query, content type, and the
+ServiceAccount user whose token it carried),
 ``fake.count(method, suffix)``, ``fake.add_hook(fn)``/``clear_hooks()`` (``fn(request)`` runs before a
 request is handled, outside the store lock, so it may call ``fake.mutate``), and the
 in-process store API ``create``, ``get``, ``mutate``.
@@ -209,6 +210,7 @@ class Request:
     query: dict[str, str]
     content_type: str
     body: Any = None
+    user: str = ""  # the ServiceAccount's user name of its token; "" for an admin token or none
 
 
 @dataclass(frozen=True)
@@ -828,7 +830,7 @@ class FakeKube:
                     body = json.loads(raw_body)
                 except ValueError as exc:
                     raise ApiError(400, "BadRequest", f"fake kube-apiserver: the body is not JSON: {exc}") from exc
-            request = Request(method, url.path, query, content_type, body)
+            request = Request(method, url.path, query, content_type, body, self.subjects.get(token, ""))
             self.requests.append(request)
             for hook in list(self._hooks):
                 hook(request)

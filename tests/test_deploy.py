@@ -50,7 +50,10 @@ STATE_DIR = "/var/lib/gitdns"
 NONROOT_UID = 65532
 PORT = 8080
 ADMIN_PORT = 9090
-CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"})
+CLUSTER_SCOPED = frozenset({"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                            "PriorityClass"})
+# Priority classes every cluster has: a pod may name them without the render holding them.
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 # Kinds of the Prometheus Operator: no schema in kubernetes-validate; checked by `crd_problems`.
 OPERATOR_GROUP = "monitoring.coreos.com"
 # Namespaces that exist in every cluster: objects there need no Namespace in the render.
@@ -58,7 +61,7 @@ WELL_KNOWN_NAMESPACES = frozenset({"kube-system", "default"})
 # Components only a test composes (the opt-in ones that need a CRD, or user input): see
 # `test_every_component_is_rendered_somewhere`.
 COMPOSED_BY_TESTS = frozenset({"prometheus-rule", "pod-monitor", "gateway-status", "default-provider-secret",
-                               "discovery", "git-ca"})
+                               "discovery", "git-ca", "edge-pool", "network-policy"})
 
 
 class RenderError(Exception):
@@ -346,8 +349,9 @@ def schema_problems(docs: list[dict[str, Any]], version: str) -> list[str]:
 def reference_problems(docs: list[dict[str, Any]], *, external_subjects: bool = False,
                        external_namespaces: Iterable[str] = ()) -> list[str]:
     """Every name one object uses for another resolves within the render: roleRefs, subjects,
-    serviceAccountName, envFrom ConfigMaps, Service and PodMonitor selectors and ports, and
-    every namespace used exists (a Namespace object, or one every cluster has).
+    serviceAccountName, envFrom ConfigMaps, priorityClassName, Service, PodMonitor and
+    NetworkPolicy selectors and ports, and every namespace used exists (a Namespace object, or
+    one every cluster has).
 
     ``external_subjects``: subjects and pods' ServiceAccounts may be another kustomization's (a
     piece applied in kube-system alone, CoreDNS's own account); ``external_namespaces``:
@@ -389,6 +393,21 @@ def reference_problems(docs: list[dict[str, Any]], *, external_subjects: bool = 
             labels = doc["spec"]["template"]["metadata"]["labels"]
             if not doc["spec"]["selector"]["matchLabels"].items() <= labels.items():
                 problems.append(f"{where}: the selector does not select its own pods")
+            priority = pod.get("priorityClassName")
+            if priority and priority not in SYSTEM_PRIORITY_CLASSES and ("PriorityClass", "", priority) not in by_id:
+                problems.append(f"{where}: priorityClassName {priority} is not in the render")
+        if doc["kind"] == "NetworkPolicy":
+            selector = doc["spec"]["podSelector"].get("matchLabels") or {}
+            pods = [d for d in find(docs, "Deployment") if d["metadata"].get("namespace") == ns
+                    and selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]
+            if not selector or len(pods) != 1:
+                problems.append(f"{where}: selects {len(pods)} Deployments' pods, not one")
+                continue
+            ports = {p["name"] for c in pods[0]["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+            named = {p["port"] for rule in doc["spec"].get("ingress") or [] for p in rule.get("ports") or []
+                     if isinstance(p.get("port"), str)}
+            if not named <= ports:
+                problems.append(f"{where}: ingress ports {sorted(named - ports)} are not the pod's")
         if doc["kind"] in ("Service", "PodMonitor"):
             selector = doc["spec"]["selector"] if doc["kind"] == "Service" else doc["spec"]["selector"]["matchLabels"]
             pods = [d for d in find(docs, "Deployment") if d["metadata"].get("namespace") == ns

@@ -57,7 +57,8 @@ exist in the pod's namespace only.
 
 Not emulated: seccomp (RuntimeDefault), cgroup limits (memory), image pulls, restarts of a
 failed container (a crash fails the test at once), liveness probes, Services and the
-kube-proxy, admission (Pod Security Standards).
+kube-proxy, admission (Pod Security Standards), scheduling (nodeSelector, tolerations,
+PriorityClasses), NetworkPolicies (the pod reaches exactly the addresses ``reach`` names).
 
 Tools: ``kubectl`` (kustomize), root, a kernel that allows namespaces; `require` skips without
 them, or fails under ``CI=true``.  The checkout and the Python environment must lie outside the
@@ -393,7 +394,8 @@ STORED = {"Namespace": ("", "v1", "namespaces"), "ServiceAccount": ("", "v1", "s
           "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles"),
           "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
           "Lease": ("coordination.k8s.io", "v1", "leases")}
-RUN_OR_ROUTE = {"Deployment", "Service", "PodMonitor", "ServiceMonitor", "PrometheusRule"}
+RUN_OR_ROUTE = {"Deployment", "Service", "PodMonitor", "ServiceMonitor", "PrometheusRule",
+                "NetworkPolicy", "PriorityClass"}
 
 
 class Cluster:
@@ -433,7 +435,8 @@ class Cluster:
     def apply(self, manifests: Manifests) -> None:
         """What `kubectl apply -k` stores: Namespaces first, every object the fake API serves;
         Deployments and Services are the pods' business (`Pod`); the opt-in monitoring kinds
-        would need their CRDs and are noted in ``skipped``."""
+        would need their CRDs, and NetworkPolicies and PriorityClasses are not enforced here:
+        they are noted in ``skipped``."""
         order = ["Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
                  "ConfigMap", "Secret"]
         docs = sorted(manifests.docs, key=lambda d: order.index(d["kind"]) if d["kind"] in order else len(order))

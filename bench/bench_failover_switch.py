@@ -1,6 +1,7 @@
 """Failover switch time: a merged ActiveGroups commit until the zone serves only the new site.
 
     python bench/bench_failover_switch.py [--switches 5] [--poll-interval 10] [--only webhook,poll] [--keep]
+    python bench/bench_failover_switch.py --quick   # webhook, 1 switch (for CI; --only webhook,poll: both)
 
 The issue's target: "With at least three agents on real BIND (or the Route53 fake) and the
 safety rules on: a merged commit that switches the active group leaves the zone fully
@@ -17,7 +18,9 @@ Set-up (everything on 127.0.0.1, in a temp directory):
   ``site-a`` at 192.0.2.11/.12; b1, b2 in ``site-b`` at 198.51.100.11/.12), and an ActiveGroups
   with serial 1 and ``[site-a]``;
 * four ``gitdns agent`` processes, one per cluster, ``--lease txt``, each with its own
-  ``--listen 127.0.0.1:PORT`` and state directory, status branches on (the default).
+  ``--listen 127.0.0.1:PORT`` and state directory, status branches on (the default), and the
+  operator's allow-lists naming that BIND (``--rfc2136-servers``) and the variable's prefix
+  (``--credentials-env-prefixes GITDNS_BENCH``).
 
 webhook  agents with ``--poll-interval 600`` and a GitHub webhook secret file.  After the zone
          holds exactly site A's addresses: N times, alternately to site B and back to A,
@@ -34,7 +37,8 @@ poll     the agents restarted with ``--poll-interval P`` (default 10) and no web
 
 Per switch it also prints when every new address was first present and when the last old one
 was gone.  Agent logs are kept (with the temp directory, path printed) when a target is missed
-or with --keep.  Prints figures and PASS/MISS; asserts nothing.
+or with --keep.  Prints figures and PASS/MISS; asserts nothing.  Exits 1 when it could not run (no
+BIND) or a switch never completed (a missed target is printed only).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ ZONE = dns_servers.ZONE
 HOST = f"shared.{ZONE}"
 SECRET = b"bench-failover-webhook-secret"
 TSIG_ENV = "GITDNS_BENCH_TSIG_SECRET"
+TSIG_PREFIX = "GITDNS_BENCH"  # the agents' --credentials-env-prefixes: TSIG_ENV is one of its names
 QUERY_EVERY = 0.05
 SITES = {
     "site-a": {"a1": "192.0.2.11", "a2": "192.0.2.12"},
@@ -104,6 +109,8 @@ class SwitchRepo:
     def __init__(self, root: Path, bind_port: int) -> None:
         self.bare = root / "desired.git"
         self.work = root / "desired"
+        self.zones = root / "zones"  # the agents' --store-dir is its parent (no local zone here)
+        self.port = bind_port
         git("init", "-q", "--bare", "-b", "main", str(self.bare))
         self.work.mkdir(parents=True)
         git("init", "-q", "-b", "main", str(self.work))
@@ -188,9 +195,10 @@ def start_agents(repo: SwitchRepo, root: Path, tag: str, *extra: str,
     agents: dict[str, AgentProcess] = {}
     names = [name for members in SITES.values() for name in members]
     started = time.perf_counter()
+    fences = ["--rfc2136-servers", f"127.0.0.1:{repo.port}", "--credentials-env-prefixes", TSIG_PREFIX]
     for name in sorted(names, key=lambda n: (offsets or {}).get(n, 0.0)):
         time.sleep(max(0.0, (offsets or {}).get(name, 0.0) - (time.perf_counter() - started)))
-        agents[name] = AgentProcess(repo, name, root / f"{tag}-{name}", *extra)  # type: ignore[arg-type]
+        agents[name] = AgentProcess(repo, name, root / f"{tag}-{name}", *extra, *fences)  # type: ignore[arg-type]
     return agents
 
 
@@ -281,29 +289,33 @@ def validate(repo: SwitchRepo) -> None:
         raise RuntimeError(f"generated repo does not validate:\n{done.stdout}{done.stderr}")
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--switches", type=int, default=5)
     ap.add_argument("--poll-interval", type=float, default=10.0)
-    ap.add_argument("--only", default="webhook,poll", help="comma-separated: webhook, poll")
+    ap.add_argument("--only", help="comma-separated: webhook, poll (default both; --quick: webhook)")
     ap.add_argument("--keep", action="store_true", help="keep the temp directory (agent and BIND logs)")
     ap.add_argument("--aligned", action="store_true",
                     help="poll run: start the agents together (their polls nearly coincide) instead of at "
                          "random offsets within the interval")
     ap.add_argument("--agent-log-level", default="info", help="the agents' --log-level (debug shows each step)")
+    ap.add_argument("--quick", action="store_true", help="webhook only, 1 switch (poll: --poll-interval 2)")
     args = ap.parse_args()
+    if args.quick:
+        args.switches, args.poll_interval = 1, 2.0
+    args.only = args.only or ("webhook" if args.quick else "webhook,poll")
     only = set(args.only.split(","))
     root = Path(tempfile.mkdtemp(prefix="gitdns-bench-switch-"))
     os.environ[TSIG_ENV] = dns_servers.SECRET  # the agents inherit it: the zone's credentials
     server: dns_servers.DnsServer | None = None
     agents: dict[str, AgentProcess] = {}
-    all_ok = True
+    all_ok = switched = True
     try:
         try:
             server = dns_servers.start_bind(root / "bind")
         except dns_servers.ToolMissing as exc:
             print(f"BIND not available: {exc}")
-            return
+            return 1
         print(f"BIND on 127.0.0.1:{server.port}, zone {ZONE}; 4 agents (a1, a2 in site-a; b1, b2 in site-b), "
               f"--lease txt, host {HOST}; temp dir {root}")
         repo = SwitchRepo(root, server.port)
@@ -321,6 +333,7 @@ def main() -> None:
             runs, current = run_switches(repo, server, agents, args.switches, webhook=True, gap=1.0,
                                          timeout=60.0, current=current)
             all_ok &= report("[webhook] push returned -> BIND answers exactly the new site", runs, WEBHOOK_TARGET)
+            switched &= all(s.exact is not None for s in runs)
             stop_agents(agents)
             agents = {}
         if "poll" in only:
@@ -341,6 +354,7 @@ def main() -> None:
                                          timeout=poll * 3 + 30, current=current)
             all_ok &= report(f"[poll] push returned -> BIND answers exactly the new site (poll interval {poll:g} s)",
                              runs, poll + POLL_SLACK)
+            switched &= all(s.exact is not None for s in runs)
             stop_agents(agents)
             agents = {}
         print("Kuadrant, for comparison (from the issue): inactive Kuadrant agents re-check the active groups "
@@ -356,7 +370,8 @@ def main() -> None:
             print(f"logs kept in {root} (agents: <run>-<cluster>.log; BIND: bind/bind.log)")
         else:
             shutil.rmtree(root, ignore_errors=True)
+    return 0 if switched else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

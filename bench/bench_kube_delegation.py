@@ -10,6 +10,7 @@ every fake, and provider writes to the `local` zone:
 * a pass after one remote record changed.
 
     python3 bench/bench_kube_delegation.py --remotes 2 --hosts 50
+    python3 bench/bench_kube_delegation.py --quick      # 2 remotes of 10 hosts (for CI)
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remotes", type=int, default=2)
     parser.add_argument("--hosts", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="2 remotes of 10 hosts")
     args = parser.parse_args()
+    if args.quick:
+        args.remotes, args.hosts = 2, 10
     with tempfile.TemporaryDirectory() as tmp:
         fleet = Fleet(store=Path(tmp) / "store")
         try:

@@ -1,6 +1,7 @@
 """Read + decode time and peak RSS of the `local` record store with 10,000 records.
 
     python bench/bench_local_read.py [--records N] [--runs R]
+    python bench/bench_local_read.py --quick     # 1,000 records, 3 runs (for CI)
 
 Builds a store shaped like the loadbalanced layout (per host: H, 3 geo rows on klb.H,
 2 weighted rows, 2 cluster A names, and ownership TXT for each), then times
@@ -63,7 +64,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="1,000 records, 3 runs")
     args = parser.parse_args()
+    if args.quick:
+        args.records, args.runs = 1_000, 3
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         records = build(args.records)

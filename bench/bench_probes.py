@@ -4,6 +4,7 @@
     python bench/bench_probes.py --protocol tcp   --targets 10000
     python bench/bench_probes.py --protocol https --targets 2000 [--verify]
     options: --interval 5 --windows 6 --addresses 50 --ports 4 --profile out.prof
+    python bench/bench_probes.py --quick    # 200 targets, interval 1 s, 2 windows, 4 x 2 listeners (for CI)
 
 The servers run in a SEPARATE process (this file with ``--serve``): one asyncio server
 answering ``HTTP/1.1 200 OK`` and closing, listening on 127.0.0.1-127.0.0.<addresses> x
@@ -234,7 +235,11 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cert", default="", help=argparse.SUPPRESS)
     parser.add_argument("--key", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help="200 targets, interval 1 s, 2 windows, 4 addresses x 2 ports: a run of seconds")
     args = parser.parse_args()
+    if args.quick and not args.serve:
+        args.targets, args.interval, args.windows, args.addresses, args.ports = 200, 1.0, 2, 4, 2
     if args.serve:
         server_main(args)
     else:

@@ -1,6 +1,7 @@
 """Ten agents write one shared host at the same moment on a real BIND, through the rfc2136 provider.
 
     python bench/bench_rfc2136_shared.py [--agents 10] [--rounds 5] [--seed 1]
+    python bench/bench_rfc2136_shared.py --quick     # 3 agents, 1 join/leave round (for CI)
 
 A BIND 9 is started on a free loopback port (tests/e2e/dns_servers.py: zone example.test,
 TSIG key ddns-key).  Round 1: N threads, each an owner ``agent-NN`` with its own provider
@@ -37,6 +38,7 @@ from gitdns.core.planner import plan
 from gitdns.core.records import RecordSet
 from gitdns.core.registry import txt_name
 from gitdns.providers.base import Provider
+from gitdns.providers.fences import Fences
 from gitdns.providers.rfc2136 import from_ref
 from tests.e2e import dns_servers
 
@@ -63,7 +65,9 @@ class Agent:
 def make_provider(port: int, secret_file: Path, base: Path) -> Provider:
     ref = ProviderRef("rfc2136", (("port", str(port)), ("server", "127.0.0.1"), ("timeout", "5"),
                                   ("tsigKeyName", dns_servers.KEY_NAME)), CredentialsRef(file=str(secret_file)))
-    return from_ref(ZONE, ref, base)
+    # the operator's allow-lists: this server, credentials files from the temp directory
+    fences = Fences.parse(rfc2136_servers=f"127.0.0.1:{port}", credentials_dir=str(secret_file.parent))
+    return from_ref(ZONE, ref, base, fences=fences)
 
 
 def run_agent(agent: Agent, owners: tuple[str, ...], barrier: threading.Barrier, rng: random.Random,
@@ -138,7 +142,10 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5, help="join/leave rounds after the first")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="3 agents, 1 join/leave round")
     args = ap.parse_args()
+    if args.quick:
+        args.agents, args.rounds = 3, 1
     n = args.agents
     with tempfile.TemporaryDirectory(prefix="gitdns-bench-rfc2136-") as tmp_dir:
         tmp = Path(tmp_dir)

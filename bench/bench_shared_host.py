@@ -1,6 +1,7 @@
 """Fifty agents write one shared simple host at the same moment, on the `local` provider.
 
     python bench/bench_shared_host.py [--agents 50] [--keep]
+    python bench/bench_shared_host.py --quick     # 3 agents (for CI)
 
 A desired repository is generated in a temp directory (files only, nothing committed): one
 Zone (``example.com``, provider ``local``, store in the temp directory), one simple DNSPolicy
@@ -8,7 +9,7 @@ targeting ``hosts: [shared.example.com]``, and N Cluster documents ``c-NN``, eac
 gateway listing ``shared.example.com`` and its own documentation-range address
 (192.0.2.1 ... 192.0.2.N, nothing is ever sent to them).
 
-N processes each run ``gitdns apply --repo DIR --cluster c-NN --format json`` (through
+N processes each run ``gitdns apply --repo DIR --cluster c-NN --format json --store-dir TMP`` (through
 ``gitdns.cli.main`` in a small wrapper that imports gitdns first, then waits for a release
 file, so the N applies start within a few milliseconds of each other; the repository load,
 plan, write, re-plans and verify all happen after the release).  A watcher thread in this
@@ -120,7 +121,10 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temp directory and print its path")
     ap.add_argument("--no-retry-failed", action="store_true",
                     help="do not re-run the clusters whose apply failed")
+    ap.add_argument("--quick", action="store_true", help="3 agents")
     args = ap.parse_args()
+    if args.quick:
+        args.agents = 3
     n = args.agents
     tmp = Path(tempfile.mkdtemp(prefix="gitdns-bench-shared-"))
     try:
@@ -140,7 +144,7 @@ def launch(tmp: Path, repo: Path, clusters: list[str], tag: str) -> tuple[float,
     go = tmp / f"go-{tag}"
     procs = []
     for name in clusters:
-        argv = ["apply", "--repo", str(repo), "--cluster", name, "--format", "json"]
+        argv = ["apply", "--repo", str(repo), "--cluster", name, "--format", "json", "--store-dir", str(tmp)]
         procs.append(subprocess.Popen([sys.executable, "-c", WRAPPER, str(go), *argv, str(outs / f"{name}.json")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     deadline = time.monotonic() + 180
@@ -232,10 +236,10 @@ def run(tmp: Path, n: int, retry_failed: bool) -> None:
         final = LocalProvider(store).read(ZONE)
         values = {v for rs in final.records if rs.name == HOST and rs.type == "A" for v in rs.values}
         present = len(values & set(ips))
-        last2 = store_file.stat().st_mtime
+        last2 = store_file.stat().st_mtime if store_file.exists() else None
         print(f"after the re-run: values present {present}/{n}; stale re-plans {stale2}; last write "
-              f"{last2 - released2:.2f} s after its release")
-        if watcher.converged is not None:
+              + (f"{last2 - released2:.2f} s after its release" if last2 is not None else "none"))
+        if watcher.converged is not None and last2 is not None:
             print(f"convergence {watcher.converged - released:.2f} s after the first release, "
                   f"{(watcher.converged - last2) * 1000:.0f} ms after the re-run's last write")
     watcher.stop.set()

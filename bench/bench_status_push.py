@@ -1,6 +1,7 @@
 """Status pushes from a fleet at once: N processes, one local bare repository.
 
     python bench/bench_status_push.py [--clusters 50] [--zones 5] [--rounds 1|2|3]
+    python bench/bench_status_push.py --quick     # 4 clusters, 1 zone, 3 rounds (for CI)
 
 Each process has its own cluster id and cache directory, builds a status tree (a summary
 and ``--zones`` zone files), waits at a barrier, then publishes; the landing time is from
@@ -61,7 +62,10 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=50)
     ap.add_argument("--zones", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3, choices=(1, 2, 3))
+    ap.add_argument("--quick", action="store_true", help="4 clusters, 1 zone, 3 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.clusters, args.zones, args.rounds = 4, 1, 3
     with tempfile.TemporaryDirectory(prefix="gitdns-bench-status-") as tmp:
         remote = Path(tmp) / "remote.git"
         subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)

@@ -184,16 +184,16 @@ def validate_floors(fixture: Path) -> dict[str, Any]:
     schemas = load_schemas()
     memo: ParseMemo = {}
     start = time.perf_counter()
-    cold = check(files, schemas, memo)  # the commit before: every file parsed, the memo filled
+    problems_cold = len(check(files, schemas, memo).problems)  # the commit before: the memo filled
     check_cold = time.perf_counter() - start
     touched, edited = touch_one_file(files)
     start = time.perf_counter()
-    warm = check({**files, touched: edited}, schemas, memo)
+    problems_warm = len(check({**files, touched: edited}, schemas, memo).problems)
     check_warm = time.perf_counter() - start
     return {"parse_floor": parse_floor, "check_cold": check_cold, "check_warm": check_warm,
             "files": len(files), "documents": documents, "bytes": sum(len(t) for t in texts),
-            "touched": touched, "touched_bytes": len(edited),
-            "problems_cold": len(cold.problems), "problems_warm": len(warm.problems)}
+            "unread": len(files) - len(texts), "touched": touched, "touched_bytes": len(edited),
+            "problems_cold": problems_cold, "problems_warm": problems_warm}
 
 
 def touch_one_file(files: dict[str, str]) -> tuple[str, str]:
@@ -479,6 +479,10 @@ def bench(sizes: Sequence[int], runs: int, root: Path) -> tuple[dict[int, dict[s
         for phase, fig in figures[size].items():
             print(f"  {phase:10} {fig.seconds:8.3f} s  ru_maxrss {fig.maxrss_mib:6.1f} MiB  "
                   f"VmHWM {fig.hwm_mib:6.1f} MiB  {fig.info}", flush=True)
+        unread = figures[size]["validate"].floor["unread"]
+        if figures[size]["validate"].info["problems"]:
+            print(f"  note: the {size:,}-host repository does not validate clean ({unread} file(s) over the read "
+                  "limits, gitdns.core.limits, are not read): its validate figure is not a whole one", flush=True)
     return figures, records
 
 

@@ -33,9 +33,11 @@ Against a floor, each in the same child process and run, after the phase timed a
     plan/decode-floor         plan over `gitdns.providers.local.decode_store` of the same store
                               bytes alone; printed for the zone of N=100,000 (target <= 2x)
 
-Without those sizes (``--quick``, or other ``--sizes``), each ratio is printed for the measured
-size nearest to its own.  Also `gitdns --help`: median wall time of ``--help-runs`` runs of the
-console script, and which heavy modules it imports.  ``--json FILE`` writes every figure.
+Each ratio is the median over ``--runs`` of each run's own ratio.  Without those sizes
+(``--quick``, or other ``--sizes``), each is printed for the measured size nearest to its own.
+
+Also `gitdns --help`: median wall time of ``--help-runs`` runs of the console script, and which
+heavy modules it imports.  ``--json FILE`` writes every figure.
 """
 
 from __future__ import annotations
@@ -298,6 +300,17 @@ class Figure:
     info: dict[str, Any]
     hwm_mib: float  # largest VmHWM over runs (Linux; 0 elsewhere)
     floor: dict[str, Any]  # the floor's figures: each time the median over runs, the rest the last run's
+    per_run: tuple[tuple[float, dict[str, Any]], ...]  # (seconds, floor) of each run
+
+
+def run_ratio(figure: Figure, numerator: str, denominator: str) -> float:
+    """The median over runs of each run's own ``numerator / denominator`` (``seconds``: the
+    phase's time; else a key of its floor): the two are timed seconds apart in one process, so
+    a busy moment of a shared machine weighs on both."""
+    def value(run: tuple[float, dict[str, Any]], key: str) -> float:
+        return run[0] if key == "seconds" else float(run[1][key])
+
+    return statistics.median(value(run, numerator) / value(run, denominator) for run in figure.per_run)
 
 
 def make_fixture(size: int, root: Path) -> tuple[Path, dict[str, float]]:
@@ -329,6 +342,7 @@ def measure(phase: str, fixture: Path, runs: int) -> Figure:
         hwm_mib=max(r["hwm_kib"] or 0 for r in results) / 1024,
         floor={key: statistics.median(r["floor"][key] for r in results) if isinstance(value, float) else value
                for key, value in results[-1]["floor"].items()},
+        per_run=tuple((r["seconds"], r["floor"]) for r in results),
     )
 
 
@@ -435,17 +449,17 @@ def ratios(figures: dict[int, dict[str, Figure]], records: dict[int, int]) -> li
     size = nearest(list(figures), RATIO_SIZES["validate"])
     validate = figures[size]["validate"]
     floor = validate.floor
-    out.append(Ratio("validate/parse-floor", size, validate.seconds / floor["parse_floor"], 3.0,
+    out.append(Ratio("validate/parse-floor", size, run_ratio(validate, "seconds", "parse_floor"), 3.0,
                      f"{size:,} hosts, {floor['files']} files ({floor['bytes']:,} characters, "
                      f"{floor['documents']:,} documents): validate {validate.seconds:.3f} s, "
                      f"yamlparse.parse alone {floor['parse_floor']:.3f} s"))
-    out.append(Ratio("validate-one-file/cold", size, floor["check_warm"] / floor["check_cold"], 0.1,
+    out.append(Ratio("validate-one-file/cold", size, run_ratio(validate, "check_warm", "check_cold"), 0.1,
                      f"{size:,} hosts, {floor['touched']} ({floor['touched_bytes']:,} characters) changed: "
                      f"check with the parse memo warm {floor['check_warm']:.3f} s, cold {floor['check_cold']:.3f} s "
                      f"(problems {floor['problems_cold']} / {floor['problems_warm']})"))
     size = nearest(list(figures), RATIO_SIZES["plan"])
     planned = figures[size]["plan"]
-    out.append(Ratio("plan/decode-floor", size, planned.seconds / planned.floor["decode_floor"], 2.0,
+    out.append(Ratio("plan/decode-floor", size, run_ratio(planned, "seconds", "decode_floor"), 2.0,
                      f"{records[size]:,}-record zone: plan {planned.seconds:.3f} s, "
                      f"decode_store alone {planned.floor['decode_floor']:.3f} s"))
     return out

@@ -199,13 +199,28 @@ def need(tool: str) -> None:
     dns_servers.require(dns_servers.ToolMissing(f"{tool} not found: {hint}"))
 
 
+LIBRARIES = {"generate", "memory_kit", "memory_orch", "route53_proxy", "soak_model", "soak_peers", "soak_zone"}
+ELSEWHERE = {  # bench -> the test that runs it
+    "bench_git_hosts": "tests/e2e/test_bench_git_hosts.py",
+    "bench_history": "tests/e2e/test_bench_history.py",
+    "bench_import": "tests/e2e/test_bench_import_quick.py",
+    "bench_route53_octodns": "tests/e2e/test_bench_route53_quick.py",
+    "bench_memory": "tests/test_deploy_sizing.py",
+    "crash": "tests/e2e/test_crash.py",
+    "fuzz": "tests/fuzz/test_bench_fuzz_quick.py",
+    "soak": "tests/e2e/test_soak_quick.py",
+    "fleet": "tests/agent/test_fleet_sim.py",
+}
+
+
 def test_every_bench_is_run_quick_somewhere() -> None:
     """A bench added to bench/ gets a case here or a test of its own (libraries aside)."""
-    libraries = {"generate", "memory_kit", "memory_orch", "route53_proxy", "soak_model", "soak_peers", "soak_zone"}
-    elsewhere = {"bench_git_hosts", "bench_history", "bench_import", "bench_route53_octodns", "bench_memory",
-                 "crash", "fuzz", "soak", "fleet"}
     scripts = {path.stem for path in BENCH.glob("*.py")}
-    assert scripts - libraries - elsewhere == set(CASES), sorted(scripts - libraries - elsewhere ^ set(CASES))
+    benches = scripts - LIBRARIES - set(ELSEWHERE)
+    assert benches == set(CASES), sorted(benches ^ set(CASES))
+    for name, test in ELSEWHERE.items():
+        text = (ROOT / test).read_text()
+        assert f'"{name}.py"' in text or f"import {name}" in text, (name, test)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

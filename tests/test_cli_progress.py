@@ -23,7 +23,7 @@ import pytest
 
 from gitdns.cli.progress import TerminalProgress, line, progress_for, shows_progress
 from gitdns.commands.apply import apply
-from gitdns.commands.history import history
+from gitdns.commands.history.trace import history
 from gitdns.core.progress import NO_PROGRESS, Labelled, labelled
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.base import ApplyOutcome, landed, reporting

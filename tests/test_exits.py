@@ -73,7 +73,7 @@ EXITS = (
         "gitdns/adapters/repo.py": "the schemas shipped with gitdns",
         "gitdns/adapters/coredns_delivery.py": "the delivery manifest the orchestrator wrote",
         "gitdns/adapters/zonefile.py": "the serving file the renderer wrote",
-        "gitdns/commands/historyfacts.py": "the history cache the command wrote",
+        "gitdns/commands/history/facts.py": "the history cache the command wrote",
     }),
 )
 

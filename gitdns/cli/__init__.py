@@ -132,7 +132,7 @@ def cmd_status(args: argparse.Namespace) -> Result:
 
 def cmd_history(args: argparse.Namespace) -> Result:
     from gitdns.cli.progress import progress_for
-    from gitdns.commands.historyfmt import history_command
+    from gitdns.commands.history.fmt import history_command
 
     with progress_for(args.format) as progress:
         return history_command(args.name, args.repo, branch=args.branch, path=args.path,
@@ -141,10 +141,10 @@ def cmd_history(args: argparse.Namespace) -> Result:
 
 
 def cmd_groups(args: argparse.Namespace) -> Result:
-    from gitdns.commands.groups import Request, run
+    from gitdns.commands.groups.verbs import Request, run
 
     if args.groups_command == "log":
-        from gitdns.commands.grouplogfmt import log_command
+        from gitdns.commands.groups.logfmt import log_command
 
         return log_command(args.zone, args.repo, branch=args.branch, path=args.path, state_dir=args.state_dir,
                            fmt=args.format, auth=transport_of(args))

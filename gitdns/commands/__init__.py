@@ -11,11 +11,11 @@ prints its result; nothing here prints.  Exit codes (``gitdns --help`` lists the
     owners.py         gitdns owners, prune-owner, adopt
     render.py         gitdns render (Kuadrant DNSRecord manifests)
     status.py         gitdns status (statusview.py: the aggregate and its tables)
-    history.py        gitdns history
-    groups*.py        gitdns groups get|add|remove|set|reconcile (groups.py: the verbs;
-                      groupfile.py: the ActiveGroups file; groupcheck.py: group names and health;
-                      groupdirect.py: the break-glass write; groupview.py: get's answer,
-                      its text and JSON)
+    history/          gitdns history (a package: trace.py the walk, fmt.py the command,
+                      walk.py and trees.py the git side, diff.py, who.py, applied.py, ...)
+    groups/           gitdns groups get|add|remove|set|reconcile|log (a package: verbs.py the
+                      verbs; file.py the ActiveGroups file; check.py group names and health;
+                      direct.py the break-glass write; view.py get's answer; log.py, logfmt.py)
     failover.py       gitdns failover simulate
     clusters.py       gitdns add-cluster-secret, cluster-id
     daemons.py        gitdns agent, gitdns orchestrator: configure, run, and the --once report

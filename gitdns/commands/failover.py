@@ -18,7 +18,7 @@ for the agents after the merge (exempt from the mass-change guard).  The passes 
 nothing changes (agents converge over cycles); membership is an exact match
 (`gitdns.core.groups.is_active`).
 
-Each cluster's health is what its status branch last said (`groupstatus`: origin's branches
+Each cluster's health is what its status branch last said (`groups.status`: origin's branches
 for the groups verbs, the repository's own for `failover simulate`).  When the `local` store
 read holds no file for the zone (the agents' store lives elsewhere: ``--store-dir``), the
 preview says so and the endpoint counts carry a caveat: they are counted from no zone at all.
@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitdns.commands import Result
-from gitdns.commands.groupcheck import check_group_names, show
-from gitdns.commands.groupstatus import FleetStatus, local_status, published_health
+from gitdns.commands.groups.check import check_group_names, show
+from gitdns.commands.groups.status import FleetStatus, local_status, published_health
 from gitdns.commands.zones import need_zone
 from gitdns.core import builder, groups
 from gitdns.core.desired import Desired

@@ -97,7 +97,7 @@ def plan_all(desired: Desired, factory: ProviderFactory, result: Result, *, fmt:
     merged zone.  JSON carries all of it."""
     from functools import cache
 
-    from gitdns.commands.groupstatus import local_status
+    from gitdns.commands.groups.status import local_status
     from gitdns.commands.leftzones import plan_notes
     from gitdns.commands.planreview import zone_review
     from gitdns.core import inventory, planfmt, prpreview

@@ -28,7 +28,7 @@ def failover_of(desired: Desired, zone: Zone, before: ZoneSnapshot, after: ZoneS
     and serials before and after, the endpoints that leave and join, and what the health gate
     says of the groups it activates (`groups set` refuses on the same answer)."""
     from gitdns.commands.failover import endpoint_diff
-    from gitdns.commands.grouphealth import activation_problems
+    from gitdns.commands.groups.health import activation_problems
 
     was, now = groups.read_zone_groups(before, zone.domain), groups.read_zone_groups(after, zone.domain)
     if was.groups is None or now.groups is None or (was.serial, was.groups) == (now.serial, now.groups):

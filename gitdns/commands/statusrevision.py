@@ -4,7 +4,7 @@ Per cluster: applied (a status commit has an appliedRevision that is it or a des
 zone held below it), held (a zone kept at a last good revision older than it), failed (a later
 attempt reported Ready False while the applied revision is older), pending (none of these, or
 no status branch yet) or retired.  The decision between applied and held is the one
-``gitdns history`` makes (`historyheld.applied_or_held`).
+``gitdns history`` makes (`history.held.applied_or_held`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gitdns.commands.historyheld import applied_or_held
+from gitdns.commands.history.held import applied_or_held
 from gitdns.commands.statuslog import Entry, FleetLog, ZoneState
 from gitdns.commands.statusview import UNPUBLISHED, label_sha, table
 from gitdns.core.text import lines as text_lines
@@ -75,7 +75,7 @@ def revision_status(agg: Mapping[str, Any], flog: FleetLog, revision: str, head:
 
 def _applied_or_held(flog: FleetLog, cid: str, sha: str, reached: Sequence[Entry]) -> dict[str, Any]:
     """The status commits whose appliedRevision contains ``sha``, oldest first: applied or held
-    as `historyheld.applied_or_held` decides (``gitdns history`` decides so too) — when held,
+    as `history.held.applied_or_held` decides (``gitdns history`` decides so too) — when held,
     the zones still held at the latest of them, and why."""
     decision = applied_or_held(_zones_of(flog, cid, reached), lambda label: _label_contains(flog, sha, label))
     if decision.applied is not None:

@@ -24,7 +24,7 @@ import pytest
 
 from gitdns.adapters.gitauth import GitAuth, check_url
 from gitdns.commands import Result
-from gitdns.commands.grouphealth import status_trees
+from gitdns.commands.groups.health import status_trees
 from gitdns.errors import ConfigError
 from tests.providers.capture_server import CaptureServer
 

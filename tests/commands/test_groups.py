@@ -13,9 +13,9 @@ import pytest
 from gitdns.adapters.statusbranch import StatusBranch
 from gitdns.cli import main
 from gitdns.commands import EXIT_ERROR, EXIT_OK
-from gitdns.commands import groups as group_verbs
-from gitdns.commands.groupdirect import write_direct
-from gitdns.commands.groupfile import edit_text
+from gitdns.commands.groups import verbs as group_verbs
+from gitdns.commands.groups.direct import write_direct
+from gitdns.commands.groups.file import edit_text
 from gitdns.core import groups
 from gitdns.core.records import Change, Guard, ZoneSnapshot
 from gitdns.core.statusdoc import dump

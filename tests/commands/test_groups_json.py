@@ -13,7 +13,7 @@ import pytest
 
 from gitdns.commands import EXIT_OK
 from gitdns.commands.failover import ABSENT_CAVEAT, Endpoint
-from gitdns.commands.groupcheck import show
+from gitdns.commands.groups.check import show
 from tests.commands.test_failover import A_IPS, B_IPS, story  # noqa: F401  (a fixture, used by name)
 from tests.commands.test_groups import run
 from tests.commands.test_groups_fleet import (

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands import grouplogfmt
-from gitdns.commands.grouplog import NO_ZONE, Groups, GroupsLog, groups_log
-from gitdns.commands.groups import Request, run
+from gitdns.commands.groups import logfmt as grouplogfmt
+from gitdns.commands.groups.log import NO_ZONE, Groups, GroupsLog, groups_log
+from gitdns.commands.groups.verbs import Request, run
 from gitdns.core.statusdoc import dump
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, IDS, Repo, git

@@ -1,4 +1,4 @@
-"""`gitdns.commands.groupstatus.local_status`: the status branches a repository already holds,
+"""`gitdns.commands.groups.status.local_status`: the status branches a repository already holds,
 read for `failover simulate` (and for the groups verbs without origin): its local
 ``gitdns-status/*`` branches and its remote-tracking ``refs/remotes/<remote>/gitdns-status/*``,
 the newest of them per cluster, untrusted files capped."""
@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitdns.commands.groupstatus import MAX_FILE, local_status
+from gitdns.commands.groups.status import MAX_FILE, local_status
 from tests.commands.test_groups import GIT_ENV, _git_identity, git
 
 __all__ = ["_git_identity"]

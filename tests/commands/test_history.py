@@ -14,9 +14,9 @@ import pytest
 
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.cli import main
-from gitdns.commands import history as hist
-from gitdns.commands import historydiff as histdiff
-from gitdns.commands import historyfmt as histfmt
+from gitdns.commands.history import diff as histdiff
+from gitdns.commands.history import fmt as histfmt
+from gitdns.commands.history import trace as hist
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Revision
 from gitdns.core.names import cluster_target_name

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands import history as hist
-from gitdns.commands import historyfmt as histfmt
-from gitdns.commands.historydiff import Entry
-from gitdns.commands.historywalk import Commit
-from gitdns.commands.historywho import attribute
+from gitdns.commands.history import fmt as histfmt
+from gitdns.commands.history import trace as hist
+from gitdns.commands.history.diff import Entry
+from gitdns.commands.history.walk import Commit
+from gitdns.commands.history.who import attribute
 from tests.commands.test_history import EPOCH, HOST, Repo, git
 
 API = "policies/api.yaml"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands import history as hist
-from gitdns.commands import historydiff as histdiff
-from gitdns.commands import historyfmt as histfmt
+from gitdns.commands.history import diff as histdiff
+from gitdns.commands.history import fmt as histfmt
+from gitdns.commands.history import trace as hist
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git
 from tests.commands.test_history_audit import _status_commit

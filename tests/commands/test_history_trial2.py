@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands import history as hist
-from gitdns.commands import historyfmt as histfmt
-from gitdns.commands.historydiff import iso_date
+from gitdns.commands.history import fmt as histfmt
+from gitdns.commands.history import trace as hist
+from gitdns.commands.history.diff import iso_date
 from gitdns.core.statusdoc import dump
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git

@@ -10,8 +10,8 @@ import pytest
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache
-from gitdns.commands import history as hist
-from gitdns.commands import historyfmt as histfmt
+from gitdns.commands.history import fmt as histfmt
+from gitdns.commands.history import trace as hist
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EXAMPLE, HOST, Repo, git
 from tests.spies import record_calls
@@ -174,7 +174,7 @@ def test_a_file_over_the_read_cap_is_held_unread(tmp_path: Path) -> None:
 
 def test_status_facts_are_kept_by_blob_and_a_broken_facts_file_is_ignored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitdns.commands import historyfacts
+    from gitdns.commands.history import facts as historyfacts
     from tests.commands.test_history_audit import _status_commit
 
     r = _repo(tmp_path)

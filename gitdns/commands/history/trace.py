@@ -5,10 +5,10 @@ changed them (what an auditor asks).
     trace(name, commits, files_at, baseline=None) -> list[Entry]     the walk, without git
 
 The records at one revision and the changes between two (`merge`, `diff`, `snapshot`) are in
-`gitdns.commands.historydiff`; when each cluster applied a commit and the health entries, from
-the status branches, in `gitdns.commands.historyapplied`; the git side in
-`gitdns.commands.historywalk`; text, JSON and the command (`history_command`, `to_text`,
-`to_json`) in `gitdns.commands.historyfmt`.
+`gitdns.commands.history.diff`; when each cluster applied a commit and the health entries, from
+the status branches, in `gitdns.commands.history.applied`; the git side in
+`gitdns.commands.history.walk`; text, JSON and the command (`history_command`, `to_text`,
+`to_json`) in `gitdns.commands.history.fmt`.
 
 This is the DESIRED state read from git — what the agents were asked to publish at each
 revision — not what the providers published: that (and whether a cluster applied a revision)
@@ -28,7 +28,7 @@ first parent are walked oldest to newest (at most ``max_commits``; one more olde
 is one, is the baseline the first is compared with): each change is attributed to the commit
 that brought it onto the branch — a merge, a squash merge's commit, a rebase merge's or a direct
 push's commit — and its author(s), pull request and merger are named apart
-(`gitdns.commands.historywho`).  Each commit is loaded with the agent's loader (`engine.from_files`);
+(`gitdns.commands.history.who`).  Each commit is loaded with the agent's loader (`engine.from_files`);
 a commit whose problems hold NAME's zone is reported ``invalid`` with its problems and skipped —
 the agents keep the last valid revision for that zone — and a valid commit whose parent was
 invalid is compared with the last valid state before it (and reported ``fixed`` even when
@@ -54,8 +54,8 @@ from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
-from gitdns.commands.historyapplied import AppliedIndex, health_entries, interleave, said_once
-from gitdns.commands.historydiff import (
+from gitdns.commands.history.applied import AppliedIndex, health_entries, interleave, said_once
+from gitdns.commands.history.diff import (
     Entry,
     Query,
     Snapshot,
@@ -66,8 +66,8 @@ from gitdns.commands.historydiff import (
     snapshot,
     zone_records,
 )
-from gitdns.commands.historywalk import Commit, Walk
-from gitdns.commands.historywho import attribute_all
+from gitdns.commands.history.walk import Commit, Walk
+from gitdns.commands.history.who import attribute_all
 from gitdns.core.desired import Desired
 from gitdns.core.loader import ParseMemo
 from gitdns.core.model import DesiredState, Zone
@@ -312,7 +312,7 @@ def _walk(walk: Walk, text: str, branch: str, path: str, max_commits: int, since
 
 def attributed(walk: Walk, entries: Sequence[Entry], index: AppliedIndex) -> list[Entry]:
     """``entries`` (in the branch's order) with their signature marks, who made each change
-    (`historywho.attribute`: the side commits of the merges among them read at once) and when
+    (`history.who.attribute`: the side commits of the merges among them read at once) and when
     each cluster applied it; a cluster said once to be no longer in git is left out after."""
     ordered = list(entries)
     who = attribute_all(walk, [e.commit for e in ordered if isinstance(e.commit, Commit)])

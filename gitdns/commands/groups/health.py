@@ -4,7 +4,7 @@ Activating a group is refused without ``--force`` unless the group has a healthy
 clusters publish at least one record in the zone, and (when the status branches on ``origin``
 can be read) none of them reports ``Ready`` false nor all its health-checked targets unhealthy.
 The status branches are read through the verb's git transport (`gitdns.commands.gitremote`),
-by `gitdns.commands.groupstatus`.
+by `gitdns.commands.groups.status`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.commands import Result
 from gitdns.commands.failover import serving
-from gitdns.commands.groupcheck import GroupsRefused
-from gitdns.commands.groupstatus import FleetStatus, origin_status
+from gitdns.commands.groups.check import GroupsRefused
+from gitdns.commands.groups.status import FleetStatus, origin_status
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.model import Zone

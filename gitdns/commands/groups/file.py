@@ -9,7 +9,7 @@ import re
 from collections.abc import MutableMapping, Sequence
 from typing import Any
 
-from gitdns.commands.groupcheck import GroupsRefused
+from gitdns.commands.groups.check import GroupsRefused
 from gitdns.core.desired import Desired
 from gitdns.core.model import Zone
 from gitdns.core.problems import Problem, blocked_zones

@@ -1,4 +1,4 @@
-"""Text and JSON of a `gitdns.commands.grouplog.GroupsLog`, and the ``gitdns groups log`` command."""
+"""Text and JSON of a `gitdns.commands.groups.log.GroupsLog`, and the ``gitdns groups log`` command."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.commands import Result
-from gitdns.commands.grouplog import ClusterApplied, Gate, Groups, GroupsLog, Switch, groups_log
-from gitdns.commands.historydiff import iso_date
-from gitdns.commands.historyfmt import applied_text
-from gitdns.commands.historywho import MARKS, NOT_RECORDED, who_dict, who_lines
+from gitdns.commands.groups.log import ClusterApplied, Gate, Groups, GroupsLog, Switch, groups_log
+from gitdns.commands.history.diff import iso_date
+from gitdns.commands.history.fmt import applied_text
+from gitdns.commands.history.who import MARKS, NOT_RECORDED, who_dict, who_lines
 from gitdns.core.groupserials import Applied as Reported
 from gitdns.core.text import lines as text_lines
 

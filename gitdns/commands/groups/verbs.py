@@ -4,22 +4,22 @@ proposal; docs/failover.md).
 git holds the truth (the zone's ``ActiveGroups`` document); agents mirror it into the zone's
 TXT (`gitdns.core.groups`).  A change is a pull request:
 
-    add/remove/set   edit the ActiveGroups file in place (`groupfile`), bump ``spec.serial``,
+    add/remove/set   edit the ActiveGroups file in place (`groups.file`), bump ``spec.serial``,
                      validate the whole repository, commit on a NEW branch (never on the
                      checked-out one; the work tree, the index and the checked-out branch stay
                      as they were), optionally push it to ``origin``, and return the
                      pull-request description with the merged-zone plan (`failover`),
-                     each cluster's health as origin's status branches say (`groupstatus`).
+                     each cluster's health as origin's status branches say (`groups.status`).
                      The status branches and ``--push`` use the git transport
                      ``Request.auth`` (--ssh-key, --token-file, ...: `gitremote`).
-    --direct         break-glass when git is unreachable (`groupdirect`).
+    --direct         break-glass when git is unreachable (`groups.direct`).
     reconcile        the zone ahead of git (after --direct): write git level with the zone's
                      serial and groups, on a new branch for a pull request.
-    get              git's ActiveGroups, the zone's TXT and whether they diverge (`groupview`:
+    get              git's ActiveGroups, the zone's TXT and whether they diverge (`groups.view`:
                      the answer as one value, its text and JSON).
 
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint
-(`grouphealth`).  Refusals raise `GroupsRefused` (exit 1).
+(`groups.health`).  Refusals raise `GroupsRefused` (exit 1).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gitdns.commands import Result, failover
-from gitdns.commands.groupcheck import (
+from gitdns.commands.groups.check import (
     ACTIONS,
     GroupsRefused,
     Request,
@@ -38,11 +38,11 @@ from gitdns.commands.groupcheck import (
     show,
     target_groups,
 )
-from gitdns.commands.groupdirect import direct
-from gitdns.commands.groupfile import GROUPS_DIR, edit_text, new_file_text, new_problems
-from gitdns.commands.grouphealth import activation_problems, health_trees, refuse_unhealthy
-from gitdns.commands.groupstatus import FleetStatus, fleet_status, local_status
-from gitdns.commands.groupview import GitSource, GroupsView, judge, to_json, to_lines
+from gitdns.commands.groups.direct import direct
+from gitdns.commands.groups.file import GROUPS_DIR, edit_text, new_file_text, new_problems
+from gitdns.commands.groups.health import activation_problems, health_trees, refuse_unhealthy
+from gitdns.commands.groups.status import FleetStatus, fleet_status, local_status
+from gitdns.commands.groups.view import GitSource, GroupsView, judge, to_json, to_lines
 from gitdns.commands.zones import need_zone
 from gitdns.core import groups
 from gitdns.core.desired import Desired
@@ -54,7 +54,7 @@ from gitdns.reconcile.engine import default_factory, from_files, load
 
 if TYPE_CHECKING:
     from gitdns.adapters.worktree import WorkTree
-    from gitdns.commands.groupfetch import Fetched
+    from gitdns.commands.groups.fetch import Fetched
 
 __all__ = ["GroupsRefused", "Request", "change", "direct", "get", "reconcile", "run"]
 
@@ -79,8 +79,8 @@ def run(req: Request) -> Result:
     if req.action not in ACTIONS:
         raise ConfigError(f"unknown groups command {req.action!r}")
     check_group_names(req.groups)
-    if req.action == "log":  # read-only, from git: `gitdns.commands.grouplog`
-        from gitdns.commands.grouplogfmt import log_command
+    if req.action == "log":  # read-only, from git: `gitdns.commands.groups.log`
+        from gitdns.commands.groups.logfmt import log_command
 
         return log_command(req.zone, str(req.repo), fmt=req.format, auth=req.auth)
     if req.action == "get":
@@ -100,7 +100,7 @@ def _get_desired(req: Request) -> tuple[Desired, GitSource | None, FleetStatus]:
     when origin could not be fetched (the answer then comes from the local checkout); status: the
     clusters' status branches, origin's when it was fetched, else the repository's own."""
     from gitdns.adapters import worktree
-    from gitdns.commands.groupfetch import fetch_desired, head_at
+    from gitdns.commands.groups.fetch import fetch_desired, head_at
 
     try:
         wt = worktree.open_worktree(req.repo)
@@ -117,7 +117,7 @@ def _get_desired(req: Request) -> tuple[Desired, GitSource | None, FleetStatus]:
 
 def get(req: Request) -> Result:
     """git's ActiveGroups, the zone's TXT, the decision and what is still to converge
-    (`groupview`): text, or JSON with ``req.format == "json"``."""
+    (`groups.view`): text, or JSON with ``req.format == "json"``."""
     desired, source, status = _get_desired(req)
     zone = need_zone(desired, req.zone, desired.root)
     provider, why = _provider(req, zone)
@@ -158,7 +158,7 @@ def _commit_groups(req: Request, wt: WorkTree, base: Fetched, desired: Desired, 
     """Edit (or create) the zone's ActiveGroups file, validate, commit on a new branch from
     ``base`` (origin's desired branch, fetched).  Returns (branch, repo-relative path, new text)."""
     from gitdns.adapters import worktree
-    from gitdns.commands.groupfetch import free_branch
+    from gitdns.commands.groups.fetch import free_branch
 
     files = base.files
     doc = desired.state.groups_for_zone(zone.name)
@@ -203,7 +203,7 @@ def _head_desired(req: Request) -> tuple[WorkTree, Desired, Fetched]:
     """The work tree, and the desired state of origin's desired branch fetched now (the
     checkout's HEAD without origin); a failed fetch refuses the change."""
     from gitdns.adapters import worktree
-    from gitdns.commands.groupfetch import fetch_desired, head_at
+    from gitdns.commands.groups.fetch import fetch_desired, head_at
 
     try:
         wt = worktree.open_worktree(req.repo)

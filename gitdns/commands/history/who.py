@@ -1,6 +1,6 @@
 """Who made a change that reached the desired branch, as git records it: its author(s), the pull
 request, and who merged it.  `gitdns history` and `gitdns groups log` name these for each
-first-parent commit they list (`gitdns.commands.historywalk.Walk.commits`).
+first-parent commit they list (`gitdns.commands.history.walk.Walk.commits`).
 
     attribute(commit, side, marks) -> Who    ``side``: the commits a merge brought in (`Walk.side_commits`),
                                              ``marks``: their signature marks (`Walk.marks`)
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitdns.commands.historywalk import Commit, Walk, iso_date
+from gitdns.commands.history.walk import Commit, Walk, iso_date
 from gitdns.core.text import inline
 
 SIDE_SHOWN = 10  # side commits listed per merge in text (JSON has them all)

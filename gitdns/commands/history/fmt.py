@@ -1,4 +1,4 @@
-"""Text and JSON of a `gitdns.commands.history.History`, and the ``gitdns history`` command."""
+"""Text and JSON of a `gitdns.commands.history.trace.History`, and the ``gitdns history`` command."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitsource import CommitInfo
 from gitdns.commands import Result
-from gitdns.commands.history import History, history
-from gitdns.commands.historydiff import Applied, Entry, Merged, RecordDiff, iso_date
-from gitdns.commands.historywalk import Commit
-from gitdns.commands.historywho import MARKS, who_dict, who_lines
+from gitdns.commands.history.diff import Applied, Entry, Merged, RecordDiff, iso_date
+from gitdns.commands.history.trace import History, history
+from gitdns.commands.history.walk import Commit
+from gitdns.commands.history.who import MARKS, who_dict, who_lines
 from gitdns.core.planfmt import record_dict
 from gitdns.core.progress import NO_PROGRESS, Progress
 from gitdns.core.records import RecordSet

@@ -14,9 +14,9 @@ import bisect
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from gitdns.commands.historydiff import Applied, Entry, Query, canonical_value
-from gitdns.commands.historyheld import applied_or_held
-from gitdns.commands.historywalk import Commit, StatusCommit
+from gitdns.commands.history.diff import Applied, Entry, Query, canonical_value
+from gitdns.commands.history.held import applied_or_held
+from gitdns.commands.history.walk import Commit, StatusCommit
 from gitdns.commands.statusview import label_sha
 from gitdns.core.names import root_host_of
 
@@ -29,7 +29,7 @@ class AppliedIndex:
 
     A cluster applied ``sha`` at the first status commit whose appliedRevision is ``sha`` or a
     later commit of the branch (``exact`` False then) and that does not hold the entry's zone
-    below ``sha`` (`historyheld.applied_or_held`, as `gitdns status --revision` decides); one
+    below ``sha`` (`history.held.applied_or_held`, as `gitdns status --revision` decides); one
     that holds it is Applied with ``held_since``; a cluster that never got there is
     Applied(cluster) alone."""
 

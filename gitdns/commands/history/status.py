@@ -1,13 +1,13 @@
-"""The status-branch side of the history walk (`gitdns.commands.historywalk.Walk.status`): every
+"""The status-branch side of the history walk (`gitdns.commands.history.walk.Walk.status`): every
 ``gitdns-status/*`` branch's commits that changed what history reads, with what each says.
 
     read_status(run, git, facts_file, refs, groups=False) -> list[StatusCommit]   oldest first per branch
 
 One ``git log --raw`` over every status branch lists the commits that changed ``summary.yaml``,
 ``health.yaml`` or a zone document (``zones/<zone>.yaml``), and with ``groups`` (`gitdns groups
-log`) ``groups.yaml`` too; what each blob says is read once (`gitdns.commands.historyfacts`,
+log`) ``groups.yaml`` too; what each blob says is read once (`gitdns.commands.history.facts`,
 kept by blob id).  Each row carries the blob ids of its files, so a caller can read a
-document whole when a fact is not enough (the health gate of `gitdns.commands.grouplog`).
+document whole when a fact is not enough (the health gate of `gitdns.commands.groups.log`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitdns.adapters.gitcache import GitCache
-from gitdns.commands.historyfacts import NO_FACTS, read_facts
+from gitdns.commands.history.facts import NO_FACTS, read_facts
 from gitdns.commands.statuslog import NOT_HELD, ZoneState
 from gitdns.core.groupserials import Applied as GroupsApplied
 

@@ -1,5 +1,5 @@
 """The trees of `gitdns history`: the YAML files below ``path`` at any commit of the desired
-branch, read by object id from the bare cache (`gitdns.commands.historywalk.Walk` holds one).
+branch, read by object id from the bare cache (`gitdns.commands.history.walk.Walk` holds one).
 
     Trees(git, run=, repo=, path=, roots=, also=)
         .files_at(sha) -> {rel path: text}      YAML below ``path``; subtrees and blobs memoised by id

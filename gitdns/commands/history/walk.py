@@ -3,8 +3,8 @@ trees read by id.
 
     Walk(url, branch=, path=, workdir=, auth=, timeout=)
         .commits(since=, until=, max_count=) -> (list[Commit] oldest first, baseline | None, truncated)
-        .window(since, until) -> (lo, hi)       --since/--until in unix seconds (`historywindow`)
-        .files_at(sha) -> {rel path: text}      YAML below ``path`` (`historytrees.Trees`)
+        .window(since, until) -> (lo, hi)       --since/--until in unix seconds (`history.window`)
+        .files_at(sha) -> {rel path: text}      YAML below ``path`` (`history.trees.Trees`)
         .tree_key(sha) -> tuple                 the (path, blob id) pairs of those files
         .marks(shas) -> {sha: %G?}              git's signature mark, for the commits shown only
         .side_commits(merges) -> {merge: (Commit, ...)}   the commits each merge brought in
@@ -18,15 +18,15 @@ commits are the branch's **first-parent** line: each commit that brought a chang
 a direct push), from one ``git log --first-parent``, each compared with its first parent.  What
 a merge brought in (its side commits that touched the YAML, for their authors) comes from one
 more path-limited ``git log`` over the merges shown, and only when one is shown.  The parent
-graph (the order `historyapplied` needs, and which merge brought each side commit) comes from
+graph (the order `history.applied` needs, and which merge brought each side commit) comes from
 one ``git log --format='%H %T %P'`` (which also gives every commit's root tree, so a first
 parent that did not touch YAML is read with the rest); the status branches from one
-``git log --raw`` over all of them (`gitdns.commands.historystatus`).  Objects are read in bulk,
+``git log --raw`` over all of them (`gitdns.commands.history.status`).  Objects are read in bulk,
 one ``git cat-file`` run for many ids (`GitCache.objects`): every commit's trees level by level
-(`gitdns.commands.historytrees`), the YAML blobs' sizes at once, the blobs of one commit at once,
+(`gitdns.commands.history.trees`), the YAML blobs' sizes at once, the blobs of one commit at once,
 every status blob at once; each object is read once.  What history needs of each status document
 (`DocFacts`) is kept by blob id in ``status-facts.json`` beside the cache
-(`gitdns.commands.historyfacts`), so a warm run parses only the new ones.  Nothing is checked out.
+(`gitdns.commands.history.facts`), so a warm run parses only the new ones.  Nothing is checked out.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from typing import Any
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
 from gitdns.adapters.statusrefs import LocalRefs, local_refs
-from gitdns.commands.historystatus import STATUS_REFS, StatusCommit, read_status
-from gitdns.commands.historytrees import Trees
-from gitdns.commands.historywindow import window
+from gitdns.commands.history.status import STATUS_REFS, StatusCommit, read_status
+from gitdns.commands.history.trees import Trees
+from gitdns.commands.history.window import window
 from gitdns.core.limits import DEFAULT_LIMITS
 from gitdns.errors import ConfigError
 
@@ -235,7 +235,7 @@ class Walk:
         return list(reversed(newest_first)), baseline, truncated
 
     def window(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
-        """``--since``/``--until`` in unix seconds, read by git's own date parser (`historywindow.window`)."""
+        """``--since``/``--until`` in unix seconds, read by git's own date parser (`history.window.window`)."""
         return window(self._run, since, until)
 
     def _parse(self, out: str) -> list[Commit]:
@@ -250,7 +250,7 @@ class Walk:
         return found
 
     def files_at(self, sha: str) -> dict[str, str]:
-        """The YAML files of ``sha`` below ``path`` (`historytrees.Trees.files_at`)."""
+        """The YAML files of ``sha`` below ``path`` (`history.trees.Trees.files_at`)."""
         return self._trees.files_at(sha)
 
     def tree_key(self, sha: str) -> tuple[tuple[str, str], ...]:
@@ -336,7 +336,7 @@ class Walk:
     def status(self, groups: bool = False) -> list[StatusCommit]:
         """Every status branch's commits that changed summary.yaml, health.yaml or a zone
         document (``zones/<zone>.yaml``), and with ``groups`` groups.yaml, oldest first
-        (`historystatus.read_status`; what each document says kept in ``status-facts.json``,
+        (`history.status.read_status`; what each document says kept in ``status-facts.json``,
         ``status-facts-groups.json`` with ``groups``)."""
         refs = self._run(["for-each-ref", "--format=%(refname)", STATUS_REFS]).split()
         # a facts file per set of documents read: each keeps only the blobs its own runs read

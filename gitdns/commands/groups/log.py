@@ -3,25 +3,25 @@ cluster applied it — from git alone (docs/cli.md, "gitdns groups log").
 
     groups_log(zone, repo, branch=, path=, state_dir=, auth=) -> GroupsLog
 
-It walks what `gitdns history` walks (`gitdns.commands.history.walked`: the desired branch's
+It walks what `gitdns history` walks (`gitdns.commands.history.trace.walked`: the desired branch's
 first-parent commits that changed YAML, and every status branch, from one fetch into the same
 cache) and lists a `Switch` where the zone's ``ActiveGroups`` (its serial and groups, or no
 document) differs from the last valid revision's; a revision whose problems hold the zone is
 skipped, as the agents keep the last valid one.  Per switch:
 
-- who (`gitdns.commands.historywho`: the author(s), the pull request, who merged it) and when
+- who (`gitdns.commands.history.who`: the author(s), the pull request, who merged it) and when
   (the first-parent commit's time: when the switch reached the branch);
-- the health gate's answer (`gitdns.commands.grouphealth.activation_problems`, what
+- the health gate's answer (`gitdns.commands.groups.health.activation_problems`, what
   ``groups add|set`` checks before it commits), recomputed for the groups the switch activates
   from the state before it and each status branch as it stood when the change was written (its
   author time); git does not record whether the gate ran or was overridden (``--force``);
-- per cluster, when it applied the commit (`historyapplied.AppliedIndex`, as `gitdns history`
+- per cluster, when it applied the commit (`history.applied.AppliedIndex`, as `gitdns history`
   says it) and the serial and groups its ``groups.yaml`` reported then.
 
 A break-glass switch (``groups add|remove|set --direct``) leaves no commit: it is listed from
 the status branches, where an agent reports a zone serial above git's (``diverged``), at the
 first status commit that reported it (`direct_switches`).  Text and JSON are in
-`gitdns.commands.grouplogfmt`.
+`gitdns.commands.groups.logfmt`.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from pathlib import Path
 from gitdns.adapters.gitauth import GitAuth
 from gitdns.commands.failover import serving
 from gitdns.commands.gitread import no_status_branches
-from gitdns.commands.grouphealth import activation_problems
-from gitdns.commands.history import Loader, clean_path, walked
-from gitdns.commands.historyapplied import AppliedIndex, interleave, said_once
-from gitdns.commands.historydiff import Applied, Query
-from gitdns.commands.historystatus import GROUPS_FILE, StatusCommit
-from gitdns.commands.historywalk import Commit, Walk
-from gitdns.commands.historywho import Who, attribute_all
+from gitdns.commands.groups.health import activation_problems
+from gitdns.commands.history.applied import AppliedIndex, interleave, said_once
+from gitdns.commands.history.diff import Applied, Query
+from gitdns.commands.history.status import GROUPS_FILE, StatusCommit
+from gitdns.commands.history.trace import Loader, clean_path, walked
+from gitdns.commands.history.walk import Commit, Walk
+from gitdns.commands.history.who import Who, attribute_all
 from gitdns.commands.zones import find_zone
 from gitdns.core.desired import Desired
 from gitdns.core.groupserials import Applied as Reported

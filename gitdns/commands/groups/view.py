@@ -5,7 +5,7 @@
     to_lines(view) -> list    the text: one line each, as `groups get` prints them
     to_json(view) -> str      the same as one JSON document
 
-The command (`gitdns.commands.groups.get`) reads git and the zone; this module decides and
+The command (`gitdns.commands.groups.verbs.get`) reads git and the zone; this module decides and
 formats, and reads nothing.
 """
 
@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 
 from gitdns.commands import failover
-from gitdns.commands.groupcheck import show
-from gitdns.commands.groupstatus import FleetStatus
+from gitdns.commands.groups.check import show
+from gitdns.commands.groups.status import FleetStatus
 from gitdns.core import groups
 from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Zone
@@ -28,7 +28,7 @@ KUADRANT_DIFFERS = "Kuadrant's TXT lists other groups than gitdns's (written by 
 
 @dataclass(frozen=True, slots=True)
 class GitSource:
-    """Where git's side was read (`groupfetch.fetch_desired`)."""
+    """Where git's side was read (`groups.fetch.fetch_desired`)."""
 
     ref: str  # "origin/main"; "HEAD" without origin, after a failed fetch, or at origin's head
     sha: str

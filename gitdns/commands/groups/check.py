@@ -40,7 +40,7 @@ class Request:
     auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (gitremote.py)
     fences: Fences = STRICT  # what the Zone may name (the operator's flags; gitdns/providers/fences.py)
     from_worktree: bool = False  # --direct: act on the work tree as it is (gitdns/commands/committed.py)
-    format: str = "text"  # get: text or json (gitdns/commands/groupview.py)
+    format: str = "text"  # get: text or json (gitdns/commands/groups/view.py)
 
 
 def show(items: Iterable[str]) -> str:

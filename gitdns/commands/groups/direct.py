@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import Result, failover
-from gitdns.commands.groupcheck import Request, read_groups, show, target_groups
-from gitdns.commands.grouphealth import activation_problems, refuse_unhealthy
+from gitdns.commands.groups.check import Request, read_groups, show, target_groups
+from gitdns.commands.groups.health import activation_problems, refuse_unhealthy
 from gitdns.commands.zones import find_zone
 from gitdns.core import groups
 from gitdns.core.desired import Desired
@@ -92,7 +92,7 @@ def direct(req: Request) -> Result:
         result.err.append(f"warning: {absent}; this write creates it there")
     sim: failover.Switch | None = None
     if desired is not None:
-        from gitdns.commands.groupstatus import local_status
+        from gitdns.commands.groups.status import local_status
 
         now, note = failover.current_zone(desired, zone, provider)
         sim = failover.simulate_switch(desired, zone, now, target, serial=max(git_serial, state.serial or 0) + 1,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gitdns.adapters.gitsource import CommitInfo
-from gitdns.commands.historywalk import Commit
-from gitdns.commands.historywalk import iso_date as iso_date  # where the history modules and tests take it from
+from gitdns.commands.history.walk import Commit
+from gitdns.commands.history.walk import iso_date as iso_date  # where the history modules and tests take it from
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.groups import ZoneGroups, decide, is_active
@@ -28,7 +28,7 @@ from gitdns.core.problems import blocked_zones
 from gitdns.core.records import MULTI_VALUE_TYPES, RecordKey, RecordSet, normalize_name
 
 if TYPE_CHECKING:
-    from gitdns.commands.historywho import Who
+    from gitdns.commands.history.who import Who
 
 # -- values ------------------------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ class Entry:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # e.g. "active groups [a] -> [a, b]"
     mark: str = ""  # git's %G? of the commit
-    who: Who | None = None  # its author(s), pull request and who merged it (`historywho.attribute`)
+    who: Who | None = None  # its author(s), pull request and who merged it (`history.who.attribute`)
     applied: tuple[Applied, ...] = ()
     cluster: str = ""  # status == "health": the cluster reporting
     in_git: frozenset[str] | None = None  # ids and names of the Clusters git names at the commit

@@ -12,7 +12,7 @@ median time is printed:
     validate  gitdns.adapters.repo.load_repo: read + parse + schema + semantic checks
     read      the store file's bytes from disk (Path.read_bytes; page cache warm)
     decode    gitdns.providers.local.decode_store: JSON + RecordSet rows
-    plan      gitdns.core.planner.plan: the first owner's intent against the decoded zone
+    plan      gitdns.core.plan.planner.plan: the first owner's intent against the decoded zone
               (steady state: the zone already holds what the owner wants)
     plan-drift  the same, with every 10th of the owner's A records moved to a new address
     apply     LocalProvider.apply of the whole zone as creates into an empty store
@@ -117,8 +117,8 @@ def drifted(wanted: Sequence[Any], every: int = 10) -> tuple[Any, ...]:
 
 def prepare_plan(fixture: Path, drift: bool = False) -> Callable[[], Any]:
     from gitdns.core.model import Revision
-    from gitdns.core.plan import Intent, PlanPolicy
-    from gitdns.core.planner import plan
+    from gitdns.core.plan.planner import plan
+    from gitdns.core.plan.values import Intent, PlanPolicy
     from gitdns.core.records import ZoneSnapshot
     from gitdns.providers.local import decode_store
 

@@ -86,8 +86,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitdns.adapters.gitauth import GitAuth  # noqa: E402
-from gitdns.adapters.statusbranch import DEFAULT_PREFIX, StatusBranch  # noqa: E402
+from gitdns.adapters.git.auth import GitAuth  # noqa: E402
+from gitdns.adapters.status.branch import DEFAULT_PREFIX, StatusBranch  # noqa: E402
 from gitdns.core.records import RecordKey  # noqa: E402
 from gitdns.core.webhook import sign_github  # noqa: E402
 from gitdns.providers.local import LocalProvider  # noqa: E402

@@ -33,13 +33,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gitdns.core.model import CredentialsRef, ProviderRef, Revision
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordSet
 from gitdns.core.registry import txt_name
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import Fences
-from gitdns.providers.rfc2136 import from_ref
+from gitdns.providers.rfc2136.provider import from_ref
 from tests.e2e import dns_servers
 
 ZONE = dns_servers.ZONE

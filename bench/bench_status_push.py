@@ -23,7 +23,7 @@ import time
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.core.statusdoc import commit_message, dump
 
 

@@ -297,7 +297,7 @@ class World:
 def _route53_world(kernel: Kernel) -> World:
     from botocore.exceptions import ClientError  # noqa: F401  (the fake raises botocore errors)
 
-    from gitdns.providers.route53 import Route53Provider
+    from gitdns.providers.route53.provider import Route53Provider
     from tests.providers.route53_fake import FakeRoute53, _error, _sort_key
 
     class Route53World(World):
@@ -390,8 +390,8 @@ def _route53_world(kernel: Kernel) -> World:
 
 
 def _google_world(kernel: Kernel) -> World:
-    from gitdns.providers.google import GoogleProvider
-    from gitdns.providers.google_api import CloudDnsError
+    from gitdns.providers.google.api import CloudDnsError
+    from gitdns.providers.google.provider import GoogleProvider
     from tests.providers.gcp_fake import ApiFault, CloudDnsFake
 
     class GoogleWorld(World):
@@ -475,8 +475,8 @@ def _google_world(kernel: Kernel) -> World:
 
 
 def _azure_world(kernel: Kernel) -> World:
-    from gitdns.providers.azure import AzureProvider
-    from gitdns.providers.azure_api import ApiError
+    from gitdns.providers.azure.api import ApiError
+    from gitdns.providers.azure.provider import AzureProvider
     from tests.providers.azure_fake import FakeAzureDns
     from tests.providers.azure_fake import Request as AzRequest
 

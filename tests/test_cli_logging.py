@@ -29,5 +29,5 @@ def test_a_failure_is_said_once(tmp_path: Path) -> None:
 def test_the_log_shows_at_gitdns_log_level(tmp_path: Path) -> None:
     lines = _run(tmp_path, GITDNS_LOG_LEVEL="warning")
     assert len(lines) == 2, lines
-    assert lines[0].startswith("gitdns: log: WARNING gitdns.adapters.gitcache: failed: command=fetch")
+    assert lines[0].startswith("gitdns: log: WARNING gitdns.adapters.git.cache: failed: command=fetch")
     assert lines[1].endswith("(reason: RepositoryNotFound)")

@@ -79,7 +79,7 @@ def test_route53_irsa(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert not [name for name in env if name.startswith("AWS_")]
     # What EKS's pod identity webhook injects is what botocore's chain, in the client gitdns
     # builds for a Zone without credentials, takes up (no request is sent to build it).
-    from gitdns.providers.route53_api import boto3_client
+    from gitdns.providers.route53.api import boto3_client
 
     token = tmp_path / "token"
     token.write_text("header.payload.signature")
@@ -98,7 +98,7 @@ def test_google_workload_identity() -> None:
     # GKE metadata server) is used.
     from gitdns.core.model import ProviderRef
     from gitdns.providers.fences import Fences
-    from gitdns.providers.google import _credentials
+    from gitdns.providers.google.provider import _credentials
 
     assert _credentials(ProviderRef("google", (("project", "p"),)), None, Fences()) == (None, None)
 
@@ -113,7 +113,7 @@ def test_azure_workload_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert no_secret_access(docs)
     # What the webhook injects for that label and annotation is what DefaultAzureCredential,
     # as gitdns builds it for a Zone without a client secret, turns into a workload identity.
-    from gitdns.providers.azure import make_credential
+    from gitdns.providers.azure.provider import make_credential
 
     token = tmp_path / "azure-identity-token"
     token.write_text("header.payload.signature")

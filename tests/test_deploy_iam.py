@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core import builder
-from gitdns.providers.route53 import Route53Provider
+from gitdns.providers.route53.provider import Route53Provider
 from tests.core import worked_example as we
 from tests.providers.conformance import Conformance
 from tests.providers.route53_fake import FakeRoute53

@@ -56,17 +56,17 @@ EXITS = (
                                      "os.posix_spawnp"}), {
         "gitdns/adapters/serverreload.py": "rndc, only with the operator's --local-reload rndc and --rndc-config; the "
                                            "zone and view names checked (zone_error, view_error), an argument list",
-        "gitdns/adapters/gitcache.py": "git cat-file on the agent's own cache, object ids checked as full hex ids",
-        "gitdns/adapters/gitverify.py": "gpg on the operator's trusted keys (--verify-gpg-keys)",
-        "gitdns/adapters/statuscache.py": "git on the agent's own caches, remotes and credentials the operator's",
+        "gitdns/adapters/git/cache.py": "git cat-file on the agent's own cache, object ids checked as full hex ids",
+        "gitdns/adapters/git/verify.py": "gpg on the operator's trusted keys (--verify-gpg-keys)",
+        "gitdns/adapters/status/cache.py": "git on the agent's own caches, remotes and credentials the operator's",
         "gitdns/imagecheck.py": "the image's own check: its fixed programs, outside the layers",
     }),
     Exit("a JSON parse", frozenset({"json.loads", "json.load"}), {
         "gitdns/core/jsonread.py": "the strict reader for JSON gitdns did not write (webhooks, annotations)",
         "gitdns/providers/local.py": "the local store's own files (RecursionError caught: a corrupt store)",
         "gitdns/providers/credentials.py": "a credentials file or variable the operator mounted",
-        "gitdns/providers/azure.py": "azure.json from the operator's credentials",
-        "gitdns/providers/google.py": "the service account key from the operator's credentials",
+        "gitdns/providers/azure/provider.py": "azure.json from the operator's credentials",
+        "gitdns/providers/google/provider.py": "the service account key from the operator's credentials",
         "gitdns/orchestrator/kubeaccess.py": "the pod's own service account token",
         "gitdns/agent/applied.py": "the agent's own state directory",
         "gitdns/agent/identity.py": "the agent's own state directory",

@@ -5,7 +5,7 @@
   by tag and digest; ships git, ssh, gpg and tini, and runs ``tini -- gitdns``; the entrypoint check
   runs in both stages.
 - tini does what the image needs it for: gitdns is not process 1 under it (so SSH connection
-  sharing stays on, gitdns.adapters.gitauth.mux_dir), orphans are reaped, SIGTERM reaches gitdns
+  sharing stays on, gitdns.adapters.git.auth.mux_dir), orphans are reaped, SIGTERM reaches gitdns
   and its exit status is tini's.
 - ``all`` is every provider extra; constraints.txt pins exactly the runtime closure of ``.[all]``, at
   the versions installed here (scripts/install-test-deps.sh installs with it); requirements.lock
@@ -242,7 +242,7 @@ def test_dockerignore_lets_the_lock_in() -> None:
 MUX_PROBE = """
 import os, sys
 from pathlib import Path
-from gitdns.adapters.gitauth import GitAuth, mux_dir
+from gitdns.adapters.git.auth import GitAuth, mux_dir
 directory = mux_dir(GitAuth(ssh_key=Path(sys.argv[1])))
 print(os.getpid(), directory if directory is not None else "-")
 """

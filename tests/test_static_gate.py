@@ -419,7 +419,7 @@ PORTS = st.one_of(st.sampled_from(["53", "5353", "0", "65535", "65536", "", " 53
 def test_an_rfc2136_port_and_timeout_are_refused_by_validate_exactly_when_the_run_time_refuses_them(
         tmp_path_factory: pytest.TempPathFactory, port: str, timeout: str) -> None:
     from gitdns.providers.fences import Fences
-    from gitdns.providers.rfc2136 import from_ref
+    from gitdns.providers.rfc2136.provider import from_ref
 
     ref = ProviderRef("rfc2136", (("port", port), ("server", "192.0.2.53"), ("timeout", timeout)))
     zone = Zone("z", "example.com", ref)

@@ -33,7 +33,7 @@ _SUFFIXES = (".yaml", ".yml")
 def read_tree(root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> dict[str, str]:
     """Every YAML file below ``root`` (hidden directories and files skipped), sorted by path.
 
-    Read as the agent reads a commit (`gitdns.adapters.gitsource`): a symlink is never
+    Read as the agent reads a commit (`gitdns.adapters.git.source`): a symlink is never
     followed (the directory walk does not enter linked directories, and a ``*.yaml`` link is
     an `Unread`, wherever it points), nor is anything but a regular file read; a file over
     ``limits`` is an `Unread` too, its size known from ``lstat`` before it is opened."""

@@ -6,10 +6,10 @@ branch without touching the checkout, push that branch (``gitdns groups``'s pull
     is_dirty(wt, path) / branch_exists(wt, branch)
     commit_on_branch(wt, path, content, branch, message, parent=HEAD) -> sha
     push_branch(wt, branch, auth=GitAuth(), timeout=) to ``origin``, with the git transport
-                                          ``auth`` (`gitdns.adapters.gitauth`)
+                                          ``auth`` (`gitdns.adapters.git.auth`)
 
 Local git failures raise WorkTreeError naming the git command and its message.  A failed push
-raises the error `gitdns.adapters.giterrors` classifies (HostKeyMismatch, AuthenticationFailed,
+raises the error `gitdns.adapters.git.errors` classifies (HostKeyMismatch, AuthenticationFailed,
 TLSVerificationFailed, PushDeclined, ...), with the secrets taken out.
 """
 
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import git
 
-from gitdns.adapters.gitauth import GitAuth, auth_env, check_url, redact
-from gitdns.adapters.giterrors import git_error
-from gitdns.adapters.statuscache import run_git as run_remote_git
+from gitdns.adapters.git.auth import GitAuth, auth_env, check_url, redact
+from gitdns.adapters.git.errors import git_error
+from gitdns.adapters.status.cache import run_git as run_remote_git
 from gitdns.errors import GitdnsError, PermanentError
 
 PUSH_TIMEOUT = 120.0
@@ -83,7 +83,7 @@ def head_files(wt: WorkTree) -> dict[str, str]:
             tree = tree[wt.prefix]
         except KeyError:
             return {}
-    from gitdns.adapters.gitsource import yaml_blobs
+    from gitdns.adapters.git.source import yaml_blobs
 
     return yaml_blobs(tree, wt.prefix)
 

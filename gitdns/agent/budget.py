@@ -379,7 +379,7 @@ class BudgetedProvider:
         if (len(wanted) <= 1 or caps.page_size <= 0 or caps.name_reads_per_minute > 0
                 or self.budgets.bucket(self.inner, "name").rate <= 0):
             # one call: where a name is several requests (Azure GETs each record set the names
-            # read together announce: `gitdns.providers.azure.probes`), each is paid as it is sent
+            # read together announce: `gitdns.providers.azure.provider.probes`), each is paid as it is sent
             return self._call("name", lambda: self.inner.read(zone, wanted), len(wanted))
         # a read by name is one request per name (Route53; Azure: a GET per record set probed):
         # each name is paid for before it is sent

@@ -113,10 +113,10 @@ class DelegationSource:
 
 
 def status_reader(url: str, workdir: Any, timeout: float, auth: Any = None) -> Callable[[], Mapping[str, StatusTree]]:
-    """Every status branch with one fetch (`gitdns.adapters.statusbranch.read_all`), over the
+    """Every status branch with one fetch (`gitdns.adapters.status.branch.read_all`), over the
     agent's git transport (``auth``: a `GitAuth`)."""
     def read() -> Mapping[str, StatusTree]:
-        from gitdns.adapters.statusbranch import read_all
+        from gitdns.adapters.status.branch import read_all
 
         return read_all(url, workdir=workdir, timeout=timeout, auth=auth)
     return read

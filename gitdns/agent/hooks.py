@@ -96,7 +96,7 @@ def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[
     def read(own: str) -> dict[str, tuple[int, int]]:
         if time.monotonic() - cache["at"] < 60:
             return dict(cache["value"])
-        from gitdns.adapters.statusbranch import read_all
+        from gitdns.adapters.status.branch import read_all
         from gitdns.core.statusdoc import load as load_yaml
 
         trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",

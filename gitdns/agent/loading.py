@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gitdns.adapters.gitverify import SignatureRefusedError
+from gitdns.adapters.git.verify import SignatureRefusedError
 from gitdns.agent import identity
 from gitdns.agent.applied import load_applied
 from gitdns.agent.config import AgentConfig

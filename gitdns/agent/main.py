@@ -87,7 +87,7 @@ def absolute_paths(config: AgentConfig) -> AgentConfig:
         value = getattr(config, name)
         if value and _local_path(value):
             changes[name] = os.path.abspath(value)
-    from gitdns.adapters.gitauth import check_url
+    from gitdns.adapters.git.auth import check_url
 
     for url in (config.repo, config.status_repo):  # a token or user name in a URL would reach `ps`
         if url:
@@ -108,7 +108,7 @@ def _local_path(url: str) -> bool:
 
 
 def make_source(config: AgentConfig) -> Any:
-    from gitdns.adapters.gitsource import GitSource, VerifyPolicy
+    from gitdns.adapters.git.source import GitSource, VerifyPolicy
 
     auth = git_auth(config)
     verify = None

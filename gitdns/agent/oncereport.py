@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gitdns.core import planfmt
 from gitdns.core.conditions import Condition
+from gitdns.core.plan import fmt as planfmt
 
 if TYPE_CHECKING:
     from gitdns.agent.cycle import Cycle

@@ -32,7 +32,7 @@ class Fetched(Protocol):
 
 
 class Source(Protocol):
-    """The desired branch (gitdns.adapters.gitsource.GitSource)."""
+    """The desired branch (gitdns.adapters.git.source.GitSource)."""
 
     def remote_head(self) -> str: ...
     def fetch(self, sha: str | None = None) -> Any: ...

@@ -18,7 +18,7 @@ def git_auth(config: AgentConfig) -> Any:
     """The one git transport of the agent — the desired branch's fetch, the status branch's
     push, the primaries' and the fleet's reads of the status branches: SSH key + pinned
     known_hosts, HTTPS token (file or environment) + CA bundle, or the ambient git config."""
-    from gitdns.adapters.gitauth import GitAuth
+    from gitdns.adapters.git.auth import GitAuth
 
     def path(value: str) -> Path | None:
         return Path(value) if value else None
@@ -36,7 +36,7 @@ class StatusPublisher:
         self.last: Mapping[str, str] | None = None
 
     def _branch(self, cluster_id: str) -> Any:
-        from gitdns.adapters.statusbranch import StatusBranch
+        from gitdns.adapters.status.branch import StatusBranch
 
         if self.branch is None or self.branch.cluster_id != cluster_id:
             self.branch = StatusBranch(self.config.status_repo or self.config.repo, cluster_id,
@@ -61,7 +61,7 @@ class StatusPublisher:
         return value if isinstance(value, str) and value else None
 
     def _named(self, name: str) -> Any:
-        from gitdns.adapters.statusbranch import read_all
+        from gitdns.adapters.status.branch import read_all
         from gitdns.core.statusdoc import load as load_yaml
 
         trees = read_all(self.config.status_repo or self.config.repo, workdir=Path(self.config.state_dir) / "status",

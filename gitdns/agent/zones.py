@@ -6,7 +6,7 @@ cluster, or a Cluster removed from git, is still reconciled so its records are r
 
 Which zones it left is known from the passes of a running agent and from the revision it
 applied; after a start, every zone in git it does not publish in is also read once
-(`gitdns.core.planleave`): one that still holds an ownership TXT or a heartbeat of its own is
+(`gitdns.core.plan.leave`): one that still holds an ownership TXT or a heartbeat of its own is
 reconciled as left too, whatever the state directory remembers.  A left zone is reconciled until
 nothing of the cluster is left in it (`forget`), then no more.
 """
@@ -26,7 +26,7 @@ from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.core import builder
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.model import Cluster, DesiredState, Mode, Publisher, Zone
-from gitdns.core.planleave import holds
+from gitdns.core.plan.leave import holds
 from gitdns.core.records import ZoneSnapshot
 from gitdns.errors import GitdnsError, RetryableError
 from gitdns.reconcile.zonepass import ZoneOutcome

@@ -22,9 +22,9 @@ from gitdns.core.desired import Desired
 from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
 from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
-from gitdns.core.plan import Authority, Intent, annotated
-from gitdns.core.planleave import farewell, heartbeat_removal, holdings
-from gitdns.core.planner import plan as make_plan
+from gitdns.core.plan.leave import farewell, heartbeat_removal, holdings
+from gitdns.core.plan.planner import plan as make_plan
+from gitdns.core.plan.values import Authority, Intent, annotated
 from gitdns.core.reads import changed_keys, per_name_is_cheaper
 from gitdns.core.records import Action, Change, RecordKey, ZoneSnapshot
 from gitdns.core.registry import txt_name

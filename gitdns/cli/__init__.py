@@ -28,7 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> Result:
 
 
 def cmd_plan(args: argparse.Namespace) -> Result:
-    from gitdns.commands.plan import plan
+    from gitdns.commands.plan.command import plan
 
     return plan(args.repo, cluster=args.cluster, all_clusters=args.all_clusters, fmt=args.format,
                 zones=args.zone, exit_code=args.exit_code, force=args.force, mode=args.mode, fences=fences_of(args),
@@ -124,7 +124,7 @@ def cmd_adopt(args: argparse.Namespace) -> Result:
 
 
 def cmd_status(args: argparse.Namespace) -> Result:
-    from gitdns.commands.status import status
+    from gitdns.commands.status.command import status
 
     return status(args.repo, cluster=args.cluster, branch=args.branch, fmt=args.format, state_dir=args.state_dir,
                   auth=transport_of(args), revision=args.revision)

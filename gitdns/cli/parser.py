@@ -17,7 +17,7 @@ from gitdns.cli.daemons import add_agent, add_orchestrator
 from gitdns.cli.verbs import add_audit_commands, add_cluster_secret, add_failover_commands, add_owner_commands
 
 if TYPE_CHECKING:
-    from gitdns.adapters.gitauth import GitAuth
+    from gitdns.adapters.git.auth import GitAuth
     from gitdns.providers.fences import Fences
 
 

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitdns.commands import EXIT_CONFLICTS, EXIT_ERROR, EXIT_OK, EXIT_STALLED, Result
-from gitdns.commands.planbase import over
+from gitdns.commands.plan.base import over
 from gitdns.commands.zones import held, problem_lines
 from gitdns.core.desired import Desired
-from gitdns.core.plan import PlanMode
+from gitdns.core.plan.values import PlanMode
 from gitdns.core.progress import NO_PROGRESS, Progress, labelled
 from gitdns.core.text import inline
 from gitdns.errors import ConfigError
@@ -31,7 +31,7 @@ def apply(repo: Path, *, cluster: str | None = None, all_clusters: bool = False,
     ``[cluster]`` before each with ``all_clusters``).
     Committed, merged state only unless ``from_worktree`` or ``dry_run`` (`committed`).
     ``base`` (with ``dry_run`` only): what each cluster would write over the zones as the fleet
-    publishes that revision, built from git alone (`gitdns.commands.plan.over`)."""
+    publishes that revision, built from git alone (`gitdns.commands.plan.command.over`)."""
     if base is not None and not dry_run:
         raise ConfigError("--base compares with a revision built from git, nothing is written: it needs --dry-run")
     from gitdns.commands.committed import acting_on
@@ -111,7 +111,7 @@ def apply_exit(desired: Desired, outcomes: list[ZoneOutcome]) -> int:
 
 
 def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[str, str]) -> str:
-    from gitdns.core import planfmt
+    from gitdns.core.plan import fmt as planfmt
 
     head = f"[{cluster}] zone {outcome.zone.domain}"
     if outcome.skipped:
@@ -137,7 +137,7 @@ def outcome_text(cluster: str, outcome: ZoneOutcome, dry_run: bool, names: dict[
 
 
 def outcome_dict(cluster: str, outcome: ZoneOutcome) -> dict[str, object]:
-    from gitdns.core import planfmt
+    from gitdns.core.plan import fmt as planfmt
 
     return {
         "cluster": cluster,

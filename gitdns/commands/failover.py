@@ -40,8 +40,8 @@ from gitdns.core import builder, groups
 from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
 from gitdns.core.owners import HEARTBEAT_PREFIX
-from gitdns.core.plan import Plan
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.planner import decode_zone
+from gitdns.core.plan.values import Plan
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.text import inline, md_block, md_text
 from gitdns.errors import GitdnsError
@@ -250,7 +250,8 @@ def endpoint_lines(diff: EndpointDiff, absent: str = "") -> list[str]:
 
 
 def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
-    from gitdns.core import inventory, planfmt
+    from gitdns.core import inventory
+    from gitdns.core.plan import fmt as planfmt
 
     out = summary_lines(switch)
     out += [f"note: {inline(n)}" for n in switch.notes]
@@ -264,7 +265,8 @@ def to_text(switch: Switch, names: dict[str, str] | None = None) -> str:
 
 
 def to_markdown(switch: Switch, title: str | None = None, names: dict[str, str] | None = None) -> str:
-    from gitdns.core import inventory, planfmt
+    from gitdns.core import inventory
+    from gitdns.core.plan import fmt as planfmt
 
     title = title or f"Failover of {switch.zone.domain}: {show(switch.groups_before)} -> {show(switch.groups_after)}"
     out = [f"## {title}", ""]
@@ -302,7 +304,7 @@ def endpoint_dict(point: Endpoint) -> dict[str, object]:
 def endpoints_dict(diff: EndpointDiff, absent: str = "") -> dict[str, object]:
     """`endpoint_lines` as JSON: added and removed endpoints, changed records (same values,
     other TTL or routing) before and after; ``caveat`` when the zone compared with does not exist."""
-    from gitdns.core.planfmt import record_dict
+    from gitdns.core.plan.fmt import record_dict
 
     return {"added": [endpoint_dict(e) for e in diff.added], "removed": [endpoint_dict(e) for e in diff.removed],
             "changed": [{"before": record_dict(a), "after": record_dict(b)} for a, b in diff.changed],
@@ -320,7 +322,8 @@ def to_json(switch: Switch, names: dict[str, str] | None = None, base: str | Non
     """The switch as one JSON document: the groups and serial, who publishes, the notes, the
     endpoints, every plan in the order applied (``step``: its label in the text, ``pass``: the
     cycle), and the zone after the switch (`inventory.to_json`'s records)."""
-    from gitdns.core import inventory, planfmt
+    from gitdns.core import inventory
+    from gitdns.core.plan import fmt as planfmt
 
     doc = {
         "zone": switch.zone.domain,
@@ -343,7 +346,7 @@ def to_json(switch: Switch, names: dict[str, str] | None = None, base: str | Non
 def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *,
              fences: Fences = STRICT, base: str | None = None) -> Result:
     """``gitdns failover simulate ZONE --to GROUP...``: text, markdown or JSON.  ``base``: switch the
-    zone as the fleet publishes that revision, built from git alone (`gitdns.commands.plan.over`),
+    zone as the fleet publishes that revision, built from git alone (`gitdns.commands.plan.command.over`),
     instead of reading it from its provider."""
     from gitdns.reconcile.engine import default_factory, load
 
@@ -356,7 +359,7 @@ def simulate(repo: Path, ident: str, target: Sequence[str], fmt: str = "text", *
                      "the zone as it is until it does")
     provider: Provider | None = None
     if base is not None:
-        from gitdns.commands.planbase import over
+        from gitdns.commands.plan.base import over
         from gitdns.reconcile.run import published
 
         prepared = over(Path(repo), desired, published(desired), base, time.time())

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gitdns.adapters.statusrefs import PREFIX, LocalRefs
+from gitdns.adapters.status.refs import PREFIX, LocalRefs
 from gitdns.errors import ConfigError
 
 

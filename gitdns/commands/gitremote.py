@@ -11,7 +11,7 @@ token) for https:// remotes, ``ca_file`` for a private CA.  A flag's value wins 
 ``GITDNS_<NAME>`` environment variable (``GITDNS_SSH_KEY``, ...); an empty value is "not set".
 With nothing set, git runs with the ambient configuration (the operator's git config,
 credential helper, ``GIT_SSH_COMMAND``), prompts off.  Only paths and variable names are held
-here, never a secret: `gitdns.adapters.gitauth` reads the token when git runs, into that git's
+here, never a secret: `gitdns.adapters.git.auth` reads the token when git runs, into that git's
 environment.
 """
 
@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.agent.config import env_name
 
 __all__ = ["TRANSPORT", "env_name", "git_auth"]

@@ -3,7 +3,7 @@
 `gitdns.reconcile.run.reconcile` runs the zones a cluster publishes in and those it published
 in at the revision it last applied.  That revision may be unknown (no status branch, the
 previous commit already without the cluster) — so every other zone in git is read, and one
-where the cluster still holds an ownership TXT or a heartbeat (`gitdns.core.planleave`) gets
+where the cluster still holds an ownership TXT or a heartbeat (`gitdns.core.plan.leave`) gets
 the same pass with nothing wanted: its values and ownership TXT go, then its heartbeat, as its
 agent does.  A dry run (``plan``, ``apply --dry-run``) writes to a copy of the zone.
 
@@ -19,8 +19,8 @@ from dataclasses import replace
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
-from gitdns.core.plan import Plan, PlanMode, annotated
-from gitdns.core.planleave import farewell, holds
+from gitdns.core.plan.leave import farewell, holds
+from gitdns.core.plan.values import Plan, PlanMode, annotated
 from gitdns.errors import GitdnsError
 from gitdns.providers.base import Provider
 from gitdns.reconcile.engine import ProviderFactory, skip_reason

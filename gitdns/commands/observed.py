@@ -29,7 +29,7 @@ def unobserved(desired: Desired, cluster_id: str) -> list[str]:
     cluster = next((c for c in desired.state.clusters if c.id == cluster_id), None)
     if cluster is None or not any(g.discovered for g in cluster.gateways):
         return []
-    from gitdns.adapters.gitrev import status_files
+    from gitdns.adapters.git.rev import status_files
 
     files = status_files(Path(desired.root), [cluster.id], ("gateways.yaml",)).get(cluster.id, {})
     text = files.get("gateways.yaml", "")
@@ -51,7 +51,7 @@ def observed_gateways(desired: Desired) -> tuple[Desired, list[str]]:
     clusters = [c for c in desired.state.clusters if any(g.discovered for g in c.gateways)]
     if not clusters:
         return desired, []
-    from gitdns.adapters.gitrev import status_files
+    from gitdns.adapters.git.rev import status_files
 
     branches = status_files(Path(desired.root), [c.id for c in clusters], ("gateways.yaml",))
     state, notes = desired.state, []

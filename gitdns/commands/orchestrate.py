@@ -17,7 +17,7 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 from gitdns.errors import ConfigError
 
 if TYPE_CHECKING:
-    from gitdns.adapters.gitauth import GitAuth
+    from gitdns.adapters.git.auth import GitAuth
     from gitdns.orchestrator.config import OrchestratorConfig
 
 DESTINATION = ("out", "configmap")  # one setting given as a flag: the other's variable is not read

@@ -63,10 +63,10 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
     from dataclasses import replace
 
     from gitdns.commands.committed import acting_on
-    from gitdns.core import planfmt
-    from gitdns.core.plan import Intent
-    from gitdns.core.planleave import heartbeat_removal
-    from gitdns.core.planner import plan as make_plan
+    from gitdns.core.plan import fmt as planfmt
+    from gitdns.core.plan.leave import heartbeat_removal
+    from gitdns.core.plan.planner import plan as make_plan
+    from gitdns.core.plan.values import Intent
     from gitdns.reconcile.engine import load, policy_for_zone
 
     acting = acting_on(repo, from_worktree=from_worktree)
@@ -143,8 +143,8 @@ def adopt(repo: Path, names: Sequence[str] | None, zone_ident: str, cluster: str
     as it is with ``from_worktree``).  ``names`` None: every foreign record that desired state
     holds (`gitdns adopt --all`, after `gitdns import`)."""
     from gitdns.commands.committed import acting_on
-    from gitdns.core import planfmt
     from gitdns.core.owners import adopt_changes, foreign_records
+    from gitdns.core.plan import fmt as planfmt
     from gitdns.reconcile.engine import find_cluster, intent_for, load
 
     acting = acting_on(repo, from_worktree=from_worktree)

@@ -31,7 +31,7 @@ MAX_FILE = 1 << 20  # a desired file larger than this keeps its document's first
 def serial_warnings(desired: Desired) -> list[Problem]:
     if not desired.state.active_groups:
         return []
-    from gitdns.adapters.statusrefs import status_file
+    from gitdns.adapters.status.refs import status_file
 
     reports: list[Report] = []
     for found in status_file(Path(desired.root), GROUPS_FILE):

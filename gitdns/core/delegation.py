@@ -102,7 +102,7 @@ class Side:
 
 
 def record_from_dict(doc: Mapping[str, Any]) -> RecordSet:
-    """The inverse of `gitdns.core.planfmt.record_dict`; raises ValueError on a bad document."""
+    """The inverse of `gitdns.core.plan.fmt.record_dict`; raises ValueError on a bad document."""
     try:
         values = doc["values"]
         if not isinstance(values, list):

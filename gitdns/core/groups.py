@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitdns.core.model import ActiveGroups
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.planner import decode_zone
 from gitdns.core.records import Action, Change, RecordSet, ZoneSnapshot
 from gitdns.core.registry import OwnerLabels, encode
 

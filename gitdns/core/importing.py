@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from gitdns.core.names import reserved_prefix
 from gitdns.core.owners import parse_heartbeat
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.planner import decode_zone
 from gitdns.core.rdata import value_error
 from gitdns.core.records import RECORD_TYPES, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gitdns.core.plancontext import claimed
-from gitdns.core.planfmt import bookkeeping, record_dict
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.context import claimed
+from gitdns.core.plan.fmt import bookkeeping, record_dict
+from gitdns.core.plan.planner import decode_zone
 from gitdns.core.records import RecordSet, ZoneSnapshot
 from gitdns.core.text import lines as text_lines
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from gitdns.core.names import short_hash
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.planner import decode_zone
 from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.registry import (
     OwnerLabels,

@@ -139,13 +139,14 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             credentials=(),
         ),
         ProviderType(
-            "rfc2136", "gitdns.providers.rfc2136", "BIND, PowerDNS or any RFC 2136 server (dynamic update, AXFR)",
+            "rfc2136", "gitdns.providers.rfc2136.provider",
+            "BIND, PowerDNS or any RFC 2136 server (dynamic update, AXFR)",
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, guards=True, geo=ROUTE53_STYLE),
             required_settings=("server",), page="providers/rfc2136.md",
             settings=("server", "port", "tsigKeyName", "tsigAlgorithm", "timeout", "zone"),
         ),
         ProviderType(
-            "route53", "gitdns.providers.route53", "AWS Route53",
+            "route53", "gitdns.providers.route53.provider", "AWS Route53",
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD, max_values_per_batch=1000,
                          max_chars_per_batch=32000, geo=ROUTE53_STYLE, weights=(0, 255),
                          reads_per_minute=300.0, writes_per_minute=300.0,  # 5 requests/s per account, shared
@@ -156,7 +157,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
             settings=("hostedZoneId", "private", "region", "endpoint", "waitInsync", "healthChecks"),
         ),
         ProviderType(
-            "google", "gitdns.providers.google", "Google Cloud DNS",
+            "google", "gitdns.providers.google.provider", "Google Cloud DNS",
             Capabilities(RECORD_TYPES, Routing.GEO, CasGranularity.RECORD,  # the unit is one rrset
                          geo=GOOGLE_STYLE, weights=(0, 1000), reads_per_minute=240.0, writes_per_minute=60.0,
                          quota_window=60.0,  # quotas per minute per project
@@ -172,7 +173,7 @@ PROVIDER_TYPES: Mapping[str, ProviderType] = {
         ProviderType(
             # Azure DNS answers geo/weighted only through Traffic Manager profiles, which gitdns
             # does not drive: its record sets hold no set identifiers, so it routes nothing.
-            "azure", "gitdns.providers.azure", "Azure DNS",
+            "azure", "gitdns.providers.azure.provider", "Azure DNS",
             Capabilities(RECORD_TYPES, Routing.NONE, CasGranularity.RECORD, geo=AZURE_STYLE, weights=(1, 1000),
                          reads_per_minute=60.0,  # list operations, in pages of 100 record sets
                          name_reads_per_minute=1000.0,  # gets: a read by name GETs each record set

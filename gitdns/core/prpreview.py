@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gitdns.core import planfmt
-from gitdns.core.plan import Plan
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan import fmt as planfmt
+from gitdns.core.plan.planner import decode_zone
+from gitdns.core.plan.values import Plan
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.split import SplitChange, changed_splits, split_mermaid, split_table, split_text
 from gitdns.core.text import inline, lines, md_code, md_text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitdns.core.plan import PlanPolicy
+from gitdns.core.plan.values import PlanPolicy
 from gitdns.core.records import Action, Change
 
 MASS_CHANGE_REFUSED = "MassChangeRefused"

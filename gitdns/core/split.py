@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gitdns.core import names as dns_names
-from gitdns.core.plancontext import claimed
-from gitdns.core.planner import decode_zone
+from gitdns.core.plan.context import claimed
+from gitdns.core.plan.planner import decode_zone
 from gitdns.core.records import RecordSet, ZoneSnapshot
 from gitdns.core.text import inline, md_code
 

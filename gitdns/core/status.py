@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitdns.core.conditions import Condition
-from gitdns.core.plan import Plan
-from gitdns.core.planfmt import record_dict
+from gitdns.core.plan.fmt import record_dict
+from gitdns.core.plan.values import Plan
 from gitdns.core.records import RecordSet
 
 HEARTBEAT_GRANULARITY = 3600

@@ -45,8 +45,8 @@ from gitdns.core.kubesources import (
     removable,
     split_duplicates,
 )
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import decode_zone, plan
+from gitdns.core.plan.planner import decode_zone, plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes
 from gitdns.errors import GitdnsError, StaleWriteError

@@ -38,8 +38,8 @@ from gitdns.core import groups
 from gitdns.core.endpoints import data_names
 from gitdns.core.model import DesiredState, Revision
 from gitdns.core.names import lb_host
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import decode_zone, plan
+from gitdns.core.plan.planner import decode_zone, plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.providers.base import Provider

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.adapters.logs import check_format, default_format
 from gitdns.core.durations import EXAMPLES, parse_duration
 from gitdns.core.names import short_hash

@@ -50,7 +50,7 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
     ``--probe-allow-ranges``)."""
     source: DesiredSource
     if is_url(config.repo):
-        from gitdns.adapters.gitsource import GitSource
+        from gitdns.adapters.git.source import GitSource
 
         git = GitSource(config.repo, branch=config.branch, path=config.path, workdir=config.state_dir / "git",
                         auth=config.auth, timeout=config.git_timeout)

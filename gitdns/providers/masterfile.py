@@ -2,7 +2,7 @@
 
 The file is parsed by dnspython's zone-file reader (``$ORIGIN``, ``$TTL``, ``$GENERATE``,
 relative names, multi-line records) and turned into a `ZoneSnapshot` by the same conversion an
-AXFR of an rfc2136 server gets (`gitdns.providers.rfc2136_native.snapshot`), so a zone imported
+AXFR of an rfc2136 server gets (`gitdns.providers.rfc2136.native.snapshot`), so a zone imported
 from its file and one imported from its server read alike.  ``$INCLUDE`` is refused: a file
 handed to import names nothing else to open.  Record types gitdns does not manage land in the
 snapshot's ``skipped``; the SOA gives its version.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gitdns.core.records import ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError
-from gitdns.providers.rfc2136_native import absolute, snapshot
+from gitdns.providers.rfc2136.native import absolute, snapshot
 
 MAX_BYTES = 256 * 1024 * 1024  # a master file larger than this is refused before it is parsed
 

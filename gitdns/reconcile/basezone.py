@@ -40,7 +40,7 @@ def load_base(repo: Path, rev: str) -> Desired:
     """The desired state at ``rev`` of the repository at ``repo`` (its files below ``repo``
     as git holds them at that commit); a `ConfigError` naming ``--base`` when git does not know
     the revision."""
-    from gitdns.adapters.gitrev import commit_at, files_at
+    from gitdns.adapters.git.rev import commit_at, files_at
     from gitdns.reconcile.engine import from_files
 
     head = commit_at(repo, rev) if rev.strip() and not rev.startswith("-") else None
@@ -121,7 +121,7 @@ class BaseZones:
     def _valid_at(self, domain: str) -> tuple[Desired, str] | None:
         """The base (or, where the zone does not validate there, its newest first-parent
         ancestor where it does) and the sha used when it is not the base itself."""
-        from gitdns.adapters.gitrev import first_parents
+        from gitdns.adapters.git.rev import first_parents
 
         def holds(desired: Desired) -> Zone | None:
             zone = next((z for z in desired.state.zones if z.domain == domain), None)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitdns.adapters.gitrev import head_info, parent_files
+from gitdns.adapters.git.rev import head_info, parent_files
 from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
 from gitdns.core.desired import Desired, HeadInfo
@@ -20,8 +20,8 @@ from gitdns.core.limits import DEFAULT_LIMITS, ReadLimits
 from gitdns.core.loader import LoadResult, ParseMemo
 from gitdns.core.loader import load as load_files
 from gitdns.core.model import Cluster, DesiredState, Publisher, Zone
-from gitdns.core.plan import Intent, Plan, PlanMode, PlanPolicy
-from gitdns.core.planner import plan as make_plan
+from gitdns.core.plan.planner import plan as make_plan
+from gitdns.core.plan.values import Intent, Plan, PlanMode, PlanPolicy
 from gitdns.core.reach import Network
 from gitdns.core.records import RecordKey, ZoneSnapshot
 from gitdns.core.registry import parse_txt_name

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from gitdns.core.builder import desired_for_zone
 from gitdns.core.model import DesiredState, Mode, Zone
-from gitdns.core.plan import Plan
+from gitdns.core.plan.values import Plan
 from gitdns.core.records import Action, RecordKey, ZoneSnapshot
 from gitdns.core.registry import txt_name
 

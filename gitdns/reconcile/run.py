@@ -10,7 +10,7 @@ from typing import Any
 
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, DesiredState, Mode, Zone
-from gitdns.core.plan import PlanMode
+from gitdns.core.plan.values import PlanMode
 from gitdns.reconcile.engine import ProviderFactory, skip_reason
 from gitdns.reconcile.pipeline import Role, run
 from gitdns.reconcile.preview import (
@@ -105,7 +105,7 @@ def published(desired: Desired) -> Published:
     left out."""
     from pathlib import Path
 
-    from gitdns.adapters.gitrev import status_files
+    from gitdns.adapters.git.rev import status_files
 
     unhealthy: dict[str, frozenset[str]] = {}
     applied: dict[str, str] = {}
@@ -158,7 +158,7 @@ def revisions(desired: Desired) -> StateAt:
     """The desired state at a revision of the work tree's repository (None when unknown)."""
     from pathlib import Path
 
-    from gitdns.adapters.gitrev import files_at
+    from gitdns.adapters.git.rev import files_at
     from gitdns.adapters.repo import load_schemas
     from gitdns.core.loader import load as load_files
 

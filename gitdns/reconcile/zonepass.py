@@ -19,7 +19,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.groups import Decision
 from gitdns.core.healthfilter import HealthResult
 from gitdns.core.model import Cluster, Zone
-from gitdns.core.plan import Intent, Plan, PlanMode
+from gitdns.core.plan.values import Intent, Plan, PlanMode
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, Capabilities, CasGranularity, Provider, Routing, ZoneInfo

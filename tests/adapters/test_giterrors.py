@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitdns.adapters.giterrors import classify, diagnosis, git_error
+from gitdns.adapters.git.errors import classify, diagnosis, git_error
 from gitdns.core.conditions import REASONS
 from gitdns.errors import AuthError, PermanentError, UnreachableError
 

@@ -17,10 +17,10 @@ from typing import Any
 import git as gitpython
 import pytest
 
-from gitdns.adapters import gitsource
-from gitdns.adapters.gitauth import GitAuth, auth_env, redact, ssh_command
-from gitdns.adapters.gitcache import GitCache
-from gitdns.adapters.gitsource import (
+from gitdns.adapters.git import source as gitsource
+from gitdns.adapters.git.auth import GitAuth, auth_env, redact, ssh_command
+from gitdns.adapters.git.cache import GitCache
+from gitdns.adapters.git.source import (
     DEEPEN_STEPS,
     GitSource,
     RevisionNotFoundError,
@@ -205,7 +205,7 @@ def test_fast_forward_50_commits_deep_on_a_shallow_cache(
     new = src.fetch().sha
     assert (workdir / "cache.git" / "shallow").is_file()
 
-    with caplog.at_level(logging.INFO, logger="gitdns.adapters.gitsource"):
+    with caplog.at_level(logging.INFO, logger="gitdns.adapters.git.source"):
         assert src.is_descendant(new, old) is True
         assert src.is_descendant(new, new) is True
     # One --deepen step was enough: the cache is still shallow, not a full clone.
@@ -292,7 +292,7 @@ def test_stale_locks_are_removed_on_start(remote: Remote, workdir: Path, caplog:
 
     new = remote.commit({"zone.yaml": "2\n"})
     remote.push()
-    with used_by_another_process(workdir), caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
+    with used_by_another_process(workdir), caplog.at_level(logging.WARNING, logger="gitdns.adapters.git.cache"):
         src = source(remote, workdir)  # a second process on the cache: a fresh lock may be a live git's
         assert src.fetch().files == {"zone.yaml": "2\n"}
 
@@ -378,7 +378,7 @@ def test_a_corrupt_cache_is_wiped_and_refetched_on_start(
     source(remote, workdir).fetch()
     _drop_objects(workdir / "cache.git")
 
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.git.cache"):
         fetched = source(remote, workdir).fetch()
 
     assert fetched.sha == sha
@@ -398,7 +398,7 @@ def test_objects_lost_while_running_are_refetched(
     assert loose.is_file()
     loose.unlink()  # the commit and its tree are still there; reading the file fails
 
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gitcache"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.git.cache"):
         assert src.files_at(sha) == {"zone.yaml": ZONE}
     assert "wiped: cache=" in caplog.text
 
@@ -633,7 +633,7 @@ def test_ssh_connections_are_shared_per_key_and_a_rotated_key_gets_its_own(tmp_p
     import os
     import stat
 
-    from gitdns.adapters.gitauth import mux_dir
+    from gitdns.adapters.git.auth import mux_dir
 
     key, known = tmp_path / "id_ed25519", tmp_path / "known_hosts"
     key.write_text("k1\n")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters import statuscache
-from gitdns.adapters.statusbranch import StatusBranch, read_all
-from gitdns.adapters.statuscache import Backoff
+from gitdns.adapters.status import cache as statuscache
+from gitdns.adapters.status.branch import StatusBranch, read_all
+from gitdns.adapters.status.cache import Backoff
 from gitdns.errors import AuthError, UnreachableError
 
 FILES = {"summary.yaml": "ready: true\n"}

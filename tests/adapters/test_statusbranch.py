@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.statusbranch import PUBLISH_CACHE, StatusBranch, read_all
-from gitdns.adapters.statuscache import GitOut, remote_error, sanitize
-from gitdns.commands.statusview import aggregate, to_json, to_text
+from gitdns.adapters.status.branch import PUBLISH_CACHE, StatusBranch, read_all
+from gitdns.adapters.status.cache import GitOut, remote_error, sanitize
+from gitdns.commands.status.view import aggregate, to_json, to_text
 from gitdns.core.statusdoc import StatusTree, commit_message, dump, parse_trailers
 from gitdns.errors import ConfigError, RetryableError, UnreachableError
 
@@ -454,7 +454,7 @@ def test_a_later_publish_is_one_push_on_the_tip_it_pushed_and_a_moved_tip_is_rea
     """The tip this publisher pushed is the parent it tries first: one remote git command (the
     push) per later publish; when another writer moved the branch, the push is refused as
     non-fast-forward and the remote tip is read and built on."""
-    import gitdns.adapters.statusbranch as sb
+    import gitdns.adapters.status.branch as sb
 
     calls: list[str] = []
     real = sb.run_remote

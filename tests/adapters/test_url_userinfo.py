@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.gitauth import GitAuth, check_url
+from gitdns.adapters.git.auth import GitAuth, check_url
 from gitdns.commands import Result
 from gitdns.commands.groups.health import status_trees
 from gitdns.errors import ConfigError

@@ -11,7 +11,7 @@ import pytest
 from gitdns.agent.budget import HEADROOM, PASS_BURST, Budgets, TokenBucket
 from gitdns.core.records import ZoneSnapshot
 from gitdns.providers.memory import MemoryProvider
-from gitdns.providers.route53 import CAPABILITIES as ROUTE53
+from gitdns.providers.route53.provider import CAPABILITIES as ROUTE53
 from tests.providers.route53_fake import FakeRoute53
 
 
@@ -106,7 +106,7 @@ def test_route53_reads_and_writes_spend_one_budget() -> None:
 
 def test_route53_provider_counts_every_page() -> None:
     from gitdns.core.records import Action, Change, RecordSet
-    from gitdns.providers.route53 import Route53Provider
+    from gitdns.providers.route53.provider import Route53Provider
 
     fake = FakeRoute53()
     zid = fake.add_zone("example.com")

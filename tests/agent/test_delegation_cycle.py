@@ -180,7 +180,7 @@ def test_remote_heartbeat_moves_every_two_polls(fleet: Fleet) -> None:
 
 
 def test_status_shows_which_primaries_carry_each_remote(fleet: Fleet) -> None:
-    from gitdns.commands.statusview import aggregate, to_text
+    from gitdns.commands.status.view import aggregate, to_text
 
     start(fleet)
     agg = aggregate(fleet.hub.trees)

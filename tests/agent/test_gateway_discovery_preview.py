@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.commands.plan import plan
+from gitdns.commands.plan.command import plan
 from gitdns.core.status import gateway_entry
 from gitdns.core.statusdoc import dump
 from tests.agent.test_gateway_discovery import discovering_files

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from gitdns.adapters.gitverify import SignatureRefusedError
+from gitdns.adapters.git.verify import SignatureRefusedError
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.cli import build_parser
 from gitdns.commands.gitremote import TRANSPORT, git_auth
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.cli import main
 from gitdns.commands import EXIT_ERROR, EXIT_OK
 from gitdns.commands.groups import verbs as group_verbs

@@ -65,7 +65,7 @@ def test_clusters_not_ready_from_the_old_hold_do_not_block_the_first_set(
         work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Status branches written while the missing document held the zone say Ready false:
     site A is active already (every group is), so the first `set` activates nothing."""
-    from gitdns.adapters.statusbranch import StatusBranch
+    from gitdns.adapters.status.branch import StatusBranch
     from gitdns.core.statusdoc import dump
 
     origin = (tmp_path / "origin.git").as_uri()

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 import gitdns
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.commands import EXIT_OK
 from gitdns.core.statusdoc import dump, load
 from gitdns.core.text import md_text
@@ -239,7 +239,7 @@ def test_status_branches_that_cannot_be_read_are_said_so(fleet: Fleet, tmp_path:
 
 def test_origins_status_branches_not_read_are_said_so(fleet: Fleet, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import gitdns.adapters.statusbranch as statusbranch
+    import gitdns.adapters.status.branch as statusbranch
 
     def refused(*_: object, **__: object) -> None:
         raise UnreachableError("git fetch of the status branches: connection reset")

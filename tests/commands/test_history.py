@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.gitsource import CommitInfo
+from gitdns.adapters.git.source import CommitInfo
 from gitdns.cli import main
 from gitdns.commands.history import diff as histdiff
 from gitdns.commands.history import fmt as histfmt

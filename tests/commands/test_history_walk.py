@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache
+from gitdns.adapters.git.auth import GitAuth
+from gitdns.adapters.git.cache import CacheCorrupt, GitCache
 from gitdns.commands.history import fmt as histfmt
 from gitdns.commands.history import trace as hist
 from gitdns.errors import ConfigError

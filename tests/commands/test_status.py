@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.cli import main
-from gitdns.commands.status import lag_text, same_commit, with_lag
+from gitdns.commands.status.command import lag_text, same_commit, with_lag
 from gitdns.core.conditions import Condition
 from gitdns.core.records import RecordSet
 from gitdns.core.status import ClusterReport, ZoneReport, documents

@@ -127,7 +127,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def iso(when: int) -> str:
-    from gitdns.commands.status import iso as to_iso
+    from gitdns.commands.status.command import iso as to_iso
 
     return str(to_iso(when))
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.cli import main
-from gitdns.commands.status import fleet_status, iso
+from gitdns.commands.status.command import fleet_status, iso
 from gitdns.core.conditions import Condition
 from gitdns.core.status import ClusterReport, documents
 from gitdns.core.statusdoc import dump

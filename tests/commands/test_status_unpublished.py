@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gitdns.commands.status import served_by, unpublished, with_unpublished
-from gitdns.commands.statusview import to_text
+from gitdns.commands.status.command import served_by, unpublished, with_unpublished
+from gitdns.commands.status.view import to_text
 
 ROOT = Path(__file__).resolve().parents[2]
 WEST = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"

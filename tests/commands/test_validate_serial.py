@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.statusbranch import StatusBranch
-from gitdns.adapters.statusrefs import cluster_of
+from gitdns.adapters.status.branch import StatusBranch
+from gitdns.adapters.status.refs import cluster_of
 from gitdns.core.groupserials import Applied, Report, applied_groups, serial_warnings
 from gitdns.core.statusdoc import dump
 from gitdns.core.statusdoc import load as load_status

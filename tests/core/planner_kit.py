@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gitdns.core.model import Revision
-from gitdns.core.plan import Intent, Plan, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, Plan, PlanPolicy
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes
 

@@ -21,7 +21,7 @@ from gitdns.core.delegation import (
     record_from_dict,
 )
 from gitdns.core.model import Cluster, DesiredState
-from gitdns.core.planfmt import record_dict
+from gitdns.core.plan.fmt import record_dict
 from gitdns.core.records import RecordSet
 from gitdns.reconcile.engine import from_files
 from tests.agent.delegation_kit import POLICY, base_files, cluster_doc

@@ -29,8 +29,8 @@ from gitdns.core.model import (
     TargetRef,
     Zone,
 )
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan as make_plan
+from gitdns.core.plan.planner import plan as make_plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import ZoneSnapshot
 from gitdns.core.store import apply_changes
 
@@ -170,7 +170,7 @@ def test_render_writes_no_dnsrecord_for_a_host_with_every_address_excluded(tmp_p
 
 
 def test_plan_shows_no_klb_tree_and_says_why(tmp_path: Path) -> None:
-    from gitdns.commands.plan import plan
+    from gitdns.commands.plan.command import plan
 
     result = plan(repo(tmp_path, publisher="gitdns", exclude="10.0.0.0/8"), cluster="c1", fmt="json")
     assert result.code == 0, result.err

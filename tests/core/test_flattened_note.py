@@ -27,7 +27,7 @@ from gitdns.core.model import (
     TargetRef,
     Zone,
 )
-from gitdns.core.plan import Authority, Plan, annotated
+from gitdns.core.plan.values import Authority, Plan, annotated
 
 ZONE = Zone(name="example-test", domain="example.test", provider=ProviderRef("rfc2136", (("server", "127.0.0.1"),)))
 HOST = "www.example.test"
@@ -89,7 +89,7 @@ LOCAL = "{type: local, settings: {path: zones}}"
 
 
 def test_plan_for_one_cluster_shows_the_note(tmp_path: Path) -> None:
-    from gitdns.commands.plan import plan
+    from gitdns.commands.plan.command import plan
 
     result = plan(write_repo(tmp_path / "repo", LOCAL), cluster="eu")
     assert result.code == 0, result.err
@@ -97,7 +97,7 @@ def test_plan_for_one_cluster_shows_the_note(tmp_path: Path) -> None:
 
 
 def test_plan_for_every_cluster_shows_each_clusters_note(tmp_path: Path) -> None:
-    from gitdns.commands.plan import plan
+    from gitdns.commands.plan.command import plan
 
     result = plan(write_repo(tmp_path / "repo", LOCAL), all_clusters=True, fmt="json")
     assert result.code == 0, result.err
@@ -121,7 +121,7 @@ def test_the_agents_plan_on_an_rfc2136_zone_carries_the_note(tmp_path: Path) -> 
     from gitdns.agent.cycle import Agent
     from gitdns.agent.ports import AgentPorts
     from gitdns.providers.base import Provider
-    from gitdns.providers.rfc2136 import Rfc2136Provider
+    from gitdns.providers.rfc2136.provider import Rfc2136Provider
     from tests.agent.fakes import Clock, FakeSource
     from tests.providers.test_rfc2136_unit import FakeServer
 

@@ -1,4 +1,4 @@
-"""A cluster whose last listener in a zone goes leaves nothing there (`gitdns.core.planleave`).
+"""A cluster whose last listener in a zone goes leaves nothing there (`gitdns.core.plan.leave`).
 
 Four clusters share a simple host.  What one of them holds in a zone is read from the zone
 (its ownership TXT, its heartbeat), not only from git: the agent reads the zones it does not
@@ -24,9 +24,9 @@ from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.core.owners import heartbeat_record
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planleave import farewell, heartbeat_removal, holdings, holds
-from gitdns.core.planner import plan as make_plan
+from gitdns.core.plan.leave import farewell, heartbeat_removal, holdings, holds
+from gitdns.core.plan.planner import plan as make_plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import Action, Change, RecordSet, ZoneSnapshot
 from gitdns.core.registry import OwnerLabels, ownership_record
 from gitdns.core.zonecorefile import ViewClients
@@ -310,7 +310,7 @@ def test_a_remote_reads_no_zone_for_leftovers(world: World) -> None:
 def test_plan_previews_and_apply_removes_what_a_cluster_left(tmp_path: Path) -> None:
     from gitdns.commands.apply import apply
     from gitdns.commands.owners import prune_owner
-    from gitdns.commands.plan import plan
+    from gitdns.commands.plan.command import plan
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -22,7 +22,7 @@ import pytest
 from gitdns.core import owners as own
 from gitdns.core import registry
 from gitdns.core.groups import relabel
-from gitdns.core.plan import Authority
+from gitdns.core.plan.values import Authority
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import OwnerLabels
 from tests.core.planner_kit import ZONE, Zone, a

@@ -24,8 +24,8 @@ from gitdns.core.delegation import (
     zones_for_primary,
 )
 from gitdns.core.model import DesiredState, Mode, Nameserver
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan as make_plan
+from gitdns.core.plan.planner import plan as make_plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordSet, ZoneSnapshot
 from gitdns.core.render import make_environment
 from gitdns.core.review import reviewed_zones

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gitdns.core import owners as own
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordKey, ZoneSnapshot
 from gitdns.core.store import apply_changes
 from tests.core.planner_kit import R1, Zone, a

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitdns.core import builder
-from gitdns.core.plan import Authority, PlanMode
+from gitdns.core.plan.values import Authority, PlanMode
 from gitdns.core.records import Action, RecordKey
 from tests.core import worked_example as we
 from tests.core.planner_kit import R1, R2, Zone, a, cname
@@ -200,8 +200,8 @@ def test_mass_change_is_refused_then_allowed_by_ack_review_or_force() -> None:
 def test_partial_read_never_deletes() -> None:
     zone = Zone()
     zone.sync("o1", [a("foo", "1.1.1.1"), a("bar", "2.2.2.2")])
-    from gitdns.core.plan import Intent, PlanPolicy
-    from gitdns.core.planner import plan
+    from gitdns.core.plan.planner import plan
+    from gitdns.core.plan.values import Intent, PlanPolicy
     p = plan(Intent("o1", (a("foo", "1.1.1.1"),), R1), zone.snapshot(complete=False),
              PlanPolicy(zone="example.com"))
     assert not [c for c in p.changes if c.action is Action.DELETE]
@@ -295,8 +295,8 @@ def test_targets_overflow_is_a_note_and_the_owner_claims_the_record() -> None:
 
 
 def test_a_per_name_read_plans_only_the_names_read() -> None:
-    from gitdns.core.plan import Intent, PlanPolicy
-    from gitdns.core.planner import plan
+    from gitdns.core.plan.planner import plan
+    from gitdns.core.plan.values import Intent, PlanPolicy
     from gitdns.core.records import ZoneSnapshot
     from gitdns.core.registry import txt_name
 

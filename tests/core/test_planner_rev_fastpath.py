@@ -3,7 +3,7 @@ labels; both ways must agree (a rev-only difference is not a rewrite, anything e
 
 from __future__ import annotations
 
-from gitdns.core.plantxt import _same_but_rev
+from gitdns.core.plan.txt import _same_but_rev
 from gitdns.core.records import RecordSet
 
 NAME = "kuadrant-27t7n3l6-a-www.example.com"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from gitdns.core.plan import Authority, Plan
+from gitdns.core.plan.values import Authority, Plan
 from gitdns.core.prpreview import GITHUB_COMMENT, Review, review_zone, to_markdown, to_text, verdict
 from gitdns.core.records import Action, Change, RecordSet, ZoneSnapshot
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitdns.core import registry
-from gitdns.core.plantxt import STAY_GUARDS
+from gitdns.core.plan.txt import STAY_GUARDS
 from gitdns.core.records import RecordKey
 from gitdns.core.store import apply_changes
 from tests.core.planner_kit import ZONE, Zone, cname

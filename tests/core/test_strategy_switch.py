@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from gitdns.core.names import cluster_target_name
-from gitdns.core.plan import Plan
+from gitdns.core.plan.values import Plan
 from gitdns.core.records import Action, RecordSet
 from gitdns.core.registry import OwnerLabels, ownership_record
 from tests.core.planner_kit import R1, R2, ZONE, Zone

@@ -24,7 +24,7 @@ from gitdns.core.names import RESERVED_PREFIXES, TXT_PREFIX, reserved_prefix
 from gitdns.core.owners import HEARTBEAT_PREFIX
 from gitdns.core.rdata import MAX_TXT, value_error
 from gitdns.core.records import RecordSet
-from gitdns.providers.rfc2136_native import to_native
+from gitdns.providers.rfc2136.native import to_native
 
 ZONE = "example.com"
 ME = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gitdns import __version__
-from gitdns.adapters.statusbranch import StatusBranch
+from gitdns.adapters.status.branch import StatusBranch
 from gitdns.core.statusdoc import commit_message, dump, load
 from tests.adapters.conftest import GpgKeys
 from tests.docs.examples import EXAMPLE_REPO, ROOT, at, git

@@ -29,7 +29,7 @@ from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import decode_entry
 from gitdns.core.statusdoc import load as load_yaml
 from gitdns.providers.local import LocalProvider
-from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider
+from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider
 from gitdns.reconcile.engine import load as load_desired
 from tests.e2e import dns_servers
 from tests.e2e.agent_kit import DesiredRepo, agent_cmd, git

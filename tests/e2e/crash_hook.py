@@ -57,8 +57,8 @@ SPAN_TARGETS = (
     ("gitdns.fsutil", "write_atomic", "file"),
     ("gitdns.providers.local", "LocalProvider.apply", "store"),
     ("gitdns.adapters.zonefile", "write_views", "views"),
-    ("gitdns.providers.rfc2136", "Rfc2136Provider.apply", "rfc2136"),
-    ("gitdns.adapters.statusbranch", "StatusBranch.publish", "status"),
+    ("gitdns.providers.rfc2136.provider", "Rfc2136Provider.apply", "rfc2136"),
+    ("gitdns.adapters.status.branch", "StatusBranch.publish", "status"),
     ("gitdns.adapters.coredns_delivery", "DirectoryDelivery.deliver", "delivery"),
     ("gitdns.agent.applied", "save_applied", "state"),
     ("gitdns.agent.identity", "save_identity", "state"),
@@ -227,8 +227,8 @@ def _patches() -> dict[str, list[tuple[str, Patch]]]:
     table: dict[str, list[tuple[str, Patch]]] = {}
     for module, attribute, span in SPAN_TARGETS:
         table.setdefault(module, []).append((attribute, functools.partial(_span, span)))
-    table.setdefault("gitdns.adapters.statuscache", []).append(("run_git", _git))
-    table.setdefault("gitdns.providers.rfc2136", []).append(
+    table.setdefault("gitdns.adapters.status.cache", []).append(("run_git", _git))
+    table.setdefault("gitdns.providers.rfc2136.provider", []).append(
         ("DnsPythonClient.update", lambda fn: _around("update", fn, lambda *a, **k: "UPDATE")))
     return table
 

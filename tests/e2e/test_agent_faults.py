@@ -59,7 +59,7 @@ def once_ok(repo: DesiredRepo, cluster: str, state: Path) -> str:
 def once_after_crash(repo: DesiredRepo, cluster: str, state: Path, notes: list[str]) -> str:
     """--once for a cluster whose previous agent may have been killed inside a git command: its
     cache may hold that git's lock files, which the restarted source removes at once (nobody
-    holds the cache's owner flock any more: gitdns.adapters.gitcache), so it is never refused
+    holds the cache's owner flock any more: gitdns.adapters.git.cache), so it is never refused
     with CacheBusy."""
     out = once_ok(repo, cluster, state)
     notes.append(f"{cluster}: restarted after the crash")

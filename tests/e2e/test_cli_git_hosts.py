@@ -173,7 +173,7 @@ def set_site_b(gitdns: Gitdns, repo: GroupsRepo, *flags: str, env: Mapping[str, 
 
 def b1_not_ready(repo: GroupsRepo, tmp_path: Path) -> None:
     """Cluster b-1 (site B) publishes Ready false on its status branch (written to the bare repo)."""
-    from gitdns.adapters.statusbranch import StatusBranch
+    from gitdns.adapters.status.branch import StatusBranch
 
     _, b1_id, _, _ = SITES[2]
     summary = {"cluster": "b-1", "clusterId": b1_id, "ready": False,

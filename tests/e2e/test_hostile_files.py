@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from gitdns.adapters.gitsource import GitSource
+from gitdns.adapters.git.source import GitSource
 from gitdns.core.limits import MiB, ReadLimits
 from gitdns.providers.local import LocalProvider
 from gitdns.reconcile.engine import from_files, load

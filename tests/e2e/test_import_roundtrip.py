@@ -86,7 +86,7 @@ UNSUPPORTED_RDATA = {"PTR": "target.example.net.", "SSHFP": "1 1 " + "ab" * 20}
 
 
 def _rrset(rec: RecordSet) -> dns.rrset.RRset:
-    from gitdns.providers.rfc2136_native import to_native
+    from gitdns.providers.rfc2136.native import to_native
 
     return to_native(rec)
 
@@ -104,7 +104,7 @@ def fill_bind(server: DnsServer, records: list[RecordSet], unsupported: list[tup
 
 
 def fill_route53(moto: dz.MotoRoute53, records: list[RecordSet], unsupported: list[tuple[str, str]]) -> None:
-    from gitdns.providers.route53_batch import to_native
+    from gitdns.providers.route53.batch import to_native
 
     natives = [to_native(r) for r in records]
     natives += [{"Name": f"{name}.", "Type": t, "TTL": 300, "ResourceRecords": [{"Value": UNSUPPORTED_RDATA[t]}]}

@@ -144,11 +144,11 @@ def test_grants_are_each_verb_resource_and_name_bound_to_the_account() -> None:
         (("get", "leases", ""), "ns"), (("create", "leases", ""), "ns"), (("get", "secrets", "a"), "ns"),
         (("get", "secrets", "b"), "ns"), (("get", "namespaces", "kube-system"), "")}
     assert grants(manifests, "ns", "someone-else") == []
-    calls = [request_attributes("GET", "api/v1/namespaces/kube-system".split("/"), {}),
-             request_attributes("GET", "apis/coordination.k8s.io/v1/namespaces/ns/leases/l".split("/"), {}),
-             request_attributes("POST", "apis/coordination.k8s.io/v1/namespaces/ns/leases".split("/"), {}),
-             request_attributes("GET", "api/v1/namespaces/ns/secrets/a".split("/"), {}),
-             request_attributes("GET", "api/v1/namespaces/other/secrets/b".split("/"), {})]  # not the Role's namespace
+    calls = [request_attributes("GET", ["api", "v1", "namespaces", "kube-system"], {}),
+             request_attributes("GET", ["apis", "coordination.k8s.io", "v1", "namespaces", "ns", "leases", "l"], {}),
+             request_attributes("POST", ["apis", "coordination.k8s.io", "v1", "namespaces", "ns", "leases"], {}),
+             request_attributes("GET", ["api", "v1", "namespaces", "ns", "secrets", "a"], {}),
+             request_attributes("GET", ["api", "v1", "namespaces", "other", "secrets", "b"], {})]  # not the Role's namespace
     assert [str(g) for g in unused_grants(granted, [c for c in calls if c])] == [
         "get secrets/b (core) in ns, from Role agent"]
 

@@ -21,7 +21,7 @@ from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import Fences
-from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider, from_ref
+from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider, from_ref
 from tests.e2e import dns_servers
 from tests.e2e.dns_servers import DnsServer, ToolMissing
 from tests.providers.conformance import Conformance, ProviderCase

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.statusbranch import DEFAULT_PREFIX, StatusBranch
+from gitdns.adapters.git.auth import GitAuth
+from gitdns.adapters.status.branch import DEFAULT_PREFIX, StatusBranch
 from tests.e2e.git_fixtures import start_or_skip
 from tests.e2e.git_servers import SshServer, remote_ref, start_sshd
 

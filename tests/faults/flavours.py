@@ -76,7 +76,7 @@ def _timed_out(message: str, unreachable: str) -> Exception:
 
 
 def route53(kind: str, op: str, zone: str, rng: random.Random, retry_after: float, inner: Any) -> Exception:
-    from gitdns.providers.route53_api import map_error
+    from gitdns.providers.route53.api import map_error
 
     what = "list_resource_record_sets" if op == "read" else "change_resource_record_sets"
     if kind == "timeout-before":
@@ -94,7 +94,7 @@ def route53(kind: str, op: str, zone: str, rng: random.Random, retry_after: floa
 
 
 def google(kind: str, op: str, zone: str, rng: random.Random, retry_after: float, inner: Any) -> Exception:
-    from gitdns.providers.google_api import CloudDnsError, error_for
+    from gitdns.providers.google.api import CloudDnsError, error_for
 
     what = f"list rrsets of {zone}" if op == "read" else f"create change in {zone.replace('.', '-')}"
     if kind in ("timeout-before", "timeout-after"):  # google_api.LibraryApi._call: requests' Timeout
@@ -109,7 +109,7 @@ def google(kind: str, op: str, zone: str, rng: random.Random, retry_after: float
 
 
 def azure(kind: str, op: str, zone: str, rng: random.Random, retry_after: float, inner: Any) -> Exception:
-    from gitdns.providers.azure_api import DEFAULT_ENDPOINT, ApiError, error_for
+    from gitdns.providers.azure.api import DEFAULT_ENDPOINT, ApiError, error_for
 
     what = f"list {zone}" if op == "read" else f"write {zone}"
     endpoint = str(getattr(getattr(inner, "_client", None), "endpoint", "") or DEFAULT_ENDPOINT)
@@ -127,7 +127,7 @@ def azure(kind: str, op: str, zone: str, rng: random.Random, retry_after: float,
 def rfc2136(kind: str, op: str, zone: str, rng: random.Random, retry_after: float, inner: Any) -> Exception:
     import dns.exception
 
-    from gitdns.providers.rfc2136 import DnsPythonClient, rcode_error
+    from gitdns.providers.rfc2136.provider import DnsPythonClient, rcode_error
 
     client = getattr(inner, "_client", None)
     if not callable(getattr(client, "_error", None)):

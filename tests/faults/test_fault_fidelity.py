@@ -43,7 +43,7 @@ def injected(flavour: str, kind: str, op: str, inner: Any = None, retry_after: f
 
 # --- route53: botocore's exceptions through Route53Provider -------------------------------------
 def route53_failing(exc: Exception) -> Any:
-    from gitdns.providers.route53 import Route53Provider
+    from gitdns.providers.route53.provider import Route53Provider
 
     class Client:
         def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -87,7 +87,7 @@ def test_route53(kind: str, real: Callable[[], Exception]) -> None:
 
 # --- google: requests' exceptions through LibraryApi, HTTP errors through GoogleProvider ---------
 def library_api_failing(exc: Exception) -> Any:
-    from gitdns.providers.google_api import LibraryApi
+    from gitdns.providers.google.api import LibraryApi
 
     class Connection:
         def api_request(self, **kwargs: Any) -> Any:
@@ -122,8 +122,8 @@ def test_google_transport(kind: str, name: str) -> None:
 @pytest.mark.parametrize(("kind", "status", "reason"), [("throttled", 429, "rateLimitExceeded"),
                                                         ("5xx", 503, "backendError"), ("5xx", 500, "internalError")])
 def test_google_http(kind: str, status: int, reason: str) -> None:
-    from gitdns.providers.google import GoogleProvider
-    from gitdns.providers.google_api import CloudDnsError
+    from gitdns.providers.google.api import CloudDnsError
+    from gitdns.providers.google.provider import GoogleProvider
 
     class Api:
         def list_zones(self, page_token: str | None) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def test_google_http(kind: str, status: int, reason: str) -> None:
 ])
 def test_azure_transport(kind: str, name: str) -> None:
     exceptions = pytest.importorskip("azure.core.exceptions")
-    from gitdns.providers.azure_api import SdkClient
+    from gitdns.providers.azure.api import SdkClient
 
     cls = getattr(exceptions, name, None) or exceptions.ServiceRequestError
     endpoint = type("Client", (), {"endpoint": "https://management.azure.com"})()
@@ -161,8 +161,8 @@ def test_azure_transport(kind: str, name: str) -> None:
 @pytest.mark.parametrize(("kind", "status", "retry_after"), [("throttled", 429, 2.5), ("5xx", 503, None),
                                                              ("5xx", 500, None)])
 def test_azure_http(kind: str, status: int, retry_after: float | None) -> None:
-    from gitdns.providers.azure import AzureProvider
-    from gitdns.providers.azure_api import ApiError
+    from gitdns.providers.azure.api import ApiError
+    from gitdns.providers.azure.provider import AzureProvider
 
     class Api:
         def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -224,7 +224,7 @@ def dns_server(mode: str) -> Iterator[int]:
 
 
 def rfc2136_provider(port: int) -> Any:
-    from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider
+    from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider
 
     return Rfc2136Provider(ZONE, DnsPythonClient("127.0.0.1", port, 0.3))
 

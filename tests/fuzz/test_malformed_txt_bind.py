@@ -22,13 +22,13 @@ import dns.rdatatype
 import pytest
 
 from gitdns.core.model import CredentialsRef, ProviderRef, Revision
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import decode_zone, plan
+from gitdns.core.plan.planner import decode_zone, plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordSet
 from gitdns.core.registry import decode_entries, txt_name
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import Fences
-from gitdns.providers.rfc2136 import from_ref
+from gitdns.providers.rfc2136.provider import from_ref
 from tests.e2e import dns_servers
 from tests.e2e.dns_servers import DnsServer
 

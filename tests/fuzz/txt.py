@@ -34,8 +34,8 @@ from gitdns.agent.ports import AgentPorts
 from gitdns.core import builder
 from gitdns.core.model import DesiredState
 from gitdns.core.names import short_hash
-from gitdns.core.plan import Authority, Intent, PlanPolicy
-from gitdns.core.planner import decode_zone, plan
+from gitdns.core.plan.planner import decode_zone, plan
+from gitdns.core.plan.values import Authority, Intent, PlanPolicy
 from gitdns.core.rdata import value_error
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot, in_zone
 from gitdns.core.registry import decode_entries, txt_name

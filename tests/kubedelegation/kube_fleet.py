@@ -132,7 +132,7 @@ def zone_data(store: Path) -> dict[tuple[str, str, str], tuple[str, ...]]:
 
 
 def zone_owners(store: Path) -> set[str]:
-    from gitdns.core.planner import decode_zone
+    from gitdns.core.plan.planner import decode_zone
 
     obs = decode_zone(LocalProvider(store).read(ZONE))
     return {o for entries in obs.owners.values() for o in entries}

@@ -105,7 +105,7 @@ def test_switching_groups_moves_the_record_within_one_pass(fleet: Fleet) -> None
     assert ready["reason"] == "MemberOfInactiveGroup"
     assert condition(remote_status(fleet.remotes["remote-2"], "api", "primary-a"))["reason"] == "ProviderSuccess"
     # the owner of the inactive source left the authoritative record (its ownership too)
-    from gitdns.core.planner import decode_zone
+    from gitdns.core.plan.planner import decode_zone
     from gitdns.kubedelegation.merge import snapshot_of
 
     obj = fleet.primaries["primary-a"].get(*DNSR, host.record, namespace=NS)

@@ -13,8 +13,8 @@ import pytest
 from gitdns.agent.config import AgentConfig
 from gitdns.core import builder
 from gitdns.core.endpoints import endpoints_from_records
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.errors import ConfigError
 from gitdns.kubedelegation.delegation import build_kube_delegation
 from gitdns.providers.local import LocalProvider

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.cli import build_parser, transport_of
 from gitdns.commands.orchestrate import resolve, settings
 from gitdns.core.reach import ProbeReach

@@ -17,8 +17,8 @@ import pytest
 
 from gitdns.core import builder
 from gitdns.core.model import Revision
-from gitdns.core.plan import Intent, Plan, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, Plan, PlanPolicy
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.providers.base import CasGranularity, Provider, Routing
 from tests.core import worked_example as we

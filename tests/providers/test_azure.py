@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError, UnsupportedError
-from gitdns.providers import azure, azure_api, azure_native
-from gitdns.providers.azure import AzureProvider
-from gitdns.providers.azure_api import SdkClient
-from gitdns.providers.azure_native import from_native, to_native
+from gitdns.providers.azure import api as azure_api
+from gitdns.providers.azure import native as azure_native
+from gitdns.providers.azure import provider as azure
+from gitdns.providers.azure.api import SdkClient
+from gitdns.providers.azure.native import from_native, to_native
+from gitdns.providers.azure.provider import AzureProvider
 from gitdns.providers.base import Routing
 from gitdns.providers.fences import Fences
 from tests.providers.azure_fake import FakeAzureDns, FakeCredential, Request

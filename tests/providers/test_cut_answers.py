@@ -86,7 +86,7 @@ def record() -> Change:
 @pytest.mark.parametrize("cut", sorted(CUTS))
 def test_route53(cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("botocore")
-    from gitdns.providers import route53
+    from gitdns.providers.route53 import provider as route53
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -100,7 +100,7 @@ def test_route53(cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("cut", sorted(CUTS))
 def test_google(cut: str) -> None:
     pytest.importorskip("google.cloud.dns")
-    from gitdns.providers import google
+    from gitdns.providers.google import provider as google
 
     with cutting_https(CUTS[cut]) as url:
         ref = ProviderRef("google", (("endpoint", url), ("managedZone", "mz"), ("project", "p")))
@@ -112,8 +112,8 @@ def test_google(cut: str) -> None:
 @pytest.mark.parametrize("cut", sorted(CUTS))
 def test_azure(cut: str) -> None:
     pytest.importorskip("azure.mgmt.dns")
-    from gitdns.providers.azure import AzureProvider
-    from gitdns.providers.azure_api import SdkClient
+    from gitdns.providers.azure.api import SdkClient
+    from gitdns.providers.azure.provider import AzureProvider
     from tests.providers.azure_fake import FakeCredential
 
     with cutting_https(CUTS[cut]) as url:
@@ -150,7 +150,7 @@ def cutting_dns() -> Iterator[int]:
 
 
 def test_rfc2136() -> None:
-    from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider
+    from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider
 
     with cutting_dns() as port:
         provider = Rfc2136Provider(ZONE, DnsPythonClient("127.0.0.1", port, 5.0))

@@ -149,7 +149,7 @@ def test_an_aws_default_secret_drives_route53_with_its_credentials(fake: FakeKub
     import boto3
     import moto
 
-    from gitdns.providers.route53 import Route53Provider, account_of
+    from gitdns.providers.route53.provider import Route53Provider, account_of
 
     add_secret(fake, "aws-default", "kuadrant.io/aws", AWS_DATA)
     with moto.mock_aws():

@@ -176,7 +176,7 @@ class StaticCredential:
 @pytest.fixture
 def azure_token(monkeypatch: pytest.MonkeyPatch) -> None:
     require("azure.mgmt.dns")
-    from gitdns.providers import azure
+    from gitdns.providers.azure import provider as azure
 
     monkeypatch.setattr(azure, "make_credential", lambda cfg: StaticCredential())
 

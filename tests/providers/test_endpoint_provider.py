@@ -12,8 +12,8 @@ import pytest
 
 from gitdns.core.endpoints import endpoint_gvr, parse_label_selector, zone_selector
 from gitdns.core.model import CredentialsRef, ProviderRef
-from gitdns.core.plan import Intent, PlanPolicy
-from gitdns.core.planner import plan
+from gitdns.core.plan.planner import plan
+from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import ConfigError
 from gitdns.providers.base import CasGranularity, Provider, Routing

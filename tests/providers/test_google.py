@@ -23,10 +23,10 @@ from gitdns.core import builder
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError
-from gitdns.providers import google as g
-from gitdns.providers import google_native as gn
 from gitdns.providers.base import Provider
 from gitdns.providers.fences import Fences
+from gitdns.providers.google import native as gn
+from gitdns.providers.google import provider as g
 from tests.core import worked_example as we
 from tests.providers.conformance import Conformance, ProviderCase
 from tests.providers.gcp_fake import CloudDnsFake, Server

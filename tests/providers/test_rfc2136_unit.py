@@ -31,12 +31,12 @@ import pytest
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, UnreachableError
-from gitdns.providers import rfc2136
 from gitdns.providers.base import CasGranularity, Provider, Routing
 from gitdns.providers.fences import Fences
 from gitdns.providers.registry import make_provider
-from gitdns.providers.rfc2136 import DnsPythonClient, Rfc2136Provider, from_ref
-from gitdns.providers.rfc2136_native import StaleGroup, batches, build_update, from_native, to_native
+from gitdns.providers.rfc2136 import provider as rfc2136
+from gitdns.providers.rfc2136.native import StaleGroup, batches, build_update, from_native, to_native
+from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider, from_ref
 from tests.providers.conformance import Conformance, ProviderCase
 
 ZONE = "example.test"
@@ -441,7 +441,8 @@ def test_secret_problems_never_quote_the_secret(tmp_path: Path) -> None:
 
 
 def test_importing_the_module_does_not_import_dnspython() -> None:
-    code = "import sys, gitdns.providers.rfc2136; print(any(m == 'dns' or m.startswith('dns.') for m in sys.modules))"
+    code = ("import sys, gitdns.providers.rfc2136.provider; "
+            "print(any(m == 'dns' or m.startswith('dns.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.strip() == "False"

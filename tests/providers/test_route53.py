@@ -16,9 +16,9 @@ from gitdns.core import builder
 from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordKey, RecordSet
 from gitdns.errors import AuthError, ConfigError, RetryableError, ThrottledError, UnreachableError
-from gitdns.providers import route53_batch as rb
 from gitdns.providers.fences import Fences
-from gitdns.providers.route53 import Route53Provider, account_of, from_ref
+from gitdns.providers.route53 import batch as rb
+from gitdns.providers.route53.provider import Route53Provider, account_of, from_ref
 from tests.core import worked_example as we
 from tests.providers.conformance import Conformance, ProviderCase
 from tests.providers.route53_fake import FakeRoute53

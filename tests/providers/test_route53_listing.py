@@ -13,8 +13,8 @@ from botocore.parsers import RestXMLParser
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gitdns.providers import route53_listing as rl
-from gitdns.providers.route53_batch import from_native
+from gitdns.providers.route53 import listing as rl
+from gitdns.providers.route53.batch import from_native
 
 NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 _MODEL = ServiceModel(Loader().load_service_model("route53", "service-2"))

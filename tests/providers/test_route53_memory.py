@@ -15,9 +15,10 @@ from botocore.exceptions import EndpointConnectionError
 
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.errors import ThrottledError
-from gitdns.providers import route53_api, route53_apply
-from gitdns.providers import route53_batch as rb
-from gitdns.providers.route53 import Route53Provider
+from gitdns.providers.route53 import api as route53_api
+from gitdns.providers.route53 import apply as route53_apply
+from gitdns.providers.route53 import batch as rb
+from gitdns.providers.route53.provider import Route53Provider
 from tests.providers.route53_fake import FakeRoute53
 
 ZONE = "example.com"

@@ -23,7 +23,7 @@ import pytest
 from gitdns.core.model import ProviderRef
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.fences import Fences
-from gitdns.providers.route53 import Route53Provider, from_ref
+from gitdns.providers.route53.provider import Route53Provider, from_ref
 from tests.providers.tls import client_context, loopback_tls
 
 INSTALL_HINT = "pip install moto flask flask-cors boto3  (or: pip install -e '.[test]')"
@@ -142,7 +142,7 @@ def test_weighted_and_geo_rows_keep_their_shape(provider: Route53Provider) -> No
 
 def test_pages_are_parsed_by_the_fast_path_and_read_the_same_without_it(
         provider: Route53Provider, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitdns.providers import route53_listing
+    from gitdns.providers.route53 import listing as route53_listing
 
     rows = [*[_a(i) for i in range(650)], RecordSet("t.example.test", "TXT", 60, ('a "b" & <c>', "é")),
             RecordSet("w.example.test", "CNAME", 60, ("a.example.test",), set_id="a", weight=7)]

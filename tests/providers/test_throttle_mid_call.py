@@ -87,7 +87,7 @@ def creates(groups: int, values: int, prefix: str = "h") -> list[Change]:
 
 @pytest.fixture
 def route53() -> Iterator[Case]:
-    from gitdns.providers.route53 import Route53Provider
+    from gitdns.providers.route53.provider import Route53Provider
     from tests.providers.route53_fake import FakeRoute53
 
     fake = FakeRoute53()
@@ -100,7 +100,7 @@ def route53() -> Iterator[Case]:
 
 @pytest.fixture
 def google() -> Iterator[Case]:
-    from gitdns.providers.google import GROUPS_PER_CHANGE
+    from gitdns.providers.google.provider import GROUPS_PER_CHANGE
     from tests.providers.gcp_fake import CloudDnsFake, Server
     from tests.providers.test_google import PROJECT, make
     from tests.providers.tls import server_context
@@ -118,8 +118,8 @@ def google() -> Iterator[Case]:
 
 @pytest.fixture
 def azure() -> Iterator[Case]:
-    from gitdns.providers.azure import AzureProvider
-    from gitdns.providers.azure_api import SdkClient
+    from gitdns.providers.azure.api import SdkClient
+    from gitdns.providers.azure.provider import AzureProvider
     from tests.providers.azure_fake import FakeAzureDns, FakeCredential
     from tests.providers.test_azure import require_sdk
     from tests.providers.tls import server_context

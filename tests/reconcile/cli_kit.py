@@ -303,7 +303,7 @@ def read_store(directory: Path) -> Store:
 
 
 def record_of(doc: dict[str, Any]) -> tuple[Key, Content]:
-    """A plan's record (gitdns.core.planfmt.record_dict) as (key, content)."""
+    """A plan's record (gitdns.core.plan.fmt.record_dict) as (key, content)."""
     return ((doc["name"], doc["type"], doc.get("setIdentifier") or ""),
             (int(doc["ttl"]), doc.get("weight"), doc.get("geo"), tuple(sorted(set(doc["values"])))))
 

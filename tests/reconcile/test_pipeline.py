@@ -95,7 +95,7 @@ def test_a_stalled_plan_stops_before_apply(tmp_path: Path) -> None:
 
 
 def test_a_stalled_preview_shows_what_the_guard_refused(tmp_path: Path) -> None:
-    from gitdns.core import planfmt
+    from gitdns.core.plan import fmt as planfmt
     from gitdns.reconcile.preview import NOTHING_PUBLISHED, Overlay, preview_pass
 
     p, provider = _pass(tmp_path, True)

@@ -9,7 +9,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from gitdns.core.desired import Desired
-from gitdns.core.plan import Authority, Plan
+from gitdns.core.plan.values import Authority, Plan
 from gitdns.core.records import Action, Change, Guard, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.registry import txt_name
 from gitdns.providers.memory import MemoryProvider

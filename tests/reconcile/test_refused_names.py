@@ -90,7 +90,7 @@ def test_the_inactive_groups_pruning_leaves_a_record_an_active_cluster_is_about_
     deleting now would orphan it, and Route53 cannot make the delete wait for it); a record only
     inactive clusters build is pruned."""
     from gitdns.core.groups import Decision
-    from gitdns.core.plan import Authority, Plan
+    from gitdns.core.plan.values import Authority, Plan
     from gitdns.core.records import Action, Change, RecordSet
     from gitdns.reconcile.readset import key_owners
     from gitdns.reconcile.steps import joining

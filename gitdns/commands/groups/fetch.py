@@ -21,9 +21,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth, auth_env, check_url, redact
-from gitdns.adapters.giterrors import git_error
-from gitdns.adapters.statuscache import run_git as run_remote_git
+from gitdns.adapters.git.auth import GitAuth, auth_env, check_url, redact
+from gitdns.adapters.git.errors import git_error
+from gitdns.adapters.status.cache import run_git as run_remote_git
 from gitdns.adapters.worktree import WorkTree, run_git
 from gitdns.commands.committed import desired_branch
 from gitdns.core.desired import HeadInfo
@@ -64,7 +64,7 @@ def _fetch(wt: WorkTree, branch: str, auth: GitAuth) -> None:
 
 def fetch_desired(wt: WorkTree, auth: GitAuth) -> Fetched:
     """Fetch origin's desired branch; the base commit to read and to branch from."""
-    from gitdns.adapters.gitrev import files_at
+    from gitdns.adapters.git.rev import files_at
 
     head = wt.handle.head.commit.hexsha
     root = wt.root / wt.prefix if wt.prefix else wt.root

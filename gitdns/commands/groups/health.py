@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.commands import Result
 from gitdns.commands.failover import serving
 from gitdns.commands.groups.check import GroupsRefused

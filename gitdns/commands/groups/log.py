@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.commands.failover import serving
 from gitdns.commands.gitread import no_status_branches
 from gitdns.commands.groups.health import activation_problems

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.gitauth import GitAuth
+from gitdns.adapters.git.auth import GitAuth
 from gitdns.commands import Result
 from gitdns.commands.groups.log import ClusterApplied, Gate, Groups, GroupsLog, Switch, groups_log
 from gitdns.commands.history.diff import iso_date

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitdns.adapters.gitauth import GitAuth, check_url
-from gitdns.adapters.statuscache import run_git
-from gitdns.adapters.statusrefs import PREFIX, cluster_of
+from gitdns.adapters.git.auth import GitAuth, check_url
+from gitdns.adapters.status.cache import run_git
+from gitdns.adapters.status.refs import PREFIX, cluster_of
 from gitdns.core import builder
 from gitdns.core.model import DesiredState, Zone
 from gitdns.core.statusdoc import StatusTree
@@ -136,7 +136,7 @@ def local_status(root: Path) -> FleetStatus:
 
 def origin_status(url: str, auth: GitAuth | None = None) -> FleetStatus:
     """Every status branch on ``url`` (origin), with one fetch into a throw-away cache."""
-    from gitdns.adapters.statusbranch import read_all
+    from gitdns.adapters.status.branch import read_all
 
     try:
         check_url(url)  # origin's URL would go on git's command line: no token in it

@@ -17,7 +17,7 @@ from typing import TypeVar
 from gitdns.commands.history.diff import Applied, Entry, Query, canonical_value
 from gitdns.commands.history.held import applied_or_held
 from gitdns.commands.history.walk import Commit, StatusCommit
-from gitdns.commands.statusview import label_sha
+from gitdns.commands.status.view import label_sha
 from gitdns.core.names import root_host_of
 
 T = TypeVar("T")

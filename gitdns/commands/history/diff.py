@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from gitdns.adapters.gitsource import CommitInfo
+from gitdns.adapters.git.source import CommitInfo
 from gitdns.commands.history.walk import Commit
 from gitdns.commands.history.walk import iso_date as iso_date  # where the history modules and tests take it from
 from gitdns.core import builder

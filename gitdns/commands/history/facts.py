@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitdns.adapters.gitcache import GitCache
+from gitdns.adapters.git.cache import GitCache
 from gitdns.core.groupserials import Applied, applied_groups
 from gitdns.core.limits import DEFAULT_LIMITS
 from gitdns.core.statusdoc import load as load_status

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitsource import CommitInfo
+from gitdns.adapters.git.auth import GitAuth
+from gitdns.adapters.git.source import CommitInfo
 from gitdns.commands import Result
 from gitdns.commands.history.diff import Applied, Entry, Merged, RecordDiff, iso_date
 from gitdns.commands.history.trace import History, history
 from gitdns.commands.history.walk import Commit
 from gitdns.commands.history.who import MARKS, who_dict, who_lines
-from gitdns.core.planfmt import record_dict
+from gitdns.core.plan.fmt import record_dict
 from gitdns.core.progress import NO_PROGRESS, Progress
 from gitdns.core.records import RecordSet
 from gitdns.core.text import inline

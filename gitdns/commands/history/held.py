@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gitdns.commands.statuslog import ZoneState
+from gitdns.commands.status.log import ZoneState
 
 T = TypeVar("T")
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitdns.adapters.gitcache import GitCache
+from gitdns.adapters.git.cache import GitCache
 from gitdns.commands.history.facts import NO_FACTS, read_facts
-from gitdns.commands.statuslog import NOT_HELD, ZoneState
+from gitdns.commands.status.log import NOT_HELD, ZoneState
 from gitdns.core.groupserials import Applied as GroupsApplied
 
 STATUS_REFS = "refs/gitdns-status/"

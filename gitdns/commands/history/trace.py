@@ -50,9 +50,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt
-from gitdns.adapters.gitsource import CommitInfo
+from gitdns.adapters.git.auth import GitAuth
+from gitdns.adapters.git.cache import CacheCorrupt
+from gitdns.adapters.git.source import CommitInfo
 from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
 from gitdns.commands.history.applied import AppliedIndex, health_entries, interleave, said_once
 from gitdns.commands.history.diff import (
@@ -232,7 +232,7 @@ def walked(repo: str, branch: str, path: str, state_dir: str | Path | None, auth
     ``state_dir/history`` (kept) or a temporary directory; a cache found corrupt is wiped and
     ``run`` tried once more.  The arguments are checked first (`check_args`; a token or password
     in the URL is refused before anything runs).  `history` and `gitdns groups log` share it."""
-    from gitdns.adapters.gitauth import check_url
+    from gitdns.adapters.git.auth import check_url
 
     check_args(branch, path)
     check_url(repo_url(repo))

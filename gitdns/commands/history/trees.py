@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache, read_object
+from gitdns.adapters.git.cache import CacheCorrupt, GitCache, read_object
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, symlink
 from gitdns.errors import ConfigError
 

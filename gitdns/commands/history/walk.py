@@ -12,7 +12,7 @@ trees read by id.
         .blobs(ids) -> {id: text}               status documents read whole
 
 The desired branch and every ``gitdns-status/*`` branch come with ONE ``git fetch`` into the
-bare cache (`gitdns.adapters.gitcache`), unshallowed when a shallow cache is found.  The
+bare cache (`gitdns.adapters.git.cache`), unshallowed when a shallow cache is found.  The
 commits are the branch's **first-parent** line: each commit that brought a change of
 ``*.yaml``/``*.yml`` below ``path`` onto the branch (a merge, a squash or rebase merge's commit,
 a direct push), from one ``git log --first-parent``, each compared with its first parent.  What
@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.gitauth import GitAuth
-from gitdns.adapters.gitcache import CacheCorrupt, GitCache, last_line
-from gitdns.adapters.statusrefs import LocalRefs, local_refs
+from gitdns.adapters.git.auth import GitAuth
+from gitdns.adapters.git.cache import CacheCorrupt, GitCache, last_line
+from gitdns.adapters.status.refs import LocalRefs, local_refs
 from gitdns.commands.history.status import STATUS_REFS, StatusCommit, read_status
 from gitdns.commands.history.trees import Trees
 from gitdns.commands.history.window import window

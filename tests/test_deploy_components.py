@@ -201,7 +201,8 @@ def _identity_problems(docs: list[dict[str, Any]], identities: tuple[str, ...], 
     return problems
 
 
-def _identity_render(directory: Path, resource: Path, identities: tuple[str, ...], *, keyed: bool) -> list[dict[str, Any]]:
+def _identity_render(directory: Path, resource: Path, identities: tuple[str, ...], *,
+                     keyed: bool) -> list[dict[str, Any]]:
     """``resource`` (the base or an overlay) with the user's own annotation and pod label, and on top
     the identity components (and provider-secret when ``keyed``), as a user composes them."""
     own = write_kustomization(directory / "own", resources=[resource], patches=[
@@ -442,8 +443,9 @@ def fake() -> Iterator[Any]:
 
 def _agent_install(tmp_path: Path, *components: str, gateways: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The agent moved and prefixed (dns-team, team-) with ``components`` and provider-secret, its
-    provider Secret renamed gitdns-route53 as that component's header says; with ``gateways``, the gateway-status layout of the component's
-    README (a sibling kustomization) binding those namespaces."""
+    provider Secret renamed gitdns-route53 as that component's header says; with ``gateways``, the
+    gateway-status layout of the component's README (a sibling kustomization) binding those
+    namespaces."""
     agent = write_kustomization(
         tmp_path / "top" / "agent", resources=[BASE], namespace="dns-team", namePrefix="team-",
         components=[COMPONENTS / c for c in ("provider-secret", *components)],

@@ -123,8 +123,10 @@ def policy_problems(docs: list[dict[str, Any]], *, deployment: str, needs: dict[
     (policy,) = find(docs, "NetworkPolicy")
     (dep,) = [d for d in find(docs, "Deployment") if d["metadata"]["name"].endswith(deployment)]
     if policy["metadata"]["namespace"] != dep["metadata"]["namespace"]:
-        problems.append(f"the policy is in {policy['metadata']['namespace']}, the pods in {dep['metadata']['namespace']}")
-    if not policy["spec"]["podSelector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items():
+        problems.append(f"the policy is in {policy['metadata']['namespace']}, "
+                        f"the pods in {dep['metadata']['namespace']}")
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    if not policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items():
         problems.append("the policy does not select the Deployment's pods")
     if sorted(policy["spec"].get("policyTypes") or []) != ["Egress", "Ingress"]:
         problems.append(f"not default-deny both ways: policyTypes {policy['spec'].get('policyTypes')}")
@@ -237,7 +239,8 @@ def _setup3(directory: Path, *components: Path, prefix: str = "") -> list[dict[s
     (install/), as the components' headers say."""
     install = write_kustomization(directory / "install", resources=[EXAMPLES / "edge-orchestrator" / "install"],
                                   components=list(components), **({"namePrefix": prefix} if prefix else {}))
-    return kustomize(write_kustomization(directory, resources=[install, EXAMPLES / "edge-orchestrator" / "kube-system"]))
+    system = EXAMPLES / "edge-orchestrator" / "kube-system"
+    return kustomize(write_kustomization(directory, resources=[install, system]))
 
 
 def test_the_orchestrator_policy_lets_setup_3_through(tmp_path: Path) -> None:

@@ -148,7 +148,8 @@ def test_grants_are_each_verb_resource_and_name_bound_to_the_account() -> None:
              request_attributes("GET", ["apis", "coordination.k8s.io", "v1", "namespaces", "ns", "leases", "l"], {}),
              request_attributes("POST", ["apis", "coordination.k8s.io", "v1", "namespaces", "ns", "leases"], {}),
              request_attributes("GET", ["api", "v1", "namespaces", "ns", "secrets", "a"], {}),
-             request_attributes("GET", ["api", "v1", "namespaces", "other", "secrets", "b"], {})]  # not the Role's namespace
+             # not the Role's namespace:
+             request_attributes("GET", ["api", "v1", "namespaces", "other", "secrets", "b"], {})]
     assert [str(g) for g in unused_grants(granted, [c for c in calls if c])] == [
         "get secrets/b (core) in ns, from Role agent"]
 

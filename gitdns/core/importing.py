@@ -216,6 +216,8 @@ def documents(records: Iterable[RecordSet], zone: str, zone_name: str | None, ba
 # --- YAML text --------------------------------------------------------------------------------------
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_NOT_STRINGS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "null"})
 
 
 def _is_string_when_plain(text: str, resolver: list[object]) -> bool:
@@ -237,7 +239,13 @@ def scalar(text: str, plain_ok: dict[str, bool], resolver: list[object]) -> str:
     style reads alike (``ensure_ascii``: every character outside ASCII as ``\\uXXXX``)."""
     ok = plain_ok.get(text)
     if ok is None:
-        ok = plain_ok[text] = bool(_PLAIN.fullmatch(text)) and _is_string_when_plain(text, resolver)
+        if not _PLAIN.fullmatch(text):
+            ok = False
+        elif _WORD.fullmatch(text) and text.lower() not in _NOT_STRINGS:
+            ok = True  # starts with a letter, not a YAML 1.1/1.2 boolean or null: a string
+        else:
+            ok = _is_string_when_plain(text, resolver)  # a number, perhaps: YAML's own resolver says
+        plain_ok[text] = ok
     return text if ok else json.dumps(text, ensure_ascii=True)
 
 

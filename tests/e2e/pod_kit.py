@@ -661,13 +661,16 @@ def eks_pod_identity(service_account: JSON, region: str = "us-east-1") -> tuple[
     return env, volume, mount
 
 
+CHECKOUT = "the checkout"
+
+
 def needed_here() -> dict[str, str]:
     """The paths of this machine the pod's process needs to reach at their own paths: the
     interpreter its ``gitdns`` script runs, the Python installation and packages it imports, and
     this checkout (bound at /opt/gitdns/src, its path walked by the launcher)."""
     import site
 
-    out = {"the checkout": str(ROOT), "the Python interpreter": sys.executable,
+    out = {CHECKOUT: str(ROOT), "the Python interpreter": sys.executable,
            "the Python interpreter (resolved)": str(Path(sys.executable).resolve()),
            "the Python installation": sys.prefix, "the base Python installation": sys.base_prefix}
     for path in site.getsitepackages():
@@ -687,11 +690,16 @@ def check_not_hidden(mounts: Iterable[Mapping[str, Any]], needed: Mapping[str, s
     hidden: dict[str, list[str]] = {}
     for what, path in needed.items():
         real = os.path.realpath(path)
+        walked_only = what == CHECKOUT  # reached through its bind at /opt/gitdns/src (opened before
+        # any mount); only the launcher's walk to it (`expose`) needs its parents, up to its own
+        # directory: it is hidden only when its parent lies below a mount, not when it sits in one
+        if walked_only:
+            real = os.path.dirname(real)
         for mount in mounts:
             target = os.path.realpath(mount["target"])
             if os.path.realpath(mount["source"]) == target:
                 continue  # bound onto itself: nothing is covered
-            if real == target or real.startswith(target.rstrip("/") + "/"):
+            if (real == target and not walked_only) or real.startswith(target.rstrip("/") + "/"):
                 label = labels.get(mount["target"], "")
                 hidden.setdefault(f"{mount['target']}{f' ({label})' if label else ''}", []).append(
                     f"{what} {path}")

@@ -108,6 +108,12 @@ def test_a_checkout_under_a_directory_the_pod_mounts_is_refused_with_the_reason(
     assert "/var/lib/gitdns" in message
     # a mount of a directory onto itself covers nothing
     check_not_hidden([{"source": "/opt/gitdns/src", "target": "/opt/gitdns/src"}], {"the checkout": "/opt/gitdns/src"})
+    # a checkout right in /tmp is reached through its bind at /opt/gitdns/src, opened before /tmp is
+    # mounted, and the launcher's walk to it stats only /tmp itself: it runs (as CI's clones do) ...
+    check_not_hidden(mounts, {"the checkout": "/tmp/ci10", "the Python interpreter": "/usr/bin/python3"}, labels)
+    # ... but an interpreter right there is hidden
+    with pytest.raises(KitError):
+        check_not_hidden(mounts, {"the Python interpreter": "/tmp/python3"}, labels)
 
 
 def test_this_checkout_is_not_under_a_directory_the_shipped_pods_mount() -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
+from gitdns.core.importing import order
 from gitdns.core.limits import MAX_FILE_BYTES, size_text
-from gitdns.core.records import RecordSet, ZoneSnapshot, normalize_name
+from gitdns.core.records import ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.fences import STRICT, Fences
 
@@ -81,11 +82,10 @@ def _domain(text: str) -> str:
 
 def _read(req: Request, zone: Zone | None, domain: str, repo: Path, fences: Fences) -> ZoneSnapshot:
     if req.source == PROVIDER:
-        from gitdns.commands.zones import zone_and_provider
-        from gitdns.reconcile.engine import load
+        from gitdns.reconcile.engine import default_factory
 
-        assert zone is not None
-        _, provider = zone_and_provider(load(repo), zone.name, repo, fences)
+        assert zone is not None  # _zone_of found it in the repository, loaded once
+        provider = default_factory(repo, fences=fences)(zone)
         return provider.read(domain)
     from gitdns.providers.masterfile import read_master_file
 
@@ -175,19 +175,13 @@ def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: s
                 checked.append(files[IMPORT_FILE])
             return []
         kept = []
-        for i, rec in enumerate(sorted(sorted_.records, key=_document_order)):
+        for i, rec in enumerate(sorted(sorted_.records, key=order)):
             if i in bad:
                 sorted_.refused.append(Refused(rec.key, f"does not validate: {bad[i]}"))
             else:
                 kept.append(rec)
         sorted_.records = kept
     return [f"the imported records still do not validate after {VET_ROUNDS} rounds of taking out those that do not"]
-
-
-def _document_order(rec: RecordSet) -> tuple[list[str], str]:
-    from gitdns.core.importing import order
-
-    return order(rec)
 
 
 def _yaml_text(docs: list[Document], domain: str) -> str:
@@ -277,7 +271,7 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
     """Read the zone, sort it (`gitdns.core.importing.sort_zone`), write or print the
     RecordSet documents and report what was left and why."""
     from gitdns.core.importing import documents, resource_name, sort_zone
-    from gitdns.core.providertypes import capabilities_of
+    from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of
 
     if req.split and req.out is None:
         return Result(EXIT_ERROR, err=["--split writes one file per name prefix: give --out DIR"])
@@ -285,7 +279,7 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
     step(0, 3, f"reading {domain}")
     snapshot = _read(req, zone, domain, repo, fences)
     target = zone.provider.type if zone is not None and zone.provider.type else "local"
-    types = capabilities_of(target).record_types if target in _known_types() else capabilities_of("local").record_types
+    types = capabilities_of(target if target in PROVIDER_TYPES else "local").record_types
     step(1, 3, f"sorting {len(snapshot.records)} record sets")
     sorted_ = sort_zone(snapshot, types=types, target=target, names=owner_names)
     base = req.name or (zone.name if zone is not None else resource_name(domain.replace(".", "-")))
@@ -311,9 +305,3 @@ def import_zone(req: Request, *, fences: Fences = STRICT, step: Step = _no_step)
         result.block((text if text is not None else _yaml_text(docs, domain)).rstrip("\n"))
     result.err.extend(_report_lines(req, sorted_, written))
     return result
-
-
-def _known_types() -> frozenset[str]:
-    from gitdns.core.providertypes import PROVIDER_TYPES
-
-    return frozenset(PROVIDER_TYPES)

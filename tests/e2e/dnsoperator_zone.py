@@ -43,7 +43,8 @@ import secrets
 import ssl
 import sys
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -347,6 +348,20 @@ class MotoRoute53(Backend):
     def stop(self) -> None:
         self.server.stop()
 
+
+
+@contextmanager
+def running_moto(directory: Path) -> Iterator[MotoRoute53]:
+    """A `MotoRoute53` for a test module's fixture: a missing moto fails under CI=true (else skips)."""
+    try:
+        server = MotoRoute53(directory)
+    except ToolMissing as exc:
+        dns_servers.require(exc)
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
 
 def quoted(rec: RecordSet) -> RecordSet:
     """A TXT value as the zone-file text both backends return (one quoted string)."""

@@ -59,15 +59,8 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DnsServer]:
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dz.MotoRoute53]:
-    try:
-        server = dz.MotoRoute53(tmp_path_factory.mktemp("dnsop-moto"))
-    except dz.ToolMissing as exc:
-        dns_servers.require(exc)
-        raise
-    try:
+    with dz.running_moto(tmp_path_factory.mktemp("dnsop-moto")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def cluster_doc(name: str, hosts: list[str]) -> str:

@@ -134,15 +134,8 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DnsServer]:
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dz.MotoRoute53]:
-    try:
-        server = dz.MotoRoute53(tmp_path_factory.mktemp("import-moto"))
-    except dz.ToolMissing as exc:
-        dns_servers.require(exc)
-        raise
-    try:
+    with dz.running_moto(tmp_path_factory.mktemp("import-moto")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 class Repo(WorkTree):

@@ -22,10 +22,11 @@ from typing import Any
 
 from ruamel.yaml.error import YAMLError
 
+from gitdns.core.blobcache import FileEntry, Outcome, ValidationCache, blob_id
 from gitdns.core.limits import Unread
 from gitdns.core.locate import describe, quick_check
 from gitdns.core.model import API_VERSION, KINDS, DesiredState
-from gitdns.core.modelbuild import Doc, ZoneLookup, build, host
+from gitdns.core.modelbuild import Doc, ZoneLookup, assemble, build_one, host
 from gitdns.core.patterns import schema_validator
 from gitdns.core.problems import Problem, clipped, shown
 from gitdns.core.yamllines import lines
@@ -61,48 +62,50 @@ def _compiled(schema: Mapping[str, Any]) -> tuple[Any, Any]:
 
 
 def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
-         memo: ParseMemo | None = None) -> LoadResult:
+         memo: ParseMemo | ValidationCache | None = None,
+         blob_ids: Mapping[str, str] | None = None) -> LoadResult:
     """Parse, envelope-check and schema-check every document; build the desired state.  With
-    ``memo``, a file already parsed with the same text is not parsed again."""
+    a `ParseMemo`, a file already parsed with the same text is not parsed again; with a
+    `ValidationCache`, a file already loaded with the same blob id (``blob_ids``, by path, when
+    the caller knows them from the tree; else `blob_id` of its text) is neither parsed nor
+    checked again, and gives the same model objects."""
+    cache = memo if isinstance(memo, ValidationCache) else None
+    parses = memo if isinstance(memo, dict) else None
+    if cache is not None:
+        cache.begin(schemas)
     compiled = {kind: _compiled(schema) for kind, schema in schemas.items()}
-    validators = {kind: pair[0] for kind, pair in compiled.items()}
-    quick = {kind: pair[1] for kind, pair in compiled.items()}
     problems: list[Problem] = []
     to_locate: list[tuple[int, Problem]] = []  # (document index, problem) whose line is its path's
-    good: list[Doc] = []
+    good: list[tuple[Doc, FileEntry | None]] = []
     bad: list[tuple[Doc, list[Problem]]] = []
     for file in sorted(files):
-        if memo is None or isinstance(files[file], Unread):
-            parsed, parse_problem = _parse(file, files[file])
+        text = files[file]
+        entry: FileEntry | None = None
+        if cache is not None and not isinstance(text, Unread):
+            blob = blob_ids.get(file) if blob_ids is not None else None
+            blob = blob or blob_id(text)
+            entry = cache.get(file, blob)
+            if entry is None:
+                entry = _file_entry(file, text, compiled, None)
+                cache.put(file, blob, entry)
+            parse_problem, outcomes = entry.parse_problem, entry.outcomes
         else:
-            key = (file, files[file])
-            known = memo.get(key)
-            if known is None:
-                known = memo[key] = _parse(file, files[file])
-            parsed, parse_problem = known
+            parse_problem, outcomes = _outcomes(file, text, compiled, parses)
         if parse_problem is not None:
             problems.append(parse_problem)
-        for parsed_doc in parsed:
-            index, line, data = parsed_doc.index, parsed_doc.line, parsed_doc.data
-            doc, envelope_problem = _envelope(file, index, line, data)
-            if parsed_doc.refused is not None:
-                refused = _refused(file, parsed_doc)
-                if doc is None:
-                    problems.append(replace(refused, blocks_all=True))
-                else:
-                    bad.append((doc, [refused]))
-                continue
+        for outcome in outcomes:
+            doc = outcome.doc
             if doc is None:
-                to_locate.append((index, _known(envelope_problem)))
-                continue
-            validator, fast = validators.get(doc.kind), quick.get(doc.kind)
-            passed = validator is None or (fast is not None and fast(data))
-            found = [envelope_problem] if envelope_problem else [] if passed else _schema_problems(
-                file, validator, data)
-            if found:
-                bad.append((doc, found))
+                if outcome.placed:
+                    problems.extend(outcome.problems)
+                else:
+                    to_locate.extend((outcome.index, p) for p in outcome.problems)
+            elif outcome.problems:
+                bad.append((doc, list(outcome.problems)))
             else:
-                good.append(doc)
+                good.append((doc, entry))
+    if cache is not None:
+        cache.sweep()
     state, lookup = _build(good, bad)
     for doc, found in bad:
         unknown = (found[0].code in _PLACED and _names_zones_by_alias(doc)) or _naming_broken(doc, found)
@@ -116,6 +119,47 @@ def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
     problems.extend(_located(files, to_locate))
     rejected = frozenset((doc.kind, doc.name) for doc, _ in bad if doc.name)
     return LoadResult(state, problems, rejected)
+
+
+Compiled = Mapping[str, tuple[Any, Any]]  # kind -> (validator, quick check)
+
+
+def _file_entry(file: str, text: str, compiled: Compiled, parses: ParseMemo | None) -> FileEntry:
+    parse_problem, outcomes = _outcomes(file, text, compiled, parses)
+    return FileEntry(parse_problem, outcomes)
+
+
+def _outcomes(file: str, text: str, compiled: Compiled,
+              parses: ParseMemo | None) -> tuple[Problem | None, tuple[Outcome, ...]]:
+    """One file: its parse problem, and what each of its documents is (envelope and schema)."""
+    if parses is None or isinstance(text, Unread):
+        parsed, parse_problem = _parse(file, text)
+    else:
+        key = (file, text)
+        known = parses.get(key)
+        if known is None:
+            known = parses[key] = _parse(file, text)
+        parsed, parse_problem = known
+    outcomes: list[Outcome] = []
+    for parsed_doc in parsed:
+        index, line, data = parsed_doc.index, parsed_doc.line, parsed_doc.data
+        doc, envelope_problem = _envelope(file, index, line, data)
+        if parsed_doc.refused is not None:
+            refused = _refused(file, parsed_doc)
+            if doc is None:
+                outcomes.append(Outcome(index, None, (replace(refused, blocks_all=True),), placed=True))
+            else:
+                outcomes.append(Outcome(index, doc, (refused,)))
+            continue
+        if doc is None:
+            outcomes.append(Outcome(index, None, (_known(envelope_problem),)))
+            continue
+        validator, fast = compiled.get(doc.kind, (None, None))
+        passed = validator is None or (fast is not None and fast(data))
+        found = [envelope_problem] if envelope_problem else [] if passed else _schema_problems(
+            file, validator, data)
+        outcomes.append(Outcome(index, doc, tuple(found)))
+    return parse_problem, tuple(outcomes)
 
 
 def _known(problem: Problem | None) -> Problem:
@@ -345,12 +389,29 @@ def _holds_stand_in(value: Any) -> bool:
 # --- the desired state: model objects (gitdns.core.modelbuild) and every Zone's domain ------
 
 
-def _build(good: list[Doc], bad: list[tuple[Doc, list[Problem]]]) -> tuple[DesiredState, ZoneLookup]:
-    raw_zones = [d for d in good if d.kind == "Zone"] + [d for d, _ in bad if d.kind == "Zone"]
+def _build(good: list[tuple[Doc, FileEntry | None]],
+           bad: list[tuple[Doc, list[Problem]]]) -> tuple[DesiredState, ZoneLookup]:
+    """The model objects of the documents ``good`` (each kept in its file's cache entry, when it
+    has one: a RecordSet's by the Zones' domains too) and the lookup of every Zone's domain."""
+    raw_zones = [d for d, _ in good if d.kind == "Zone"] + [d for d, _ in bad if d.kind == "Zone"]
     domains: dict[str, str] = {}
     for doc in raw_zones:
         domain = _dig(doc.body, "spec", "domain")
         if doc.name and isinstance(domain, str):
             domains.setdefault(doc.name, host(domain))
     lookup = ZoneLookup((name, domain) for name, domain in domains.items())
-    return build(good, domains, lookup), lookup
+    domains_key = tuple(domains.items())
+    objects: list[object] = []
+    for doc, entry in good:
+        if entry is None:
+            objects.append(build_one(doc, domains, lookup))
+            continue
+        key = (doc.index, domains_key if doc.kind == "RecordSet" else ())
+        obj = entry.built.get(key)
+        if obj is None:
+            if doc.kind == "RecordSet":  # built against other domains before: those are stale
+                for stale in [k for k in entry.built if k[0] == doc.index]:
+                    del entry.built[stale]
+            obj = entry.built[key] = build_one(doc, domains, lookup)
+        objects.append(obj)
+    return assemble([d.kind for d, _ in good], objects), lookup

@@ -97,15 +97,25 @@ def host(name: str) -> str:
 def build(good: Sequence[Doc], domains: Mapping[str, str], lookup: ZoneLookup) -> DesiredState:
     """The desired state of the documents ``good``; ``domains`` maps every Zone's
     metadata.name to its domain (rejected Zones too), ``lookup`` finds a host's zone."""
+    return assemble([doc.kind for doc in good], [build_one(doc, domains, lookup) for doc in good])
+
+
+def build_one(doc: Doc, domains: Mapping[str, str], lookup: ZoneLookup) -> object:
+    """The model object of one document that passed its schema (a RecordSet's names read
+    ``domains`` and ``lookup``; no other kind's object reads anything but its document)."""
+    origin = Origin(doc.file, doc.index, doc.line)
+    name = doc.name or ""
+    spec = doc.body["spec"]
+    if doc.kind == "RecordSet":
+        return _record_set(name, spec, origin, domains, lookup)
+    return _BUILDERS[doc.kind](name, spec, origin)
+
+
+def assemble(kinds: Sequence[str], objects: Sequence[object]) -> DesiredState:
+    """The desired state of model objects of the given kinds, each kind in the order given."""
     by_kind: dict[str, list[object]] = {kind: [] for kind in KINDS}
-    for doc in good:
-        origin = Origin(doc.file, doc.index, doc.line)
-        name = doc.name or ""
-        spec = doc.body["spec"]
-        if doc.kind == "RecordSet":
-            by_kind[doc.kind].append(_record_set(name, spec, origin, domains, lookup))
-        else:
-            by_kind[doc.kind].append(_BUILDERS[doc.kind](name, spec, origin))
+    for kind, obj in zip(kinds, objects, strict=True):
+        by_kind[kind].append(obj)
     return DesiredState(**{_FIELDS[kind]: tuple(objs) for kind, objs in by_kind.items()})  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from gitdns.core.blobcache import ValidationCache
 from gitdns.core.checks import (
     addressing,
     cnames,
@@ -31,7 +32,7 @@ from gitdns.core.checks import (
     tenants,
 )
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
-from gitdns.core.checks.index import Index
+from gitdns.core.checks.index import CheckMemo, Index
 from gitdns.core.checks.reach import probe_targets
 from gitdns.core.loader import LoadResult, ParseMemo, load
 from gitdns.core.locate import refine_lines
@@ -88,13 +89,21 @@ WARNINGS: tuple[Check, ...] = (
 
 
 def validate(state: DesiredState, rejected: Collection[tuple[str, str]] = (),
-             probe_ranges: Sequence[Network] = ()) -> list[Problem]:
+             probe_ranges: Sequence[Network] = (), memo: CheckMemo | None = None) -> list[Problem]:
     """Every semantic problem of ``state``.  ``rejected`` lists (kind, name) of documents that
     failed their schema: references to them are not reported again.  ``probe_ranges``: the
     ranges the operator lets probes reach (``--probe-allow-ranges``; default none, as the
-    daemons' default)."""
-    index = Index(state, rejected, probe_ranges)
-    return [problem for check_ in CHECKS for problem in check_(index)]
+    daemons' default).  ``memo``: the checks' results of earlier validations, each reused while
+    everything it read is unchanged (`gitdns.core.checks.index.CheckMemo`)."""
+    index = Index(state, rejected, probe_ranges, memo)
+    return [problem for check_ in CHECKS for problem in index.derived(_KEYS[check_], _run(check_))]
+
+
+def _run(check_: Check) -> Callable[[Index], list[Problem]]:
+    return lambda ix: list(check_(ix))
+
+
+_KEYS = {check_: f"check:{check_.__module__}.{check_.__qualname__}" for check_ in CHECKS}
 
 
 def warnings(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) -> list[Problem]:
@@ -105,10 +114,14 @@ def warnings(state: DesiredState, rejected: Collection[tuple[str, str]] = ()) ->
 
 
 def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
-          memo: ParseMemo | None = None, probe_ranges: Sequence[Network] = ()) -> LoadResult:
-    """Load, schema-check and validate a tree of files; every problem points at its line
-    (``memo``: `gitdns.core.loader.ParseMemo`; ``probe_ranges`` as `validate`)."""
-    loaded = load(files, schemas, memo)
-    semantic = refine_lines(validate(loaded.state, loaded.rejected, probe_ranges), files)
+          memo: ParseMemo | ValidationCache | None = None, probe_ranges: Sequence[Network] = (),
+          blob_ids: Mapping[str, str] | None = None) -> LoadResult:
+    """Load, schema-check and validate a tree of files; every problem points at its line.
+    ``memo``: a `gitdns.core.loader.ParseMemo` (parses kept), or a
+    `gitdns.core.blobcache.ValidationCache` (files kept by blob id, ``blob_ids`` when the caller
+    knows them, and the checks' results by what they read); ``probe_ranges`` as `validate`."""
+    loaded = load(files, schemas, memo, blob_ids)
+    checks = memo.checks if isinstance(memo, ValidationCache) else None
+    semantic = refine_lines(validate(loaded.state, loaded.rejected, probe_ranges, checks), files)
     problems = sorted([*loaded.problems, *semantic], key=lambda p: (p.file, p.line, p.yaml_path))
     return replace(loaded, problems=problems)

@@ -73,6 +73,47 @@ class _Policies:
         return found
 
 
+class _Serving:
+    """The listener hosts of every gateway by their lb host (`gitdns.core.names.lb_host`), those
+    served by a gateway with a host name among its addresses, and every name they hold (with the
+    names above them): read from the Clusters alone, so kept while those are unchanged."""
+
+    __slots__ = ("_names", "named", "serving", "wildcard_hosts")
+
+    def __init__(self, ix: Index) -> None:
+        self.serving: dict[str, list[tuple[Cluster, int, Gateway, str]]] = {}  # lb host -> listeners
+        self.named: set[str] = set()  # lb hosts served by a gateway with a host name among its addresses
+        self.wildcard_hosts = False
+        for cluster in ix.state.clusters:
+            for gi, gateway in enumerate(cluster.gateways):
+                named = bool(gateway.listeners) and bool(builder.split_addresses(gateway.addresses).hostnames)
+                for host in dict.fromkeys(ls.hostname for ls in gateway.listeners):
+                    base = lb_host(host)
+                    self.serving.setdefault(base, []).append((cluster, gi, gateway, host))
+                    self.wildcard_hosts = self.wildcard_hosts or host.startswith("*.")
+                    if named:
+                        self.named.add(base)
+        self._names: set[str] | None = None
+
+    def names(self) -> set[str]:
+        """Every name the hosts hold, and those above them (built when first asked, from what
+        this holds alone)."""
+        if self._names is None:
+            self._names = set()
+            for base, listeners in self.serving.items():
+                _exist(self._names, f"{KLB}.{base}")
+                for _, _, _, host in listeners:
+                    _exist(self._names, host)
+        return self._names
+
+
+def _exist(names: set[str], name: str) -> None:
+    """``name`` and every name above it (an empty non-terminal exists too) into ``names``."""
+    while name and name not in names:
+        names.add(name)
+        name = name.partition(".")[2]
+
+
 class Graph:
     """The CNAME graph of a repository; a host's layout is built the first time a chain reaches
     one of its names."""
@@ -86,44 +127,25 @@ class Graph:
                     for j, value in enumerate(record.values):
                         edge = Edge(record.name, target_name(value), doc, ("spec", "records", i, "values", j))
                         self.static.setdefault(record.name, []).append(edge)
-        self.serving: dict[str, list[tuple[Cluster, int, Gateway, str]]] = {}  # lb host -> listeners
-        self.named: set[str] = set()  # lb hosts served by a gateway with a host name among its addresses
-        wildcard_hosts = False
-        for cluster in ix.state.clusters:
-            for gi, gateway in enumerate(cluster.gateways):
-                named = bool(gateway.listeners) and bool(builder.split_addresses(gateway.addresses).hostnames)
-                for host in dict.fromkeys(ls.hostname for ls in gateway.listeners):
-                    base = lb_host(host)
-                    self.serving.setdefault(base, []).append((cluster, gi, gateway, host))
-                    wildcard_hosts = wildcard_hosts or host.startswith("*.")
-                    if named:
-                        self.named.add(base)
+        served = ix.derived("cnames.serving", _Serving)
+        self.serving = served.serving
+        self.named = served.named
+        self._served = served
         self.policies = _Policies(ix.state.policies)
         self._layouts: dict[str, dict[str, list[Edge]]] = {}
         # wildcard matching needs every name that exists; without a wildcard CNAME it is never asked
-        self.wildcards = wildcard_hosts or any(name.startswith("*") for name in self.static)
-        self._exists: set[str] | None = None
+        self.wildcards = served.wildcard_hosts or any(name.startswith("*") for name in self.static)
+        self._static_names: set[str] | None = None
 
-    @property
-    def exists(self) -> set[str]:
-        """Every name holding a record of the repository (static or a policy's host and its
-        klb name), and every name above one (an empty non-terminal exists too)."""
-        if self._exists is None:
-            self._exists = set()
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` holds a record of the repository (static or a policy's host and its
+        klb name), or is above one (an empty non-terminal exists too)."""
+        if self._static_names is None:
+            self._static_names = set()
             for doc in self.ix.state.record_sets:
                 for record in doc.records:
-                    self._exist(record.name)
-            for base, listeners in self.serving.items():
-                self._exist(f"{KLB}.{base}")
-                for _, _, _, host in listeners:
-                    self._exist(host)
-        return self._exists
-
-    def _exist(self, name: str) -> None:
-        assert self._exists is not None
-        while name and name not in self._exists:
-            self._exists.add(name)
-            name = name.partition(".")[2]
+                    _exist(self._static_names, record.name)
+        return name in self._static_names or name in self._served.names()
 
     def seeds(self) -> Iterator[str]:
         """Every name whose CNAME the repository writes itself: statics, and the hosts whose
@@ -177,10 +199,10 @@ class Graph:
     def resolve(self, target: str) -> str:
         """The node answering ``target``: itself, or the wildcard of its closest encloser when no
         record names it (DNS wildcard matching)."""
-        if not self.wildcards or target in self.static or target in self.exists or self.layout(target):
+        if not self.wildcards or target in self.static or self.exists(target) or self.layout(target):
             return target
         encloser = target.partition(".")[2]
-        while encloser and encloser not in self.exists:
+        while encloser and not self.exists(encloser):
             encloser = encloser.partition(".")[2]
         wildcard = f"*.{encloser}" if encloser else "*"
         return wildcard if wildcard in self.static or self.layout(wildcard) else target

@@ -198,7 +198,7 @@ def policy_names(ix: Index) -> Iterable[Problem]:
     """No RecordSet holds a name a DNSPolicy publishes, whatever its type."""
     if not ix.state.policies or not ix.state.record_sets:
         return
-    published = PublishedNames(ix)
+    published = ix.derived("dnsnames.published", PublishedNames)  # kept while policies and hosts are unchanged
     for doc, i, path in _records(ix):
         record = doc.records[i]
         found = published.claim(record.name)

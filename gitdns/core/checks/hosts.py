@@ -16,24 +16,32 @@ from gitdns.core.problems import Problem
 def hosts_in_zones(ix: Index) -> Iterable[Problem]:
     if "Zone" in ix.rejected_kinds:
         return  # a rejected Zone document is reported; its hosts would only add noise
-    known = f"zones: {some(z.domain for z in ix.state.zones)}"
-    seen: set[str] = set()
-    for covered in ix.policy_hosts:
-        for host, site in covered:
-            if host not in seen and ix.lookup.zone_of(host) is None:
-                seen.add(host)
-                message = f"host {host!r} is covered by a policy but lies outside every zone"
-                hint = f"add a Zone for it, or fix the name; {known}"
-                yield problem(site.origin, site.path, message, hint, (), "HostOutsideZones")
+    yield from ix.derived("hosts.policy_hosts_in_zones", _policy_hosts_in_zones)  # kept while no policy host changes
+    lookup, zones = ix.lookup, ix.zones
     for doc in ix.state.record_sets:
-        zone = ix.zones.get(doc.zone) if doc.zone else None
+        zone = zones.get(doc.zone) if doc.zone else None
         for i, record in enumerate(doc.records):
-            found = ix.lookup.zone_of(record.name)
+            found = lookup.zone_of(record.name)
             if found is None or (zone is not None and found != zone.name and not _cut(ix, zone, found, record)):
                 inside = f"zone {zone.domain!r}" if zone else "every zone"
                 hint = "write an absolute name in the zone, '@' for the apex, or set spec.zone"
                 message = f"record name {record.name!r} lies outside {inside}"
                 yield on(ix, doc, ("spec", "records", i, "name"), message, hint, "HostOutsideZones")
+
+
+def _policy_hosts_in_zones(ix: Index) -> list[Problem]:
+    known = f"zones: {some(z.domain for z in ix.state.zones)}"
+    lookup = ix.lookup
+    seen: set[str] = set()
+    out: list[Problem] = []
+    for covered in ix.policy_hosts:
+        for host, site in covered:
+            if host not in seen and lookup.zone_of(host) is None:
+                seen.add(host)
+                message = f"host {host!r} is covered by a policy but lies outside every zone"
+                hint = f"add a Zone for it, or fix the name; {known}"
+                out.append(problem(site.origin, site.path, message, hint, (), "HostOutsideZones"))
+    return out
 
 
 def _cut(ix: Index, parent: Zone, child_name: str, record: StaticRecord) -> bool:
@@ -48,10 +56,11 @@ def _cut(ix: Index, parent: Zone, child_name: str, record: StaticRecord) -> bool
 def txt_registry_names(ix: Index) -> Iterable[Problem]:
     limit = MAX_FIRST_LABEL_ON_TXT_ZONES
     seen: set[str] = set()
+    lookup, zones = ix.lookup, ix.zones
     for covered in ix.policy_hosts:
         for host, site in covered:
-            zone_name = ix.lookup.zone_of(host)
-            zone = ix.zones.get(zone_name) if zone_name else None
+            zone_name = lookup.zone_of(host)
+            zone = zones.get(zone_name) if zone_name else None
             if zone is None or zone.registry != "txt" or host in seen:
                 continue
             seen.add(host)

@@ -7,9 +7,9 @@ blocks.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from gitdns.core.model import (
     ActiveGroups,
@@ -38,66 +38,175 @@ class Site:
     path: Path
 
 
+_KINDS = ("zones", "clusters", "policies", "record_sets", "tenants", "node_pools", "active_groups")
+_SOURCES = (*_KINDS, "revision", "rejected", "probe_ranges")  # everything a check may read
+_METHODS = {"zone": ("zones",), "zone_for_host": ("zones",), "cluster": ("clusters",),
+            "groups_for_zone": ("active_groups",)}  # DesiredState's methods and the fields they read
+
+
+class CheckMemo:
+    """What checks and the indexes they share found in earlier validations, each with what it
+    read (`Index.derived`): reused while those are the very same objects (model objects are
+    frozen, and a file whose blob is unchanged gives the same ones: `gitdns.core.blobcache`)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[tuple[tuple[str, object], ...], object]] = {}
+
+
+class _StateView:
+    """The state as checks see it (`Index.state`): every field or method read is recorded."""
+
+    __slots__ = ("_ix",)
+
+    def __init__(self, ix: Index) -> None:
+        self._ix = ix
+
+    def __getattr__(self, name: str) -> object:
+        ix = self._ix
+        ix._touch(_METHODS.get(name) or ((name,) if name in _KINDS or name == "revision" else _SOURCES))
+        return getattr(ix._state, name)
+
+
 class Index:
-    """The state with everything a check looks up, each built once."""
+    """The state with everything a check looks up, each built once (and, with a `CheckMemo`,
+    kept across validations while what it was built from is unchanged).
+
+    Whatever a check or an index reads of the state goes through here and is recorded
+    (`derived`), so that a result is reused only when everything it read is the same."""
 
     def __init__(self, state: DesiredState, rejected: Collection[tuple[str, str]] = (),
-                 probe_ranges: Sequence[Network] = ()) -> None:
-        self.state = state
-        self.probe_ranges = tuple(probe_ranges)  # the operator's --probe-allow-ranges, when validate is told
-        self.rejected = frozenset(rejected)
-        self.rejected_kinds = {kind for kind, _ in self.rejected}
-        self.zones = {z.name: z for z in reversed(state.zones)}
-        self.lookup = ZoneLookup((z.name, z.domain) for z in state.zones)
-        self.host_clusters: dict[str, list[Cluster]] = defaultdict(list)
-        self.gateway_sites: dict[tuple[str, str], list[tuple[str, Site]]] = defaultdict(list)
-        for cluster in state.clusters:
-            for gi, gw in enumerate(cluster.gateways):
-                for li, listener in enumerate(gw.listeners):
-                    path = ("spec", "gateways", gi, "listeners", li, "hostname")
-                    site = Site(cluster.origin, path)
-                    self.gateway_sites[(gw.name, gw.namespace)].append((listener.hostname, site))
-                    self.host_clusters[listener.hostname].append(cluster)
-        self.policy_hosts = [self._covered(p) for p in state.policies]
-        self._policy_index = {id(p): i for i, p in enumerate(state.policies)}
-        self.host_policies: dict[str, list[DNSPolicy]] = defaultdict(list)
-        for policy, covered in zip(state.policies, self.policy_hosts, strict=True):
-            for host in dict.fromkeys(h for h, _ in covered):
-                self.host_policies[host].append(policy)
+                 probe_ranges: Sequence[Network] = (), memo: CheckMemo | None = None) -> None:
+        self._state = state
+        self._probe_ranges = tuple(probe_ranges)  # the operator's --probe-allow-ranges, when validate is told
+        self._rejected = frozenset(rejected)
+        self._rejected_kinds = {kind for kind, _ in self._rejected}
+        self._memo = memo if memo is not None else CheckMemo()
+        self._frames: list[set[str]] = []  # what each computation under way has read
+        self._done: dict[str, tuple[tuple[str, ...], object]] = {}  # derived in this validation
         self._zone_cache: dict[int, tuple[str, ...]] = {}
+        self.state = cast(DesiredState, _StateView(self))
 
-    def _covered(self, policy: DNSPolicy) -> list[tuple[str, Site]]:
-        target = policy.target
-        out = [
-            (h, Site(policy.origin, ("spec", "targetRef", "hosts", i))) for i, h in enumerate(target.hosts)
-        ]
-        if target.gateway is not None:
-            for (name, namespace), sites in self.gateway_sites.items():
-                if name == target.gateway and target.namespace in (None, namespace):
-                    out.extend(sites)
-        return out
+    # --- what was read, and results kept by it -------------------------------------------------
+
+    def _touch(self, sources: Iterable[str]) -> None:
+        for frame in self._frames:
+            frame.update(sources)
+
+    def _value(self, source: str) -> object:
+        if source == "rejected":
+            return self._rejected
+        if source == "probe_ranges":
+            return self._probe_ranges
+        return getattr(self._state, source)
+
+    def _same(self, seen: tuple[tuple[str, object], ...]) -> bool:
+        for source, before in seen:
+            now = self._value(source)
+            if source in _KINDS:
+                assert isinstance(now, tuple) and isinstance(before, tuple)
+                if len(now) != len(before) or any(a is not b for a, b in zip(now, before, strict=True)):
+                    return False
+            elif now != before:
+                return False
+        return True
+
+    def derived(self, key: str, build: Callable[[Index], T]) -> T:
+        """``build(self)``, once per validation, and reused from the memo while everything it
+        read of the state is the same objects as when it was built."""
+        done = self._done.get(key)
+        if done is None:
+            kept = self._memo.entries.get(key)
+            if kept is not None and self._same(kept[0]):
+                done = tuple(s for s, _ in kept[0]), kept[1]
+            else:
+                frame: set[str] = set()
+                self._frames.append(frame)
+                try:
+                    value: object = build(self)
+                finally:
+                    self._frames.pop()
+                seen = tuple((s, self._value(s)) for s in sorted(frame))
+                self._memo.entries[key] = (seen, value)
+                done = tuple(frame), value
+            self._done[key] = done
+        self._touch(done[0])
+        return cast(T, done[1])
+
+    # --- the indexes -------------------------------------------------------------------------
+
+    @property
+    def probe_ranges(self) -> tuple[Network, ...]:
+        self._touch(("probe_ranges",))
+        return self._probe_ranges
+
+    @property
+    def rejected(self) -> frozenset[tuple[str, str]]:
+        self._touch(("rejected",))
+        return self._rejected
+
+    @property
+    def rejected_kinds(self) -> set[str]:
+        self._touch(("rejected",))
+        return self._rejected_kinds
+
+    @property
+    def zones(self) -> dict[str, Zone]:
+        return self.derived("ix.zones", lambda ix: {z.name: z for z in reversed(ix.state.zones)})
+
+    @property
+    def lookup(self) -> ZoneLookup:
+        return self.derived("ix.lookup", lambda ix: ZoneLookup((z.name, z.domain) for z in ix.state.zones))
+
+    @property
+    def host_clusters(self) -> dict[str, list[Cluster]]:
+        return self.derived("ix.gateways", _gateways)[0]
+
+    @property
+    def gateway_sites(self) -> dict[tuple[str, str], list[tuple[str, Site]]]:
+        return self.derived("ix.gateways", _gateways)[1]
+
+    @property
+    def policy_hosts(self) -> list[list[tuple[str, Site]]]:
+        return self.derived("ix.policies", _policies)[0]
+
+    @property
+    def host_policies(self) -> dict[str, list[DNSPolicy]]:
+        return self.derived("ix.policies", _policies)[2]
 
     def clusters_of(self, policy_index: int) -> list[Cluster]:
         hosts = dict.fromkeys(h for h, _ in self.policy_hosts[policy_index])
-        return list({id(c): c for h in hosts for c in self.host_clusters.get(h, ())}.values())
+        host_clusters = self.host_clusters
+        return list({id(c): c for h in hosts for c in host_clusters.get(h, ())}.values())
 
     def zones_of(self, obj: Obj) -> tuple[str, ...]:
         """The zones (metadata.name) a problem on ``obj`` blocks."""
         key = id(obj)
-        if key not in self._zone_cache:
-            self._zone_cache[key] = tuple(sorted(self._zones_of(obj)))
-        return self._zone_cache[key]
+        found = self._zone_cache.get(key)
+        if found is None:
+            found = self._zone_cache[key] = tuple(sorted(self._zones_of(obj)))
+        else:  # what finding them read, read again
+            self._touch(("zones",))
+            if isinstance(obj, DNSPolicy):
+                self._touch(("policies", "clusters"))
+            elif isinstance(obj, NodePool):
+                self._touch(("tenants",))
+        return found
 
     def _zones_of(self, obj: Obj) -> set[str]:
         if isinstance(obj, Zone):
+            self._touch(("zones",))
             return {obj.name}
         if isinstance(obj, ActiveGroups):
+            self._touch(("zones",))
             return {obj.zone}
         if isinstance(obj, Cluster):
             hosts: Iterable[str] = (ls.hostname for g in obj.gateways for ls in g.listeners)
         elif isinstance(obj, DNSPolicy):
-            hosts = (h for h, _ in self.policy_hosts[self._policy_index[id(obj)]])
+            hosts = (h for h, _ in self.policy_hosts[self.derived("ix.policies", _policies)[1][id(obj)]])
         elif isinstance(obj, RecordSetDoc):
+            self._touch(("zones",))
             return {obj.zone} if obj.zone else set(self.lookup.zones_of(r.name for r in obj.records))
         elif isinstance(obj, Tenant):
             hosts = obj.domains
@@ -107,6 +216,48 @@ class Index:
 
     def provider(self, zone_name: str) -> str:
         return self.zones[zone_name].provider.type
+
+
+T = TypeVar("T")
+
+
+def _gateways(ix: Index) -> tuple[dict[str, list[Cluster]], dict[tuple[str, str], list[tuple[str, Site]]]]:
+    host_clusters: dict[str, list[Cluster]] = {}
+    gateway_sites: dict[tuple[str, str], list[tuple[str, Site]]] = {}
+    for cluster in ix.state.clusters:
+        origin = cluster.origin
+        for gi, gw in enumerate(cluster.gateways):
+            if not gw.listeners:
+                continue
+            sites = gateway_sites.setdefault((gw.name, gw.namespace), [])
+            for li, listener in enumerate(gw.listeners):
+                sites.append((listener.hostname, Site(origin, ("spec", "gateways", gi, "listeners", li, "hostname"))))
+                found = host_clusters.get(listener.hostname)
+                if found is None:
+                    host_clusters[listener.hostname] = [cluster]
+                else:
+                    found.append(cluster)
+    return host_clusters, gateway_sites
+
+
+def _policies(ix: Index) -> tuple[list[list[tuple[str, Site]]], dict[int, int], dict[str, list[DNSPolicy]]]:
+    """Each policy's hosts with where they are written; the policies' places; each host's policies."""
+    policies = ix.state.policies
+    gateway_sites = ix.gateway_sites
+    covered_all: list[list[tuple[str, Site]]] = []
+    for policy in policies:
+        target = policy.target
+        out = [(h, Site(policy.origin, ("spec", "targetRef", "hosts", i))) for i, h in enumerate(target.hosts)]
+        if target.gateway is not None:
+            for (name, namespace), sites in gateway_sites.items():
+                if name == target.gateway and target.namespace in (None, namespace):
+                    out.extend(sites)
+        covered_all.append(out)
+    host_policies: dict[str, list[DNSPolicy]] = {}
+    for policy, covered in zip(policies, covered_all, strict=True):
+        for host in dict.fromkeys(h for h, _ in covered):
+            host_policies.setdefault(host, []).append(policy)
+    return covered_all, {id(p): i for i, p in enumerate(policies)}, host_policies
 
 
 def problem(origin: Origin, path: Path, message: str, hint: str, zones: Iterable[str], code: str) -> Problem:

@@ -249,7 +249,7 @@ def test_the_identity_check_could_fail(tmp_path: Path) -> None:
 
 
 def test_an_https_transport_with_a_private_ca_for_both_workloads(tmp_path: Path) -> None:
-    from gitdns.commands.gitremote import git_auth
+    from gitdns.commands.git.remote import git_auth
 
     for base, name in ((BASE, "gitdns"), (DEPLOY / "orchestrator" / "base", "gitdns-orchestrator")):
         docs = kustomize(write_kustomization(tmp_path / name, resources=[base],
@@ -531,7 +531,7 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
 
 def test_the_rendered_gateway_rbac_reaches_the_bound_namespaces_only(
         fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitdns.adapters.gateways import CONDITION_TYPE, set_policy_affected
+    from gitdns.adapters.gateway.conditions import CONDITION_TYPE, set_policy_affected
     from gitdns.adapters.kubeclient import load_default
     from gitdns.errors import AuthError
 

@@ -26,7 +26,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from gitdns.cli import build_parser
-from gitdns.commands.gitremote import TRANSPORT, git_auth
+from gitdns.commands.git.remote import TRANSPORT, git_auth
 from gitdns.commands.orchestrate import lease_name as lease_name_command
 from gitdns.commands.orchestrate import resolve
 from gitdns.orchestrator.config import SETTINGS, lease_name

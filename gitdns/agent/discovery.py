@@ -1,7 +1,7 @@
 """Gateways discovered from the cluster (docs/agent.md, "Gateways discovered from the cluster").
 
 A Cluster's gateway entry that leaves out ``addresses`` (and ``listeners``) is read from the
-agent's own cluster on every poll (`gitdns.adapters.gatewayread`); what was read replaces the
+agent's own cluster on every poll (`gitdns.adapters.gateway.read`); what was read replaces the
 entry's addresses (and listeners) in the desired state before anything is built
 (`gitdns.core.modelbuild.with_observed`), so a changed address is planned on the next pass,
 without a commit.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from gitdns.adapters.gatewayread import ObservedGateway
+from gitdns.adapters.gateway.read import ObservedGateway
 from gitdns.core.conditions import Condition
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Gateway, Listener
@@ -50,7 +50,7 @@ def default_reader() -> GatewayReader | None:
     elsewhere none (a discovered gateway is then a problem naming its file and field)."""
     if not os.environ.get("KUBERNETES_SERVICE_HOST"):
         return None
-    from gitdns.adapters.gatewayread import KubeGatewayReader
+    from gitdns.adapters.gateway.read import KubeGatewayReader
 
     return KubeGatewayReader()
 

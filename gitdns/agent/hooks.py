@@ -120,7 +120,7 @@ def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[
 def gateway_hook() -> Any:
     """The Gateway condition ``gateway.networking.k8s.io/PolicyAffected`` (Kuadrant's DNSPolicy RFC)
     on this cluster's Gateways, True once the policy covering each is published."""
-    from gitdns.adapters.gateways import GatewayReporter
+    from gitdns.adapters.gateway.conditions import GatewayReporter
     from gitdns.core import builder
 
     reporter = GatewayReporter(None)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # The git transport: one definition for the agent and every verb that talks to a git remote
-# (status, history, groups add|remove|set|reconcile); gitdns/commands/gitremote.py builds the GitAuth.
+# (status, history, groups add|remove|set|reconcile); gitdns/commands/git/remote.py builds the GitAuth.
 TRANSPORT_HELP = {
     "ssh_key": "SSH private key for ssh:// and scp-like remotes",
     "known_hosts": "pinned known_hosts file for ssh:// remotes (the host key is checked strictly)",
@@ -102,7 +102,7 @@ def committed_only() -> argparse.ArgumentParser:
 
 def git_transport() -> argparse.ArgumentParser:
     """The transport flags (docs/cli.md, "Git remotes")."""
-    from gitdns.commands.gitremote import TRANSPORT
+    from gitdns.commands.git.remote import TRANSPORT
 
     return _settings_parent(TRANSPORT_TITLE, TRANSPORT, TRANSPORT_HELP)
 

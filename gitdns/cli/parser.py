@@ -48,7 +48,7 @@ def fences_of(args: argparse.Namespace) -> Fences:
 
 def transport_of(args: argparse.Namespace) -> GitAuth:
     """The GitAuth of a verb's transport flags (and GITDNS_<NAME> for those not given)."""
-    from gitdns.commands.gitremote import TRANSPORT, git_auth
+    from gitdns.commands.git.remote import TRANSPORT, git_auth
 
     return git_auth({name: getattr(args, name, None) for name in TRANSPORT})
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.gateways import CONDITION_TYPE, MAX_ATTEMPTS, GatewayReporter, set_policy_affected
+from gitdns.adapters.gateway.conditions import CONDITION_TYPE, MAX_ATTEMPTS, GatewayReporter, set_policy_affected
 from gitdns.core.model import Cluster, Gateway
 from gitdns.errors import StaleWriteError
 from tests.fakes.kube_apiserver import FakeKube, Request

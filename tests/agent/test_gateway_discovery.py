@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.gatewayread import KubeGatewayReader, parse_gateway
+from gitdns.adapters.gateway.read import KubeGatewayReader, parse_gateway
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, files_of
 from gitdns.agent.ports import AgentPorts

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.gateways import CONDITION_TYPE, GatewayReporter
+from gitdns.adapters.gateway.conditions import CONDITION_TYPE, GatewayReporter
 from gitdns.core.model import Cluster, Gateway, Listener
 from tests.fakes.kube_apiserver import FakeKube
 
@@ -59,7 +59,7 @@ def test_a_namespace_without_binding_is_refused_once_and_the_others_served(
                 listeners=(Listener("api.example.com"),)),
         Gateway(name="web-gw", namespace="web", addresses=("192.0.2.20",), listeners=(Listener("app.example.org"),))))
     policy_of = {("ingress", "api-gw"): "api", ("web", "web-gw"): "web"}
-    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gateways"):
+    with caplog.at_level(logging.WARNING, logger="gitdns.adapters.gateway.conditions"):
         first = reporter.report(cluster, {"api": True, "web": True}, policy_of)
         second = reporter.report(cluster, {"api": True, "web": True}, policy_of)
     assert first == {("ingress", "api-gw"): "set", ("web", "web-gw"): "forbidden"}

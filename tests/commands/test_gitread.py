@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands.gitread import check_branch, scratch_dir
+from gitdns.commands.git.read import check_branch, scratch_dir
 from gitdns.errors import ConfigError
 
 

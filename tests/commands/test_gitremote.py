@@ -10,7 +10,7 @@ import pytest
 
 from gitdns.adapters.git.auth import GitAuth
 from gitdns.cli import build_parser
-from gitdns.commands.gitremote import TRANSPORT, git_auth
+from gitdns.commands.git.remote import TRANSPORT, git_auth
 
 FLAGS = ("--ssh-key", "--known-hosts", "--token-file", "--token-env", "--ca-file", "--git-username")
 REMOTE_VERBS = (["status"], ["history", "api.example.com"], ["groups", "add", "example.com", "a"],

@@ -37,7 +37,7 @@ class Request:
     provider_settings: tuple[str, ...] = ()  # KEY=VALUE
     credentials_env: str | None = None
     credentials_file: str | None = None
-    auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (gitremote.py)
+    auth: GitAuth = field(default_factory=GitAuth)  # transport of the status reads and --push (commands/git/remote.py)
     fences: Fences = STRICT  # what the Zone may name (the operator's flags; gitdns/providers/fences.py)
     from_worktree: bool = False  # --direct: act on the work tree as it is (gitdns/commands/committed.py)
     format: str = "text"  # get: text or json (gitdns/commands/groups/view.py)

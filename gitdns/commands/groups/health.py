@@ -3,7 +3,7 @@
 Activating a group is refused without ``--force`` unless the group has a healthy endpoint: its
 clusters publish at least one record in the zone, and (when the status branches on ``origin``
 can be read) none of them reports ``Ready`` false nor all its health-checked targets unhealthy.
-The status branches are read through the verb's git transport (`gitdns.commands.gitremote`),
+The status branches are read through the verb's git transport (`gitdns.commands.git.remote`),
 by `gitdns.commands.groups.status`.
 """
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from gitdns.adapters.git.auth import GitAuth
 from gitdns.commands.failover import serving
-from gitdns.commands.gitread import no_status_branches
+from gitdns.commands.git.read import no_status_branches
 from gitdns.commands.groups.health import activation_problems
 from gitdns.commands.history.applied import AppliedIndex, interleave, said_once
 from gitdns.commands.history.diff import Applied, Query

@@ -11,7 +11,7 @@ TXT (`gitdns.core.groups`).  A change is a pull request:
                      pull-request description with the merged-zone plan (`failover`),
                      each cluster's health as origin's status branches say (`groups.status`).
                      The status branches and ``--push`` use the git transport
-                     ``Request.auth`` (--ssh-key, --token-file, ...: `gitremote`).
+                     ``Request.auth`` (--ssh-key, --token-file, ...: `gitdns.commands.git.remote`).
     --direct         break-glass when git is unreachable (`groups.direct`).
     reconcile        the zone ahead of git (after --direct): write git level with the zone's
                      serial and groups, on a new branch for a pull request.

@@ -53,7 +53,7 @@ from typing import TypeVar
 from gitdns.adapters.git.auth import GitAuth
 from gitdns.adapters.git.cache import CacheCorrupt
 from gitdns.adapters.git.source import CommitInfo
-from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
+from gitdns.commands.git.read import check_branch, no_status_branches, repo_url, scratch_dir
 from gitdns.commands.history.applied import AppliedIndex, health_entries, interleave, said_once
 from gitdns.commands.history.diff import (
     Entry,

@@ -8,7 +8,7 @@
 
 Every ``gitdns-status/*`` branch of ``repo`` and the desired branch are fetched into one bare
 cache, ``state_dir/status`` (a temporary directory, removed afterwards, without ``state_dir``),
-through one git transport, ``auth`` (`gitdns.commands.gitremote`).  When ``repo`` is a local
+through one git transport, ``auth`` (`gitdns.commands.git.remote`).  When ``repo`` is a local
 repository its refs are chosen by `gitdns.adapters.status.refs.local_refs` (a clone has the status
 branches only as ``refs/remotes/origin/gitdns-status/*``, and its desired branch is
 ``origin/<branch>``), and the text says which were read when some were remote-tracking ones.
@@ -54,7 +54,7 @@ from gitdns.adapters.status.cache import StatusCache, fetch_error, run_remote, s
 from gitdns.adapters.status.objects import read_trees
 from gitdns.adapters.status.refs import PREFIX, LocalRefs, local_refs
 from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
-from gitdns.commands.gitread import check_branch, no_status_branches, repo_url, scratch_dir
+from gitdns.commands.git.read import check_branch, no_status_branches, repo_url, scratch_dir
 from gitdns.commands.status.log import DesiredRead, Entry, FleetLog
 from gitdns.commands.status.revision import iso, revision_status, revision_text, short_revision
 from gitdns.commands.status.view import aggregate, cluster_names, to_json, to_text

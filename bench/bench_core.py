@@ -27,9 +27,11 @@ Against a floor, each in the same child process and run, after the phase timed a
                               printed for N=10,000 (target <= 3x)
     validate-one-file/cold    `gitdns.core.validate.check` of the same files in memory after a
                               commit that changes one value in one file (records/static-000.yaml),
-                              with the loader's parse memo (`gitdns.core.loader.ParseMemo`, by path
-                              and text) warm from the commit before, over the same check with the
-                              memo empty; printed for N=10,000 (target <= 0.1x)
+                              with the validation cache (`gitdns.core.blobcache.ValidationCache`:
+                              files by git blob id, the checks' results by what they read) warm
+                              from the commit before, over the same check with the cache empty
+                              (the cold validate of the commit before); the two must find the same
+                              problems; printed for N=10,000 (target <= 0.1x)
     plan/decode-floor         plan over `gitdns.providers.local.decode_store` of the same store
                               bytes alone; printed for the zone of N=100,000 (target <= 2x)
 
@@ -170,10 +172,10 @@ def prepare_apply(fixture: Path) -> Callable[[], Any]:
 
 def validate_floors(fixture: Path) -> dict[str, Any]:
     """After the cold validate, in the same process: the YAML parse alone of the same files, and
-    the check with the parse memo warm after a commit that changes one file."""
+    the check with the validation cache warm after a commit that changes one file."""
     from gitdns.adapters.repo import load_schemas, read_tree
+    from gitdns.core.blobcache import ValidationCache
     from gitdns.core.limits import Unread
-    from gitdns.core.loader import ParseMemo
     from gitdns.core.validate import check
     from gitdns.core.yamlparse import parse
 
@@ -184,18 +186,20 @@ def validate_floors(fixture: Path) -> dict[str, Any]:
     parse_floor = time.perf_counter() - start
 
     schemas = load_schemas()
-    memo: ParseMemo = {}
+    cache = ValidationCache()
     start = time.perf_counter()
-    problems_cold = len(check(files, schemas, memo).problems)  # the commit before: the memo filled
+    cold = check(files, schemas, cache)  # the commit before, cold: the cache filled
     check_cold = time.perf_counter() - start
     touched, edited = touch_one_file(files)
+    after = {**files, touched: edited}
     start = time.perf_counter()
-    problems_warm = len(check({**files, touched: edited}, schemas, memo).problems)
+    warm = check(after, schemas, cache)
     check_warm = time.perf_counter() - start
+    same = warm.problems == check(after, schemas).problems  # a cold check of the commit after, untimed
     return {"parse_floor": parse_floor, "check_cold": check_cold, "check_warm": check_warm,
             "files": len(files), "documents": documents, "bytes": sum(len(t) for t in texts),
             "unread": len(files) - len(texts), "touched": touched, "touched_bytes": len(edited),
-            "problems_cold": problems_cold, "problems_warm": problems_warm}
+            "problems_cold": len(cold.problems), "problems_warm": len(warm.problems), "warm_same": same}
 
 
 def touch_one_file(files: dict[str, str]) -> tuple[str, str]:
@@ -461,8 +465,9 @@ def ratios(figures: dict[int, dict[str, Figure]], records: dict[int, int]) -> li
                      f"yamlparse.parse alone {floor['parse_floor']:.3f} s (medians)"))
     out.append(Ratio("validate-one-file/cold", size, run_ratios(validate, "check_warm", "check_cold"), 0.1,
                      f"{size:,} hosts, {floor['touched']} ({floor['touched_bytes']:,} characters) changed: "
-                     f"check with the parse memo warm {floor['check_warm']:.3f} s, cold {floor['check_cold']:.3f} s "
-                     f"(medians; problems {floor['problems_cold']} / {floor['problems_warm']})"))
+                     f"check with the cache warm {floor['check_warm']:.3f} s, cold {floor['check_cold']:.3f} s "
+                     f"(medians; problems {floor['problems_cold']} / {floor['problems_warm']}, warm "
+                     f"{'the same as' if floor.get('warm_same') else 'NOT the same as'} a cold check after)"))
     size = nearest(list(figures), RATIO_SIZES["plan"])
     planned = figures[size]["plan"]
     out.append(Ratio("plan/decode-floor", size, run_ratios(planned, "seconds", "decode_floor"), 2.0,

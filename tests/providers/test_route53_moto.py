@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.core.model import ProviderRef
+from gitdns.core.model import CredentialsRef, ProviderRef
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.fences import Fences
 from gitdns.providers.route53.provider import Route53Provider, from_ref
@@ -81,8 +81,11 @@ def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
-@pytest.fixture
-def provider(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Route53Provider:
+@pytest.fixture(params=["botocore", "rest"])
+def provider(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             request: pytest.FixtureRequest) -> Route53Provider:
+    """Both clients: botocore's (the default credential chain) and the provider's own
+    (`route53_rest.RestRoute53`, taken for a Zone's access keys)."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     urllib.request.urlopen(urllib.request.Request(moto_endpoint + "/moto-api/reset", method="POST"), timeout=5,
@@ -91,8 +94,17 @@ def provider(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     boto3.client("route53", endpoint_url=moto_endpoint, region_name="us-east-1").create_hosted_zone(
         Name="example.test.", CallerReference=str(uuid.uuid4()))
-    ref = ProviderRef("route53", (("endpoint", moto_endpoint), ("waitInsync", "true")))
-    return from_ref("example.test", ref, tmp_path, fences=Fences.parse(provider_endpoints=moto_endpoint))
+    from gitdns.providers.route53.rest import RestRoute53
+
+    if request.param == "rest":
+        ref = ProviderRef("route53", (("endpoint", moto_endpoint), ("waitInsync", "true")), CredentialsRef(env="AWS"))
+        fences = Fences.parse(provider_endpoints=moto_endpoint, credentials_env_prefixes="AWS")
+    else:
+        ref = ProviderRef("route53", (("endpoint", moto_endpoint), ("waitInsync", "true")))
+        fences = Fences.parse(provider_endpoints=moto_endpoint)
+    provider = from_ref("example.test", ref, tmp_path, fences=fences)
+    assert isinstance(provider._client, RestRoute53) == (request.param == "rest")
+    return provider
 
 
 def _a(i: int) -> RecordSet:
@@ -158,6 +170,6 @@ def test_pages_are_parsed_by_the_fast_path_and_read_the_same_without_it(
     monkeypatch.setattr(route53_listing, "split_rows", counting)
     fast = provider.read("example.test")
     assert len(taken) == 3 and all(taken)  # 300 per page, every page taken by the fast path
-    monkeypatch.setattr(route53_listing, "split_rows", lambda body: None)  # botocore parses all
+    monkeypatch.setattr(route53_listing, "split_rows", lambda body: None)  # the whole page parsed
     assert provider.read("example.test") == fast
     assert {r.key: r for r in fast.records}[rows[-2].key] == rows[-2]

@@ -90,6 +90,22 @@ def boto3_client(region: str | None, endpoint: str | None, credentials: Mapping[
     return client
 
 
+def make_client(region: str | None, endpoint: str | None, credentials: Mapping[str, str]) -> Route53Client:
+    """The client a provider talks through: `route53_rest.RestRoute53` (the standard library
+    only) for explicit access keys where nothing in the environment or the AWS config file
+    changes how botocore would send (`route53_rest.light_client`), else `boto3_client` (the
+    default credential chain: environment, profile, web identity)."""
+    from gitdns.providers.route53 import rest as route53_rest
+
+    light = route53_rest.light_client(region, endpoint, credentials)
+    if light is None:
+        return boto3_client(region, endpoint, credentials)
+    origin, signing_region = light
+    return route53_rest.RestRoute53(origin, signing_region, credentials,
+                                    lambda: boto3_client(region, endpoint, credentials),
+                                    connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
+
+
 def _drop_endpoint_table(client: object) -> None:
     """botocore resolves the endpoint when it creates the client, then keeps every service's
     endpoint table (endpoints.json, ~7 MiB parsed) in the client's loader cache for the

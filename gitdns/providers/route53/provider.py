@@ -19,9 +19,11 @@
   `UnreachableError`; refused credentials → `AuthError`.  botocore runs with one attempt
   (the agent owns retries); request ids never reach a message.
 
-The SDK (botocore, the core of boto3) is imported only by `route53_api.boto3_client` (called
-from `from_ref`).  The provider talks to it through `Route53Client`, the calls it makes; tests
-drive it with a fake.  Health checks (setting ``healthChecks``) are in `route53_health`.
+`from_ref` takes its client from `route53_api.make_client`: for a Zone's access keys the
+provider's own (`route53_rest`: the standard library only), else botocore's (the default
+credential chain), imported only by `route53_api.boto3_client`.  The provider talks to either
+through `Route53Client`, the calls it makes; tests drive it with a fake.  Health checks
+(setting ``healthChecks``) are in `route53_health`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from gitdns.providers.base import ApplyResult, ZoneInfo, send
 from gitdns.providers.credentials import load_credentials
 from gitdns.providers.fences import STRICT, Fences, refuse_static
 from gitdns.providers.memory import filter_names, snapshot_names
-from gitdns.providers.route53.api import Route53Client, boto3_client, map_error
+from gitdns.providers.route53.api import Route53Client, make_client, map_error
 from gitdns.providers.route53.apply import ChangeApplier
 from gitdns.providers.route53.batch import decode_name, encode_name, from_native
 from gitdns.providers.route53.health import HealthChecks
@@ -294,7 +296,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
         raise ConfigError(f"spec.provider.credentials: give both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
                           f"(zone {zone_domain}); keys found: {sorted(found)}")
     region = ref.setting("region") or creds["AWS_REGION"] or "us-east-1"
-    client = boto3_client(region, endpoint, creds)
+    client = make_client(region, endpoint, creds)
     return Route53Provider(
         zone_domain, client, hosted_zone_id=ref.setting("hostedZoneId") or None,
         private=flag_value(ref.setting("private")), wait_insync=flag_value(ref.setting("waitInsync")),

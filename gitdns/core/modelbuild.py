@@ -50,19 +50,30 @@ _FIELDS = {
     "ActiveGroups": "active_groups",
 }
 STATIC_TTL = 300
+_MAX_FOUND = 1 << 20  # hosts whose zone a ZoneLookup remembers
 
 
 class ZoneLookup:
     """The most specific zone (by metadata.name) containing a host: one dict probe per label."""
 
-    __slots__ = ("_by_domain",)
+    __slots__ = ("_by_domain", "_found")
 
     def __init__(self, zones: Iterable[tuple[str, str]]) -> None:
         self._by_domain: dict[str, str] = {}
         for name, domain in zones:
             self._by_domain.setdefault(domain, name)
+        self._found: dict[str, str | None] = {}  # host -> its zone, as found (many checks ask for the same hosts)
 
     def zone_of(self, host: str) -> str | None:
+        found = self._found
+        if host in found:
+            return found[host]
+        if len(found) >= _MAX_FOUND:
+            found.clear()
+        zone = found[host] = self._find(host)
+        return zone
+
+    def _find(self, host: str) -> str | None:
         name = host[2:] if host.startswith("*.") else host
         while True:
             hit = self._by_domain.get(name)

@@ -134,6 +134,12 @@ class Index:
         self._touch(done[0])
         return cast(T, done[1])
 
+    def reading(self, *sources: str) -> DesiredState:
+        """The state itself, for a caller that reads only ``sources`` of it (recorded as read):
+        where a loop would go through `state`'s recording view many times."""
+        self._touch(sources)
+        return self._state
+
     # --- the indexes -------------------------------------------------------------------------
 
     @property

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from gitdns.core import builder
 from gitdns.core.checks.index import Index, problem
 from gitdns.core.health import parse_endpoint
-from gitdns.core.model import Cluster, Gateway, NodePool
+from gitdns.core.model import Cluster, DesiredState, Gateway, NodePool
 from gitdns.core.problems import Problem, shown
 from gitdns.core.reach import PROBE_FLAG, own_address_refusal, probe_refusal
 
@@ -38,9 +38,12 @@ def probe_targets(ix: Index) -> Iterable[Problem]:
     """Every node endpoint and probed address the daemons would refuse under default settings."""
     for pool in ix.state.node_pools:
         yield from _nodes(ix, pool)
+    if not any(policy.health is not None for policy in ix.state.policies):
+        return  # no health check: no gateway address is probed
+    state = ix.reading("zones", "policies")  # all that zone_for_host and policy_for read
     for cluster in ix.state.clusters:
         for gi, gateway in enumerate(cluster.gateways):
-            yield from _gateway(ix, cluster, gi, gateway)
+            yield from _gateway(ix, state, cluster, gi, gateway)
 
 
 def _nodes(ix: Index, pool: NodePool) -> Iterable[Problem]:
@@ -65,13 +68,13 @@ def _nodes(ix: Index, pool: NodePool) -> Iterable[Problem]:
                           "would go there, and no probe does under the default settings", _RANGE_HINT, (), CODE)
 
 
-def _gateway(ix: Index, cluster: Cluster, gi: int, gateway: Gateway) -> Iterable[Problem]:
+def _gateway(ix: Index, state: DesiredState, cluster: Cluster, gi: int, gateway: Gateway) -> Iterable[Problem]:
     """A gateway's addresses that a DNSPolicy's health check probes (those its policies do not
     exclude), refused under the default settings."""
     probed: set[str] = set()
     for listener in gateway.listeners:
-        zone = ix.state.zone_for_host(listener.hostname)
-        policy = builder.policy_for(ix.state, zone, gateway, listener.hostname) if zone is not None else None
+        zone = state.zone_for_host(listener.hostname)
+        policy = builder.policy_for(state, zone, gateway, listener.hostname) if zone is not None else None
         if policy is not None and policy.health is not None:
             kept = builder.split_addresses(gateway.addresses, policy.exclude_addresses)
             probed.update(kept.ipv4 + kept.ipv6)

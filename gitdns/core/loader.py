@@ -24,11 +24,12 @@ from ruamel.yaml.error import YAMLError
 
 from gitdns.core.blobcache import FileEntry, Outcome, ValidationCache, blob_id
 from gitdns.core.limits import Unread
-from gitdns.core.locate import describe, quick_check
+from gitdns.core.locate import describe
 from gitdns.core.model import API_VERSION, KINDS, DesiredState
 from gitdns.core.modelbuild import Doc, ZoneLookup, assemble, build_one, host
 from gitdns.core.patterns import schema_validator
 from gitdns.core.problems import Problem, clipped, shown
+from gitdns.core.quickschema import quick_check
 from gitdns.core.yamllines import lines
 from gitdns.core.yamlparse import Document, StandIn, StandInKey, parse
 

@@ -16,8 +16,6 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, ValidationError, validators
-
 
 @lru_cache(maxsize=256)
 def whole_string_regex(pattern: str) -> re.Pattern[str]:
@@ -46,16 +44,37 @@ def whole_string_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern_keyword(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
     if validator.is_type(instance, "string") and whole_string_regex(pattern).search(instance) is None:
         yield ValidationError(f"{instance[:64]!r} does not match {pattern!r}")
 
 
-# Draft 2020-12 with ``pattern`` as JSON Schema means it (`whole_string_regex`).
-WholeStringValidator = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {"pattern": _pattern_keyword})
+@lru_cache(maxsize=1)
+def _whole_string_validator() -> Any:
+    """Draft 2020-12 with ``pattern`` as JSON Schema means it (`whole_string_regex`)."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _pattern_keyword})  # type: ignore[no-untyped-call]
+
+
+class _OnFirstUse:
+    """A validator made when first asked for anything: jsonschema (~0.15 s and several MiB to
+    import) is needed only for a document the quick check does not pass
+    (`gitdns.core.locate.quick_check`), which a valid repository never has."""
+
+    __slots__ = ("_made", "_schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self._schema, self._made = schema, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = _whole_string_validator()(self._schema)
+        return getattr(self._made, name)
 
 
 def schema_validator(schema: Mapping[str, Any]) -> Any:
-    """The validator of one kind's schema: draft 2020-12, patterns matched whole."""
-    return WholeStringValidator(schema)
+    """The validator of one kind's schema: draft 2020-12, patterns matched whole (made on first use)."""
+    return _OnFirstUse(schema)

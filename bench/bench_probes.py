@@ -1,21 +1,33 @@
-"""Health prober throughput and CPU: N loopback targets probed every interval.
+"""Health prober throughput and CPU: N loopback targets probed every interval, against a bare
+asyncio prober probing the same targets in the same run.
 
     python bench/bench_probes.py --protocol http  --targets 10000
     python bench/bench_probes.py --protocol tcp   --targets 10000
     python bench/bench_probes.py --protocol https --targets 2000 [--verify]
-    options: --interval 5 --windows 6 --addresses 50 --ports 4 --profile out.prof
+    options: --interval 5 --windows 6 --addresses 50 --ports 4 --profile out.prof --no-bare
     python bench/bench_probes.py --quick    # 200 targets, interval 1 s, 2 windows, 4 x 2 listeners (for CI)
 
-The servers run in a SEPARATE process (this file with ``--serve``): one asyncio server
-answering ``HTTP/1.1 200 OK`` and closing, listening on 127.0.0.1-127.0.0.<addresses> x
-<ports> ports (TLS with a self-signed P-256 certificate for https).  Targets are distinct
-(address, port, path) tuples.  The prober (`HealthMonitor`) runs in this process.
+The servers run in a SEPARATE process (this file with ``--serve``): one asyncio server on
+127.0.0.1-127.0.0.<addresses> x <ports> ports answering ``HTTP/1.1 200 OK`` with a 3-byte
+body and keeping the connection for the next request (HTTP/1.1 keep-alive), or closing it
+after the answer when the request says ``Connection: close`` (TLS with a self-signed P-256
+certificate for https).  Targets are distinct (address, port, path) tuples.  The prober
+(`HealthMonitor`) runs in this process.
+
+The peer, for http and tcp: a bare asyncio prober in a process of its own (this file with
+``--bare``, so that its CPU is measured apart), started with the monitor: the minimum code
+that probes the same targets on the same schedule (each its own fixed-rate loop from a random
+phase, missed slots skipped) with the same timeout — http: one ``GET`` per connection with
+``Connection: close``, the status line read, the socket closed (the loop's ``sock_*`` calls,
+``asyncio.timeout``); tcp: connect and close.  Both warm up one interval and measure the same
+``--windows`` intervals.
 
 After one warm-up interval (every target's random phase has come round) it measures
 ``--windows`` intervals and prints: probes completed per interval, scheduled rounds skipped
 (a round that could not start inside its own interval), the worst start lag, probes per
-second, probes per CPU-second, the prober process's CPU (user+sys, share of one core) and
-the server process's CPU apart.  Prints figures; asserts nothing.
+second, probes per CPU-second, the prober process's CPU (user+sys, share of one core), the
+bare prober's, their ratio against the target (``probes/bare-prober 0.41x (target <= 1.2x)
+PASS``) and the server process's CPU apart.  Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +38,10 @@ import collections
 import cProfile
 import datetime
 import json
+import math
+import random
 import resource
+import socket
 import ssl
 import subprocess
 import sys
@@ -38,14 +53,17 @@ from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec
 from gitdns.core.reach import ProbeReach
 
-RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+KEEP = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
+CLOSE = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+TARGET_RATIO = 1.2  # the prober's CPU at most 1.2x the bare prober's
 
 
 # -- the server process --------------------------------------------------------------------
 
 
 class Answer(asyncio.Protocol):
-    """Answer the first request with 200 and close; a TCP probe just connects and leaves."""
+    """Answer each request with 200, keeping the connection unless the request says
+    ``Connection: close``; a TCP probe just connects and leaves."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -53,10 +71,17 @@ class Answer(asyncio.Protocol):
         self.buf = b""
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
-        if b"\r\n\r\n" in self.buf:
-            self.transport.write(RESPONSE)
-            self.transport.close()
+        self.buf = self.buf + data if self.buf else data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head, self.buf = self.buf[:end], self.buf[end + 4 :]
+            if b"\r\nconnection: close" in head.lower():
+                self.transport.write(CLOSE)
+                self.transport.close()
+                return
+            self.transport.write(KEEP)
 
     def eof_received(self) -> bool:
         self.transport.close()
@@ -116,6 +141,91 @@ def server_main(args: argparse.Namespace) -> None:
     asyncio.run(serve(args.addresses, args.ports, tls))
 
 
+# -- the bare prober (its own process) --------------------------------------------------------
+
+
+async def bare_prober(probes: list[tuple[str, int, bytes]], interval: float, timeout: float,
+                      warm: float, measured: float) -> dict[str, float]:
+    """The peer: each target its own task, a fixed-rate loop from a random phase (missed slots
+    skipped); http one GET per connection (``Connection: close``), the status line read; tcp
+    (empty request) connect and close.  Returns its CPU and counts over ``measured`` seconds
+    after ``warm``."""
+    loop = asyncio.get_running_loop()
+    counts = [0, 0]  # healthy, failed
+
+    async def one(address: str, port: int, request: bytes) -> None:
+        due = loop.time() + random.uniform(0.0, interval)
+        while True:
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            line = b""
+            try:
+                async with asyncio.timeout(timeout):
+                    await loop.sock_connect(sock, (address, port))
+                    if request:
+                        await loop.sock_sendall(sock, request)
+                        while b"\n" not in line:
+                            chunk = await loop.sock_recv(sock, 1024)
+                            if not chunk:
+                                break
+                            line += chunk
+                ok = not request or line.startswith(b"HTTP/1.1 200 ")
+            except (OSError, TimeoutError):
+                ok = False
+            finally:
+                sock.close()
+            counts[0 if ok else 1] += 1
+            due += interval
+            behind = loop.time() - due
+            if behind > 0:
+                due += math.ceil(behind / interval) * interval
+
+    tasks = [loop.create_task(one(*probe)) for probe in probes]
+    await asyncio.sleep(warm)
+    wall0, cpu0, split0, done0 = time.monotonic(), cpu(resource.RUSAGE_SELF), cpu_split(resource.RUSAGE_SELF), \
+        sum(counts)
+    await asyncio.sleep(measured)
+    wall, used, split = time.monotonic() - wall0, cpu(resource.RUSAGE_SELF) - cpu0, cpu_split(resource.RUSAGE_SELF)
+    result = {"wall": wall, "cpu": used, "user": split[0] - split0[0], "sys": split[1] - split0[1],
+              "done": sum(counts) - done0, "healthy": counts[0], "failed": counts[1]}
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return result
+
+
+def bare_main() -> None:
+    """``--bare``: read the job (JSON) from stdin, print the result (JSON)."""
+    job = json.loads(sys.stdin.readline())
+    probes = [(a, p, r.encode("latin-1")) for a, p, r in job["probes"]]
+    print(json.dumps(asyncio.run(bare_prober(probes, job["interval"], job["timeout"], job["warm"],
+                                             job["measured"]))), flush=True)
+
+
+def bare_request(spec: ProbeSpec) -> bytes:
+    """The bare prober's request: the monitor's, asking to close."""
+    return (f"GET {spec.path} HTTP/1.1\r\nHost: {spec.request_host}\r\nUser-Agent: bare\r\nAccept: */*\r\n"
+            "Connection: close\r\n\r\n").encode("latin-1")
+
+
+def start_bare(args: argparse.Namespace, specs: dict[str, tuple[ProbeSpec, HealthSettings]],
+               warm: float) -> subprocess.Popen[str] | None:
+    if args.no_bare or args.protocol == "https":
+        return None
+    probes = [(spec.address, spec.port, bare_request(spec).decode("latin-1") if args.protocol == "http" else "")
+              for spec, _ in specs.values()]
+    bare = subprocess.Popen([sys.executable, __file__, "--bare"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    assert bare.stdin is not None
+    bare.stdin.write(json.dumps({"probes": probes, "interval": args.interval, "timeout": 2.0, "warm": warm,
+                                 "measured": args.interval * args.windows}) + "\n")
+    bare.stdin.flush()
+    return bare
+
+
 # -- the prober ------------------------------------------------------------------------------
 
 
@@ -161,16 +271,19 @@ def run(args: argparse.Namespace) -> None:
         server = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert server.stdout is not None and server.stdin is not None
         ports = json.loads(server.stdout.readline())
+        before = (0.0, 0.0)
         try:
-            measure(args, ports, cert)
+            before = measure(args, ports, cert)
         finally:
             server.stdin.close()
             server.wait(30)
-    user, system = cpu_split(resource.RUSAGE_CHILDREN)
+    user, system = (b - a for a, b in zip(before, cpu_split(resource.RUSAGE_CHILDREN), strict=True))
     print(f"server process CPU (whole run incl. warm-up, apart): user {user:.2f} s + sys {system:.2f} s")
 
 
-def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> None:
+def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> tuple[float, float]:
+    """Runs the monitor (and the bare prober) and prints; returns the CPU of the children waited
+    for so far (the bare prober's), to tell the server's apart."""
     trust = ssl.create_default_context(cafile=str(cert)) if args.verify and cert is not None else None
     monitor = HealthMonitor(verify_context=trust, reach=ProbeReach.parse("127.0.0.0/8"))  # the servers: loopback
     if args.profile:
@@ -187,9 +300,11 @@ def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> No
 
         monitor._thread_main = profiled  # type: ignore[method-assign]
     specs = targets(args, ports)
+    warm = args.interval * 1.2  # warm-up: every phase has come round once
+    bare = start_bare(args, specs, warm)
     monitor.set_targets(specs)
     monitor.start()
-    time.sleep(args.interval * 1.2)  # warm-up: every phase has come round once
+    time.sleep(warm)
     base = monitor.stats()
     checks = {tid: h.checks for tid, h in monitor.snapshot().items()}
     wall0, cpu0, split0 = time.monotonic(), cpu(resource.RUSAGE_SELF), cpu_split(resource.RUSAGE_SELF)
@@ -220,6 +335,24 @@ def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> No
     print(f"probes/s: {done / wall:.0f}  prober CPU: {used:.2f} s over {wall:.1f} s = {used / wall:.3f} core  "
           f"(user {split[0]:.2f} s, sys {split[1]:.2f} s)  probes per CPU-second: {done / used:.0f}")  # fmt: skip
     print(f"states: {dict(states)}  errors: {dict(errors.most_common(3))}")
+    if bare is None:
+        print("bare prober: not run (http and tcp only, or --no-bare)")
+        return 0.0, 0.0
+    out, _ = bare.communicate(timeout=args.interval * (args.windows + 2) + 120)
+    peer = json.loads(out.strip().splitlines()[-1])
+    kind = "one GET per connection, Connection: close" if args.protocol == "http" else "connect and close"
+    print(f"bare prober ({kind}; own process): probes/s: {peer['done'] / peer['wall']:.0f}  "
+          f"CPU: {peer['cpu']:.2f} s over {peer['wall']:.1f} s = {peer['cpu'] / peer['wall']:.3f} core  "
+          f"(user {peer['user']:.2f} s, sys {peer['sys']:.2f} s)  "
+          f"probes per CPU-second: {peer['done'] / max(peer['cpu'], 1e-9):.0f}  "
+          f"healthy {peer['healthy']} failed {peer['failed']}")
+    # CPU per probe, so that a window boundary falling differently in the two processes does not count
+    ours, theirs = used / max(done, 1), peer["cpu"] / max(peer["done"], 1)
+    ratio = ours / theirs if theirs > 0 else float("inf")
+    print(f"probes/bare-prober {ratio:.2f}x (target <= {TARGET_RATIO:g}x) {'PASS' if ratio <= TARGET_RATIO else 'MISS'}"
+          f"  gitdns {used / wall:.3f} core ({ours * 1e6:.0f} us CPU per probe), bare prober "
+          f"{peer['cpu'] / peer['wall']:.3f} core ({theirs * 1e6:.0f} us CPU per probe)")
+    return cpu_split(resource.RUSAGE_CHILDREN)
 
 
 def main() -> None:
@@ -232,15 +365,19 @@ def main() -> None:
     parser.add_argument("--ports", type=int, default=4)
     parser.add_argument("--profile", default="")
     parser.add_argument("--verify", action="store_true", help="https: verify (trusting the bench CA) not insecure")
+    parser.add_argument("--no-bare", action="store_true", help="do not run the bare prober alongside")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cert", default="", help=argparse.SUPPRESS)
     parser.add_argument("--key", default="", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true",
                         help="200 targets, interval 1 s, 2 windows, 4 addresses x 2 ports: a run of seconds")
     args = parser.parse_args()
-    if args.quick and not args.serve:
+    if args.quick and not (args.serve or args.bare):
         args.targets, args.interval, args.windows, args.addresses, args.ports = 200, 1.0, 2, 4, 2
-    if args.serve:
+    if args.bare:
+        bare_main()
+    elif args.serve:
         server_main(args)
     else:
         run(args)

@@ -153,6 +153,7 @@ def check_probes(run: Run) -> None:
     assert len(windows) == 2 and sum(windows) > 0, windows
     finite(run.line(rf"probes per CPU-second: {NUMBER}").group(1))
     run.line(r"^states: \{.*'healthy': \d+")
+    finite(run.line(rf"^probes/bare-prober {NUMBER}x \(target <= 1\.2x\) (PASS|MISS)").group(1))
 
 
 def check_rfc2136_shared(run: Run) -> None:

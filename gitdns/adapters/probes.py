@@ -1,4 +1,4 @@
-"""Health probes: an asyncio prober on its own event loop in a daemon thread.
+"""Health probes: a callback-driven prober on its own event loop in a daemon thread.
 
     monitor = HealthMonitor(on_change=lambda tid, old, new: ...)
     monitor.set_targets({tid: (ProbeSpec(...), HealthSettings(...)), ...})  # any time, any thread
@@ -7,20 +7,33 @@
     monitor.stop()
 
 Each target runs on its own fixed-rate schedule (``interval``), first started at a random
-phase inside its interval so that 10,000 targets do not fire together.  A round that
+phase inside its interval so that 10,000 targets do not fire together.  The schedule is one
+``loop.call_at`` timer per target (no task, no future, no coroutine per round); a round that
 overruns its slot skips the missed slots (counted in `stats`).  Probes:
 
 - TCP: connect, then close.
-- HTTP / HTTPS: a minimal hand-written HTTP/1.1 client — ``GET <path>``, ``Host`` (the
-  record's host, else the address), ``Connection: close``, extra headers; the status line
-  is read and the connection closed (no body).  HTTPS runs on asyncio streams with an
-  ``ssl.SSLContext`` and verifies the certificate against ``ProbeSpec.tls_name`` (also the
-  SNI) unless ``insecure``.  TCP and plain HTTP use the loop's non-blocking socket calls
-  (``sock_connect``/``sock_sendall``/``sock_recv``): the same bytes for ~40% less CPU.
+- HTTP: a minimal hand-written HTTP/1.1 client with **keep-alive**: ``GET <path>``, ``Host``
+  (the record's host, else the address), extra headers, the request bytes built once per
+  target.  The status line decides the probe.  A connection is kept, per (address connected
+  to, port), when the answer allows it (HTTP/1.1, no ``Connection: close``, a
+  ``Content-Length`` body of at most `BODY_LIMIT` bytes, read whole within the probe's
+  timeout); the next probe of any target to that same address and port sends its request on
+  it.  A kept connection is a bare non-blocking socket registered for reading the whole time,
+  so a peer that closes it or half-closes it (EOF), resets it, or sends unasked bytes while it
+  is idle is seen at once and the connection dropped.  A probe whose request went on a
+  kept connection that ended before the first byte of an answer (the server's idle close
+  racing the request) is sent again, once, on a new connection, inside the same timeout;
+  anything else that goes wrong is the probe's error as on a new connection.  Kept
+  connections are bounded (`HealthMonitor`'s ``max_idle``, by default half the file limit),
+  closed after `IDLE_MAX` seconds unused, and all closed by `stop`.
+- HTTPS: asyncio streams with an ``ssl.SSLContext``, one connection per probe, verifying the
+  certificate against ``ProbeSpec.tls_name`` (also the SNI) unless ``insecure``; the request
+  carries ``Connection: close``.
 
-Every probe, resolution included, is bounded by its timeout (``asyncio.timeout``).
-Hostnames are resolved by the monitor's ``resolver``: by default `system_resolver`, the
-system's ``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
+Every probe, resolution included, is bounded by its timeout (``asyncio.timeout_at`` while
+connecting, a deadline timer while waiting for the answer).  Hostnames are resolved by the
+monitor's ``resolver``, at every probe: by default `system_resolver`, the system's
+``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
 
 Every connection goes through `Prober.destination`, the probes' connection gate: the address
 connected to (an IP literal as given, or the first address a host name resolved to, at that
@@ -28,8 +41,13 @@ very probe) must pass `gitdns.core.reach.ProbeReach.refusal` with the operator's
 (``reach``: none by default), else the probe is not sent and its error says why — no loopback,
 link-local, cloud metadata, unspecified, multicast or broadcast address is ever connected to
 unless the operator allowed its range (``--probe-allow-ranges``).  The address checked is the
-address connected to: no second resolution happens in between.
-A semaphore bounds probes in flight (and so file descriptors).  Errors are short strings
+address connected to: no second resolution happens in between.  A kept connection is reused
+only for a probe whose gate gave that same address: for an IP literal the gate's verdict is
+the same at every probe (it is computed once per target), and a host name is resolved and
+judged again at every probe, its connection looked up by the address it resolved to now — a
+name that moved never reuses a connection to its old address.
+A bound (``max_in_flight``) on probes in flight bounds the file descriptors of probes; a
+round due while the bound is reached waits its turn.  Errors are short strings
 built from the exception's kind, never from request data: header values (which may be
 secrets) appear in no error and no log line.  ``on_change`` runs on the monitor's thread
 whenever a target's *state* changes; it must be quick and thread-safe.
@@ -38,10 +56,12 @@ whenever a target's *state* changes; it must be quick and thread-safe.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
 import random
+import resource
 import socket
 import ssl
 import threading
@@ -60,7 +80,15 @@ OnChange = Callable[[str, TargetHealth, TargetHealth], None]
 Resolver = Callable[[str, int], Awaitable[Sequence[tuple[socket.AddressFamily, str]]]]
 DEFAULT_MAX_IN_FLIGHT = 2048
 STATUS_LINE_LIMIT = 1024  # bytes read for the status line
+HEAD_LIMIT = 8192  # a longer response head is not read on: its connection is closed, not kept
+BODY_LIMIT = 65536  # a longer body (Content-Length) is not read: its connection is closed, not kept
+RECV_SIZE = 16384
+MAX_IDLE = 16384  # kept connections at most (also at most half the process's file limit)
+IDLE_MAX = 60.0  # seconds a kept connection may stay unused before it is closed
 USER_AGENT = "gitdns-probe/1"
+
+# the phases of a kept connection
+_IDLE, _STATUS, _HEAD, _BODY, _CLOSED = range(5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +108,32 @@ class MonitorStats:
     max_start_lag: float  # the latest a round started after its due time (seconds)
 
 
-@dataclass(slots=True)
 class _Target:
-    spec: ProbeSpec
-    settings: HealthSettings
-    request: bytes  # the HTTP request, built once
-    error: str  # spec_error(spec): reported instead of probing
-    resolve: bool  # the address is a hostname
-    family: socket.AddressFamily
-    task: asyncio.Task[None] | None = None
+    """One target on the monitor's loop: its probe, built once, and its schedule."""
+
+    __slots__ = ("due", "duration", "ended", "error", "family", "fast", "interval", "key", "live", "refusal",
+                 "request", "resolve", "settings", "spec", "started", "tid", "timeout", "timer")
+
+    def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings, reach: ProbeReach) -> None:
+        self.tid = tid
+        self.spec = spec
+        self.settings = settings
+        self.request = build_request(spec)  # the request bytes, built once
+        self.error = spec_error(spec)  # reported instead of probing
+        self.resolve = not is_ip(spec.address)  # a host name: resolved (and judged) at every probe
+        self.family = _family(spec.address)
+        # an IP literal: the connection gate's verdict, the same at every probe (the reach is fixed)
+        self.refusal = "" if self.resolve or self.error else reach.refusal(spec.address)
+        self.fast = spec.protocol == "HTTP" and not self.resolve  # a kept connection may serve it directly
+        self.key = (spec.address, spec.port)
+        self.interval = settings.interval
+        self.timeout = spec.timeout
+        self.due = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.live = True
+        self.started = 0.0
+        self.duration = 0.0
+        self.ended = 0.0
 
 
 async def system_resolver(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
@@ -107,12 +152,14 @@ def _family(address: str) -> socket.AddressFamily:
 
 
 def build_request(spec: ProbeSpec) -> bytes:
+    """The probe's request: HTTP keeps its connection (HTTP/1.1's default), HTTPS asks
+    ``Connection: close``."""
     lines = [
         f"GET {spec.path} HTTP/1.1",
         f"Host: {spec.request_host}",
         f"User-Agent: {USER_AGENT}",
         "Accept: */*",
-        "Connection: close",
+        *(["Connection: close"] if spec.protocol == "HTTPS" else []),
         *(f"{name}: {value}" for name, value in spec.headers),
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
@@ -126,12 +173,209 @@ def parse_status(line: bytes) -> int | None:
     return int(parts[1])
 
 
+def body_length(head: bytes) -> int | None:
+    """The body length of an HTTP/1.1 response head (status line and header lines, without the
+    empty line) when its connection can be kept after that many bytes, else None: an HTTP/1.0
+    answer, ``Connection: close``, a ``Transfer-Encoding``, no or an unclear ``Content-Length``,
+    a body over `BODY_LIMIT`, an interim (1xx) answer."""
+    lines = head.split(b"\r\n")
+    status = lines[0]
+    if not status.startswith(b"HTTP/1.1 ") or status[9:10] == b"1":
+        return None
+    length: int | None = 0 if status[9:12] in (b"204", b"304") else None
+    seen = False
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if not colon:
+            return None
+        name = name.strip().lower()
+        if name == b"content-length":
+            value = value.strip()
+            if not value.isdigit() or (seen and int(value) != length):
+                return None
+            length, seen = int(value), True
+        elif name == b"transfer-encoding" or (name == b"connection" and b"close" in value.lower()):
+            return None
+    if length is None or length > BODY_LIMIT:
+        return None
+    return length
+
+
+def _error_of(exc: BaseException, spec: ProbeSpec) -> str:
+    """A probe's error from what it raised: short, from the exception's kind."""
+    if isinstance(exc, ProbeRefused):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return f"timeout after {spec.timeout:g}s"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve {spec.address}: {exc.strerror or exc}"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"tls: certificate verify failed: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return f"tls: {exc.reason or type(exc).__name__}"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    log.debug("health: probe error target=%s kind=%s", spec.target_id, type(exc).__name__)
+    return f"probe error: {type(exc).__name__}"  # a probe never takes the monitor down
+
+
+class _Conn:
+    """One HTTP connection to (address, port) on a bare non-blocking socket, registered for
+    reading as long as it is open.  `start` sends a probe's request; the status line decides the
+    probe (`Prober.done`); the rest of the answer is read so that the connection can be kept
+    (`Prober.keep`), else it is closed."""
+
+    __slots__ = ("buf", "fd", "got", "idle_since", "key", "left", "phase", "prober", "served", "sock", "target",
+                 "timer")
+
+    def __init__(self, prober: Prober, sock: socket.socket, key: tuple[str, int]) -> None:
+        self.prober = prober
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.key = key
+        self.target: _Target | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.buf = b""
+        self.phase = _IDLE
+        self.left = 0
+        self.served = 0  # answers read whole on it (0: a new connection)
+        self.got = False  # a byte of the current answer came
+        self.idle_since = 0.0
+        prober.loop.add_reader(self.fd, self._readable)
+        prober.conns.add(self)
+
+    def start(self, target: _Target, deadline: float) -> str:
+        """Send ``target``'s request; "" when sent (the answer, the deadline or the connection's
+        end decide the probe from now on), else the error, the connection closed."""
+        self.target, self.buf, self.got, self.phase = target, b"", False, _STATUS
+        try:
+            sent = self.sock.send(target.request)
+        except OSError as exc:
+            self.close()
+            return _error_of(exc, target.spec)
+        if sent != len(target.request):  # a new or idle connection's buffer takes a whole request
+            self.close()
+            return "request not sent whole"
+        self.timer = self.prober.loop.call_at(deadline, self._expired)
+        return ""
+
+    def close(self) -> None:
+        if self.phase == _CLOSED:
+            return
+        if self.phase == _IDLE:
+            self.prober.forget(self)
+        self.phase = _CLOSED
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.prober.loop.remove_reader(self.fd)
+        self.prober.conns.discard(self)
+        self.sock.close()
+        self.target = None
+
+    def _report(self, error: str) -> None:
+        target, self.target = self.target, None
+        if target is not None:
+            self.prober.done(target, error)
+
+    def _expired(self) -> None:
+        self.timer = None
+        target = self.target
+        self.close()
+        if target is not None:  # still waiting for the status line
+            self.prober.done(target, f"timeout after {target.spec.timeout:g}s")
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._ended(exc)
+            return
+        if not data:
+            self._ended(None)
+            return
+        phase = self.phase
+        if phase == _IDLE:  # bytes nobody asked for: the connection is not in a known state
+            self.close()
+            return
+        self.got = True
+        buf = self.buf + data if self.buf else data
+        if phase == _STATUS:
+            end = buf.find(b"\n")
+            if end < 0:
+                if len(buf) >= STATUS_LINE_LIMIT:
+                    self._report("malformed status line")
+                    self.close()
+                else:
+                    self.buf = buf
+                return
+            target = self.target
+            assert target is not None
+            self._report(_status_error(buf[:end], target.spec))
+            if not buf.startswith(b"HTTP/1.1 "):  # no other answer is kept (nor one not HTTP at all)
+                self.close()
+                return
+            phase = self.phase = _HEAD
+        if phase == _HEAD:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > HEAD_LIMIT:
+                    self.close()
+                else:
+                    self.buf = buf
+                return
+            length = body_length(buf[:end])
+            if length is None:
+                self.close()
+                return
+            self.left = length - (len(buf) - end - 4)
+            self.buf = b""
+            self.phase = _BODY
+        else:  # _BODY
+            self.left -= len(data)
+        if self.left == 0:
+            self._idle()
+        elif self.left < 0:  # more than the answer: not a state to send another request in
+            self.close()
+
+    def _idle(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.served += 1
+        self.phase = _IDLE
+        self.prober.keep(self)
+
+    def _ended(self, exc: OSError | None) -> None:
+        """The peer closed (EOF, half-close included) or reset the connection."""
+        target, phase, buf = self.target, self.phase, self.buf
+        deadline = self.timer.when() if self.timer is not None else 0.0
+        self.close()
+        if target is None or phase != _STATUS:
+            return
+        if self.served and not self.got:  # a kept connection ended under the request: once more, anew
+            self.prober.again(target, deadline)
+        elif exc is not None:
+            self.prober.done(target, _error_of(exc, target.spec))
+        else:
+            self.prober.done(target, _status_error(buf, target.spec))
+
+
 class Prober:
-    """One probe of one target: connect (resolving a hostname first), send the request, read the
-    status line.  Bare non-blocking sockets for TCP and HTTP, asyncio streams for HTTPS."""
+    """Probes of targets: connect (resolving a hostname first) through the connection gate, send
+    the request, read the status line; HTTP connections are kept and reused per (address, port).
+    Bare non-blocking sockets for TCP and HTTP, asyncio streams for HTTPS.  Results go to
+    ``done(target, error)`` ("" when healthy), on the loop."""
 
     def __init__(self, resolver: Resolver, verify_context: ssl.SSLContext | None,
-                 reach: ProbeReach = ProbeReach()) -> None:  # noqa: B008 - frozen value
+                 reach: ProbeReach = ProbeReach(), *,  # noqa: B008 - frozen value
+                 done: Callable[[_Target, str], None] | None = None, max_idle: int = MAX_IDLE) -> None:
         self.resolve = resolver
         self.reach = reach
         self.verify_ctx = verify_context or ssl.create_default_context()
@@ -140,76 +384,140 @@ class Prober:
         self.insecure_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self.insecure_ctx.check_hostname = False
         self.insecure_ctx.verify_mode = ssl.CERT_NONE
+        self.done = done or (lambda target, error: None)
+        self.max_idle = max_idle
+        self.idle: dict[tuple[str, int], list[_Conn]] = {}  # kept connections by (address, port), newest last
+        self.idle_count = 0
+        self.conns: set[_Conn] = set()  # every open connection
+        self.tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def probe(self, target: _Target) -> str:
-        """ "" when healthy, else a short error."""
-        spec = target.spec
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    # -- kept connections ----------------------------------------------------------------
+
+    def take(self, key: tuple[str, int]) -> _Conn | None:
+        """A kept connection to ``key`` (address, port), no longer kept; None when there is none."""
+        kept = self.idle.get(key)
+        if not kept:
+            return None
+        conn = kept.pop()
+        if not kept:
+            del self.idle[key]
+        self.idle_count -= 1
+        conn.phase = _STATUS  # not idle: `forget` has nothing to do
+        return conn
+
+    def keep(self, conn: _Conn) -> None:
+        if self.idle_count >= self.max_idle or self._loop is None:
+            conn.close()
+            return
+        conn.idle_since = self.loop.time()
+        self.idle.setdefault(conn.key, []).append(conn)
+        self.idle_count += 1
+
+    def forget(self, conn: _Conn) -> None:
+        kept = self.idle.get(conn.key)
+        if kept and conn in kept:
+            kept.remove(conn)
+            self.idle_count -= 1
+            if not kept:
+                del self.idle[conn.key]
+
+    def sweep(self, older: float) -> None:
+        """Close the kept connections unused since ``older`` (loop time)."""
+        for kept in list(self.idle.values()):
+            for conn in [c for c in kept if c.idle_since < older]:
+                conn.close()
+
+    def close_all(self) -> None:
+        for conn in list(self.conns):
+            conn.close()
+
+    # -- probes --------------------------------------------------------------------------
+
+    def start(self, target: _Target, deadline: float) -> None:
+        """Probe ``target`` (its gate passed already when it is an IP literal): on a kept
+        connection when there is one, else in a task."""
+        if target.fast:
+            if target.refusal:
+                self.loop.call_soon(self.done, target, target.refusal)
+                return
+            conn = self.take(target.key)
+            if conn is not None and not conn.start(target, deadline):
+                return
+        self.spawn(target, deadline, fresh=False)
+
+    def again(self, target: _Target, deadline: float) -> None:
+        """Probe ``target`` once more on a new connection (its kept one ended under the request)."""
+        self.spawn(target, deadline, fresh=True)
+
+    def spawn(self, target: _Target, deadline: float, *, fresh: bool) -> None:
+        task = self.loop.create_task(self._probe(target, deadline, fresh))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _probe(self, target: _Target, deadline: float, fresh: bool) -> None:
         try:
-            async with asyncio.timeout(spec.timeout):
-                return await self._attempt(target)
-        except ProbeRefused as refused:
-            return str(refused)
-        except TimeoutError:
-            return f"timeout after {spec.timeout:g}s"
-        except socket.gaierror as e:
-            return f"cannot resolve {spec.address}: {e.strerror or e}"
-        except ssl.SSLCertVerificationError as e:
-            return f"tls: certificate verify failed: {e.verify_message}"
-        except ssl.SSLError as e:
-            return f"tls: {e.reason or type(e).__name__}"
-        except ConnectionRefusedError:
-            return "connection refused"
-        except ConnectionResetError:
-            return "connection reset"
-        except OSError as e:
-            return e.strerror or type(e).__name__
-        except Exception as e:  # a probe never takes the monitor down
-            log.debug("health: probe error target=%s kind=%s", spec.target_id, type(e).__name__)
-            return f"probe error: {type(e).__name__}"
+            async with asyncio.timeout_at(deadline):
+                error = await self._attempt(target, deadline, fresh)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = _error_of(exc, target.spec)
+        if error is not None:
+            self.done(target, error)
 
     async def destination(self, target: _Target) -> tuple[socket.AddressFamily, str]:
         """The connection gate: the address this probe connects to — the spec's IP literal, or the
         first address its host name resolves to now — once `ProbeReach.refusal` allows it;
         `ProbeRefused` (nothing sent) otherwise.  Every probe connection is made to what this
-        returns, and only to that."""
+        returns, and only to that; a kept connection serves a probe only when it goes to the
+        address and port this returned for it."""
         spec = target.spec
-        address, family = spec.address, target.family
-        if target.resolve:
-            found = await self.resolve(address, spec.port)
-            if not found:
-                raise socket.gaierror(socket.EAI_NONAME, "no address")
-            family, address = found[0]
+        if not target.resolve:
+            if target.refusal:
+                raise ProbeRefused(target.refusal)
+            return target.family, spec.address
+        found = await self.resolve(spec.address, spec.port)
+        if not found:
+            raise socket.gaierror(socket.EAI_NONAME, "no address")
+        family, address = found[0]
         why = self.reach.refusal(address)
         if why:
             raise ProbeRefused(why)
         return family, address
 
-    async def _attempt(self, target: _Target) -> str:
+    async def _attempt(self, target: _Target, deadline: float, fresh: bool) -> str | None:
+        """The probe's error ("" healthy), or None when a connection took the request (its answer
+        decides through ``done``)."""
         spec = target.spec
-        loop = asyncio.get_running_loop()
         family, address = await self.destination(target)
         if spec.protocol == "HTTPS":
             return await self._https(target, address)
-        # TCP and plain HTTP on bare non-blocking sockets: no transport, protocol or stream
-        # objects per probe (~40% less CPU than asyncio streams, see docs/health-probes.md).
+        key = (address, spec.port)
+        if spec.protocol == "HTTP" and not fresh and target.resolve:
+            conn = self.take(key)  # kept for this very address (what the name resolved to now)
+            if conn is not None and not conn.start(target, deadline):
+                return None
+        loop = self.loop
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
             await loop.sock_connect(sock, (address, spec.port))
-            if spec.protocol == "TCP":
-                return ""
-            await loop.sock_sendall(sock, target.request)
-            line = b""
-            while b"\n" not in line:
-                chunk = await loop.sock_recv(sock, STATUS_LINE_LIMIT)
-                if not chunk:
-                    break
-                line += chunk
-                if len(line) >= STATUS_LINE_LIMIT:
-                    break
-        finally:
+        except BaseException:
             sock.close()
-        return _status_error(line.partition(b"\n")[0], spec)
+            raise
+        if spec.protocol == "TCP":
+            sock.close()
+            return ""
+        return _Conn(self, sock, key).start(target, deadline) or None
 
     async def _https(self, target: _Target, address: str) -> str:
         spec = target.spec
@@ -233,6 +541,17 @@ class Prober:
         return _status_error(line, spec)
 
 
+def _idle_cap() -> int:
+    """Kept connections at most: `MAX_IDLE`, and half the process's file limit."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ValueError, OSError):
+        soft = 1024
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(0, min(MAX_IDLE, soft // 2 - 64))
+
+
 class HealthMonitor:
     def __init__(
         self,
@@ -244,27 +563,32 @@ class HealthMonitor:
         rng: random.Random | None = None,
         resolver: Resolver = system_resolver,
         reach: ProbeReach = ProbeReach(),  # noqa: B008 - frozen value
+        max_idle: int | None = None,
     ) -> None:
         """``verify_context`` replaces the default verifying TLS context (the system CAs),
         e.g. to trust a private CA; ``insecure`` probes never verify.  ``resolver`` turns a
         target's hostname into addresses (IP literals are never resolved); the first is probed.
         ``reach``: the operator's probe ranges (`gitdns.core.reach`; default: none, so no
-        loopback, link-local, metadata, unspecified, multicast or broadcast address)."""
+        loopback, link-local, metadata, unspecified, multicast or broadcast address).
+        ``max_idle``: HTTP connections kept at most (0: none, every probe connects anew; default
+        `MAX_IDLE`, at most half the process's file limit)."""
         self._on_change = on_change
-        self._prober = Prober(resolver, verify_context, reach)
+        self._reach = reach
+        self._prober = Prober(resolver, verify_context, reach, done=self._done,
+                              max_idle=_idle_cap() if max_idle is None else max_idle)
         self._clock = clock
         self._max_in_flight = max_in_flight
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._health: dict[str, TargetHealth] = {}
-        self._timing: dict[str, ProbeTiming] = {}
+        self._timed: dict[str, _Target] = {}  # targets probed at least once (their timings)
         self._targets: dict[str, _Target] = {}
+        self._waiting: collections.deque[_Target] = collections.deque()  # due while max_in_flight were out
         self._pending: dict[str, tuple[ProbeSpec, HealthSettings]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
-        self._sem: asyncio.Semaphore | None = None
         self._in_flight = 0
         self._completed = 0
         self._skipped = 0
@@ -308,12 +632,12 @@ class HealthMonitor:
     def timings(self) -> dict[str, ProbeTiming]:
         """Per target: ``last_round_duration`` and ``last_check_time`` of its latest probe."""
         with self._lock:
-            return dict(self._timing)
+            return {tid: ProbeTiming(t.duration, t.ended) for tid, t in self._timed.items()}
 
     def last_round_duration(self, target_id: str) -> float | None:
         with self._lock:
-            timing = self._timing.get(target_id)
-        return None if timing is None else timing.last_round_duration
+            target = self._timed.get(target_id)
+            return None if target is None else target.duration
 
     def stats(self) -> MonitorStats:
         return MonitorStats(len(self._targets), self._in_flight, self._completed, self._skipped, self._max_lag)
@@ -331,21 +655,35 @@ class HealthMonitor:
 
     async def _main(self, loop: asyncio.AbstractEventLoop) -> None:
         self._stopping = asyncio.Event()
-        self._sem = asyncio.Semaphore(self._max_in_flight)
+        self._prober.bind(loop)
         with self._lock:
             self._loop = loop
             pending, self._pending = self._pending, None
         if pending is not None:
             self._apply(pending)
         self._ready.set()
+        sweeper = loop.create_task(self._sweep())
         await self._stopping.wait()
-        tasks = [t.task for t in self._targets.values() if t.task is not None]
+        sweeper.cancel()
+        for target in self._targets.values():
+            target.live = False
+            if target.timer is not None:
+                target.timer.cancel()
+        tasks = list(self._prober.tasks)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(sweeper, *tasks, return_exceptions=True)
+        self._prober.close_all()
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(IDLE_MAX / 2)
+            self._prober.sweep(loop.time() - IDLE_MAX)
 
     def _apply(self, wanted: dict[str, tuple[ProbeSpec, HealthSettings]]) -> None:
         now = self._clock()
+        loop = asyncio.get_running_loop()
         for tid in [tid for tid in self._targets if tid not in wanted]:
             self._drop(tid)
         for tid, (spec, settings) in wanted.items():
@@ -354,61 +692,77 @@ class HealthMonitor:
                 continue
             if old is not None:
                 self._drop(tid, keep_health=old.spec == spec)
-            target = _Target(
-                spec, settings, build_request(spec), spec_error(spec), not is_ip(spec.address), _family(spec.address)
-            )
+            target = _Target(tid, spec, settings, self._reach)
             self._targets[tid] = target
             with self._lock:
                 self._health.setdefault(tid, TargetHealth.initial(now))
-            target.task = asyncio.get_running_loop().create_task(self._run(tid, target), name=f"probe:{tid}")
+            target.due = loop.time() + self._rng.uniform(0.0, target.interval)
+            target.timer = loop.call_at(target.due, self._fire, target)
 
     def _drop(self, tid: str, keep_health: bool = False) -> None:
         target = self._targets.pop(tid)
-        if target.task is not None:
-            target.task.cancel()
+        target.live = False  # a probe in flight ends as it would; its result is not recorded
+        if target.timer is not None:
+            target.timer.cancel()
+            target.timer = None
         if not keep_health:
             with self._lock:
                 self._health.pop(tid, None)
-                self._timing.pop(tid, None)
+                self._timed.pop(tid, None)
 
-    async def _run(self, tid: str, target: _Target) -> None:
-        loop = asyncio.get_running_loop()
-        interval = target.settings.interval
-        due = loop.time() + self._rng.uniform(0.0, interval)
-        while True:
-            delay = due - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            assert self._sem is not None
-            async with self._sem:
-                lag = loop.time() - due
-                if lag > self._max_lag:
-                    self._max_lag = lag
-                self._in_flight += 1
-                started = self._clock()
-                try:
-                    error = target.error or await self._prober.probe(target)
-                finally:
-                    self._in_flight -= 1
-            self._record(tid, target, error, started)
-            due += interval
+    def _fire(self, target: _Target) -> None:
+        target.timer = None
+        if not target.live:
+            return
+        if self._in_flight >= self._max_in_flight:
+            self._waiting.append(target)
+            return
+        self._start(target)
+
+    def _start(self, target: _Target) -> None:
+        now = self._prober.loop.time()
+        lag = now - target.due
+        if lag > self._max_lag:
+            self._max_lag = lag
+        self._in_flight += 1
+        target.started = self._clock()
+        if target.error:
+            self._prober.loop.call_soon(self._done, target, target.error)
+        else:
+            self._prober.start(target, now + target.timeout)
+
+    def _done(self, target: _Target, error: str) -> None:
+        """A probe of ``target`` ended ("" healthy): record it, schedule the next round."""
+        self._in_flight -= 1
+        self._completed += 1
+        if target.live:
+            now = self._clock()
+            self.last_check_time = now
+            self._record(target, error, now)
+            loop = self._prober.loop
+            interval = target.interval
+            due = target.due + interval
             behind = loop.time() - due
             if behind > 0:  # the round overran its slot: skip what was missed, keep the phase
                 missed = math.ceil(behind / interval)
                 self._skipped += missed
                 due += missed * interval
+            target.due = due
+            target.timer = loop.call_at(due, self._fire, target)
+        waiting = self._waiting
+        while waiting and self._in_flight < self._max_in_flight:
+            nxt = waiting.popleft()
+            if nxt.live:
+                self._start(nxt)
 
-    def _record(self, tid: str, target: _Target, error: str, started: float) -> None:
-        now = self._clock()
-        self._completed += 1
-        self.last_check_time = now
+    def _record(self, target: _Target, error: str, now: float) -> None:
+        tid = target.tid
         with self._lock:
-            if self._targets.get(tid) is not target:  # replaced or removed meanwhile
-                return
-            old = self._health.get(tid) or TargetHealth.initial(started)
+            old = self._health.get(tid) or TargetHealth.initial(target.started)
             new = observe(old, not error, now, error, target.settings)
             self._health[tid] = new
-            self._timing[tid] = ProbeTiming(now - started, now)
+            target.duration, target.ended = now - target.started, now
+            self._timed[tid] = target
         if new.state is not old.state:
             log.info("health: target=%s state=%s->%s error=%s", tid, old.state, new.state, new.last_error or "-")
             if self._on_change is not None:

@@ -23,7 +23,7 @@ published is `HealthSettings.publish_unknown` (default True, see docs/health-pro
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from gitdns.core.model import HealthCheck, Node
@@ -289,9 +289,7 @@ def observe(h: TargetHealth, ok: bool, now: float, error: str, s: HealthSettings
         demote = h.state is not State.UNHEALTHY and failures >= s.failure_threshold
         state = State.UNHEALTHY if demote else h.state
     since = now if state is not h.state else h.since
-    return replace(
-        h, state=state, successes=successes, failures=failures, since=since, last_error=last_error, checks=h.checks + 1
-    )
+    return TargetHealth(state, successes, failures, since, last_error, h.checks + 1)
 
 
 def published(h: TargetHealth, s: HealthSettings) -> bool:

@@ -138,10 +138,16 @@ def state(m: HealthMonitor, tid: str) -> State | None:
 
 
 def test_request_bytes() -> None:
+    """HTTP keeps its connection (HTTP/1.1's default: no Connection header); HTTPS asks to close."""
     spec = ProbeSpec("t", "HTTP", "10.0.0.1", 80, "/healthz", host="api.example.com", headers=(("X-A", "1"),))
     assert build_request(spec) == (
         b"GET /healthz HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: gitdns-probe/1\r\nAccept: */*\r\n"
-        b"Connection: close\r\nX-A: 1\r\n\r\n"
+        b"X-A: 1\r\n\r\n"
+    )
+    tls = ProbeSpec("t", "HTTPS", "10.0.0.1", 443, "/healthz", host="api.example.com")
+    assert build_request(tls) == (
+        b"GET /healthz HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: gitdns-probe/1\r\nAccept: */*\r\n"
+        b"Connection: close\r\n\r\n"
     )
 
 
@@ -254,7 +260,7 @@ def test_host_header_and_extra_headers(monitor: HealthMonitor, http_server: Serv
     bare = next(h for p, h in seen if p == "/bare")
     assert named["host"] == "api.example.com"
     assert named["authorization"] == f"Bearer {SECRET}" and named["x-probe"] == "gitdns"
-    assert named["connection"] == "close"
+    assert "connection" not in named  # HTTP/1.1: the connection may be kept
     assert bare["host"] == "127.0.0.1"
     assert "authorization" not in bare
 

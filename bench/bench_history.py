@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitdns.commands.history.trace import history  # noqa: E402
-from gitdns.core.statusdoc import dump  # noqa: E402
+from gitdns.core.status.doc import dump  # noqa: E402
 
 EXAMPLE = ROOT / "example-repo"
 NAME = "api.example.com"

@@ -24,7 +24,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 from gitdns.adapters.status.branch import StatusBranch
-from gitdns.core.statusdoc import commit_message, dump
+from gitdns.core.status.doc import commit_message, dump
 
 
 def status_files(i: int, rnd: int, zones: int) -> dict[str, str]:

@@ -23,7 +23,7 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK
 from gitdns.core import registry
 from gitdns.core.checks.groups import GROUP_FORBIDDEN
 from gitdns.core.names import TXT_PREFIX
-from gitdns.core.owners import HEARTBEAT_PREFIX, heartbeat_record
+from gitdns.core.owner.zone import HEARTBEAT_PREFIX, heartbeat_record
 from gitdns.core.problems import Problem
 from gitdns.core.records import RecordSet
 from gitdns.core.registry import OwnerLabels

@@ -49,7 +49,7 @@ import dns.zone
 import jinja2
 
 from gitdns import __version__, fsutil
-from gitdns.core.owners import parse_heartbeat
+from gitdns.core.owner.zone import parse_heartbeat
 from gitdns.core.records import RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.core.registry import decode_entry
 from gitdns.core.render import make_environment

@@ -15,7 +15,7 @@ from typing import Any
 
 from gitdns.adapters.logs import check_format, default_format
 from gitdns.core.durations import EXAMPLES, parse_duration
-from gitdns.core.ownerid import check_instance
+from gitdns.core.owner.install import check_instance
 from gitdns.core.reach import ProbeReach
 from gitdns.errors import ConfigError
 

@@ -27,7 +27,7 @@ from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
 from gitdns.agent.zonework import ZoneWork
 from gitdns.core.desired import Desired
-from gitdns.core.status import ClusterReport
+from gitdns.core.status.report import ClusterReport
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.zonepass import ZoneOutcome
 
@@ -250,6 +250,6 @@ class Agent:
 
 
 def files_of(report: ClusterReport, dump: Callable[[Mapping[str, Any]], str]) -> dict[str, str]:
-    from gitdns.core.status import documents
+    from gitdns.core.status.report import documents
 
     return {path: dump(doc) for path, doc in documents(report).items()}

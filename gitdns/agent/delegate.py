@@ -20,8 +20,8 @@ from typing import Any
 from gitdns.core.delegation import Payload, is_stale, payload_from_status, remotes_of
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster
-from gitdns.core.statusdoc import StatusTree
-from gitdns.core.statusdoc import load as load_yaml
+from gitdns.core.status.doc import StatusTree
+from gitdns.core.status.doc import load as load_yaml
 from gitdns.errors import GitdnsError
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Gateway, Listener
 from gitdns.core.modelbuild import with_observed
 from gitdns.core.problems import Problem
-from gitdns.core.status import gateway_entry
+from gitdns.core.status.report import gateway_entry
 from gitdns.errors import AuthError, GitdnsError
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from gitdns.agent.ports import AgentView, Wake
 from gitdns.agent.publisher import git_auth
 from gitdns.core.desired import Desired
 from gitdns.core.model import Mode
-from gitdns.core.status import ClusterReport, summary_document
+from gitdns.core.status.report import ClusterReport, summary_document
 
 
 class FleetSize:
@@ -97,7 +97,7 @@ def fleet_health_reader(config: AgentConfig) -> Callable[[str], dict[str, tuple[
         if time.monotonic() - cache["at"] < 60:
             return dict(cache["value"])
         from gitdns.adapters.status.branch import read_all
-        from gitdns.core.statusdoc import load as load_yaml
+        from gitdns.core.status.doc import load as load_yaml
 
         trees = read_all(config.status_repo or config.repo, workdir=Path(config.state_dir) / "fleet",
                          auth=git_auth(config),

@@ -151,14 +151,14 @@ def derive_cluster(config: AgentConfig, read_uid: Callable[[], str] | None = Non
     """``config`` with its cluster set: as given (``--cluster`` / ``GITDNS_CLUSTER``), else, in a
     pod, the kube-system Namespace UID (Kuadrant's owner id, seed 000): one manifest fits every
     cluster, and git names each Cluster by that id.  With ``--instance NAME`` (a second install
-    in the cluster) the id is ``<UID>.NAME`` (`gitdns.core.ownerid`).  Outside Kubernetes
+    in the cluster) the id is ``<UID>.NAME`` (`gitdns.core.owner.install`).  Outside Kubernetes
     ``--cluster`` is required and ``--instance`` refused (there is no UID to derive from).
     The API is asked a few times before giving up (a pod may start before its network is up)."""
     import dataclasses
     import os
     import time
 
-    from gitdns.core.ownerid import owner_id
+    from gitdns.core.owner.install import owner_id
 
     outside = read_uid is None and not os.environ.get("KUBERNETES_SERVICE_HOST")
     if outside and config.instance:

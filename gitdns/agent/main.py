@@ -36,7 +36,7 @@ from gitdns.agent.ports import AgentPorts, AgentView, LeaseBuilder, Wake
 from gitdns.agent.publisher import StatusPublisher, git_auth
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
-from gitdns.core.status import ClusterReport
+from gitdns.core.status.report import ClusterReport
 from gitdns.errors import ConfigError, GitdnsError
 from gitdns.reconcile.engine import ProviderFactory, default_factory
 
@@ -162,11 +162,11 @@ def make_lease(config: AgentConfig, factory: ProviderFactory) -> LeaseBuilder:
 
 def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None:
     """In a cluster, refuse to run as a Cluster whose id is not this install's owner id: the
-    kube-system UID, or ``<UID>.<instance>`` with ``--instance`` (`gitdns.core.ownerid`)."""
+    kube-system UID, or ``<UID>.<instance>`` with ``--instance`` (`gitdns.core.owner.install`)."""
     if not in_cluster() or cluster is None:
         return
     from gitdns.adapters.kube import kube_system_uid
-    from gitdns.core.ownerid import owner_id
+    from gitdns.core.owner.install import owner_id
 
     uid = kube_system_uid()
     try:

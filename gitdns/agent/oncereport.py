@@ -17,7 +17,7 @@ from gitdns.core.plan import fmt as planfmt
 
 if TYPE_CHECKING:
     from gitdns.agent.cycle import Cycle
-    from gitdns.core.status import ClusterReport
+    from gitdns.core.status.report import ClusterReport
     from gitdns.reconcile.zonepass import ZoneOutcome
 
 ABNORMAL_WHEN_TRUE = ("UnresolvedConflictDiscovered", "GroupsDivergedFromGit")

@@ -18,7 +18,7 @@ from gitdns.agent.delegate import DelegationSource
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.healthfilter import HealthTarget
 from gitdns.core.model import Cluster, Mode, Revision, Zone
-from gitdns.core.status import ClusterReport
+from gitdns.core.status.report import ClusterReport
 from gitdns.reconcile.engine import ProviderFactory, from_files
 from gitdns.reconcile.zonepass import REAL_TIME, Pacing, ZoneOutcome
 

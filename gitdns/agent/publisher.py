@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.agent.config import AgentConfig
-from gitdns.core.status import ClusterReport, summary_line
+from gitdns.core.status.report import ClusterReport, summary_line
 
 
 def git_auth(config: AgentConfig) -> Any:
@@ -49,7 +49,7 @@ class StatusPublisher:
         """The applied revision our status branch recorded (survives a restart).  ``cluster`` is
         our id, or our name when nothing else is known (a new state directory, a refused head to
         learn nothing from): then the one status branch whose summary names us is used."""
-        from gitdns.core.statusdoc import load as load_yaml
+        from gitdns.core.status.doc import load as load_yaml
 
         tree = self._branch(cluster).read_one()
         if tree is None:
@@ -62,7 +62,7 @@ class StatusPublisher:
 
     def _named(self, name: str) -> Any:
         from gitdns.adapters.status.branch import read_all
-        from gitdns.core.statusdoc import load as load_yaml
+        from gitdns.core.status.doc import load as load_yaml
 
         trees = read_all(self.config.status_repo or self.config.repo, workdir=Path(self.config.state_dir) / "status",
                          auth=git_auth(self.config), timeout=self.config.git_timeout)
@@ -73,7 +73,7 @@ class StatusPublisher:
     def publish(self, report: ClusterReport) -> str | None:
         from gitdns import __version__
         from gitdns.agent.cycle import files_of
-        from gitdns.core.statusdoc import commit_message, dump
+        from gitdns.core.status.doc import commit_message, dump
 
         files = files_of(report, dump)
         if files == self.last:

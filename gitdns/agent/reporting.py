@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gitdns.core import builder
 from gitdns.core.conditions import REASONS, Condition
 from gitdns.core.model import Cluster, Zone
-from gitdns.core.status import ClusterReport, ZoneReport
+from gitdns.core.status.report import ClusterReport, ZoneReport
 from gitdns.errors import GitdnsError
 
 if TYPE_CHECKING:

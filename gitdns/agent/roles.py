@@ -35,7 +35,7 @@ from gitdns.core.delegation import (
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Mode, Zone
 from gitdns.core.records import RecordSet
-from gitdns.core.status import HEARTBEAT_GRANULARITY, heartbeat_value
+from gitdns.core.status.report import HEARTBEAT_GRANULARITY, heartbeat_value
 from gitdns.reconcile.delegation import PrimaryInputs, remote_heartbeat_granularity
 
 log = logging.getLogger(__name__)

@@ -255,7 +255,7 @@ class Runner:
         self.stopped.set()
 
     def status(self) -> dict[str, Any]:
-        from gitdns.core.status import documents
+        from gitdns.core.status.report import documents
 
         report = self.agent.last_report
         out: dict[str, Any] = {"cycles": self.cycles, "gitFailures": self.failures}

@@ -11,7 +11,7 @@ from gitdns.core.conditions import Condition
 from gitdns.core.desired import Desired
 from gitdns.core.healthfilter import HealthResult
 from gitdns.core.model import Cluster, DesiredState
-from gitdns.core.status import ClusterReport
+from gitdns.core.status.report import ClusterReport
 from gitdns.reconcile.zonepass import ZoneMemory, ZoneOutcome
 
 

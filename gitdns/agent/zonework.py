@@ -21,7 +21,7 @@ from gitdns.core.builder import notes_for_zone
 from gitdns.core.desired import Desired
 from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
 from gitdns.core.model import Cluster, Mode, Revision, Zone
-from gitdns.core.owners import heartbeat_change, heartbeat_name, owners
+from gitdns.core.owner.zone import heartbeat_change, heartbeat_name, owners
 from gitdns.core.plan.leave import farewell, heartbeat_removal, holdings
 from gitdns.core.plan.planner import plan as make_plan
 from gitdns.core.plan.values import Authority, Intent, annotated

@@ -248,8 +248,8 @@ def add_cluster_secret(name: str, *, remote_context: str, primary_context: str |
 
 def cluster_id(instance: str = "", read_uid: Callable[[], str] | None = None) -> Result:
     """``gitdns cluster-id``: the running cluster's kube-system namespace UID, or with
-    ``instance`` that install's owner id ``<UID>.<instance>`` (`gitdns.core.ownerid`)."""
-    from gitdns.core.ownerid import check_instance, owner_id
+    ``instance`` that install's owner id ``<UID>.<instance>`` (`gitdns.core.owner.install`)."""
+    from gitdns.core.owner.install import check_instance, owner_id
     from gitdns.errors import ConfigError
 
     try:

@@ -15,7 +15,7 @@ from gitdns.commands import EXIT_ERROR, EXIT_OK, Result
 
 if TYPE_CHECKING:
     from gitdns.agent.cycle import Cycle
-    from gitdns.core.status import ClusterReport
+    from gitdns.core.status.report import ClusterReport
 
 
 

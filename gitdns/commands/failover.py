@@ -39,7 +39,7 @@ from gitdns.commands.zones import need_zone
 from gitdns.core import builder, groups
 from gitdns.core.desired import Desired
 from gitdns.core.model import ActiveGroups, Cluster, DesiredState, Origin, Zone
-from gitdns.core.owners import HEARTBEAT_PREFIX
+from gitdns.core.owner.zone import HEARTBEAT_PREFIX
 from gitdns.core.plan.planner import decode_zone
 from gitdns.core.plan.values import Plan
 from gitdns.core.records import RecordKey, RecordSet, ZoneSnapshot

@@ -19,8 +19,8 @@ from gitdns.core.desired import Desired
 from gitdns.core.model import Listener
 from gitdns.core.modelbuild import with_observed
 from gitdns.core.problems import shown
-from gitdns.core.status import published_gateways
-from gitdns.core.statusdoc import load as load_doc
+from gitdns.core.status.doc import load as load_doc
+from gitdns.core.status.report import published_gateways
 
 
 def unobserved(desired: Desired, cluster_id: str) -> list[str]:

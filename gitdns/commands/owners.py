@@ -24,7 +24,7 @@ def _key_text(key: RecordKey) -> str:
 def owners(repo: Path, zone_ident: str, fmt: str = "text", *, fences: Fences = STRICT) -> Result:
     """Every owner of a zone: kind (gitdns, dns-operator, legacy, unknown), the Cluster git
     names for it, its records, groups and last heartbeat."""
-    from gitdns.core.owners import owners as owner_rows
+    from gitdns.core.owner.zone import owners as owner_rows
     from gitdns.reconcile.engine import load
 
     desired = load(repo)
@@ -98,7 +98,7 @@ def prune_owner(repo: Path, owner: str, zone_ident: str, *, force: bool = False,
 def _nothing_to_prune(snapshot: ZoneSnapshot, owner: str, domain: str) -> str:
     """Why prune-owner changes nothing: the owner holds nothing, or only through joint legacy
     TXT records (``a&&b``), which gitdns never rewrites nor deletes (nor does dns-operator)."""
-    from gitdns.core.owners import owners
+    from gitdns.core.owner.zone import owners
     from gitdns.core.registry import decode_entries
 
     rows = owners(snapshot, ())
@@ -118,7 +118,7 @@ def _nothing_to_prune(snapshot: ZoneSnapshot, owner: str, domain: str) -> str:
 
 def _nothing_to_adopt(snapshot: ZoneSnapshot, names: Sequence[str], rtype: str | None, domain: str) -> list[str]:
     """Why adopt found no foreign record: per name, no such record, or whose it is."""
-    from gitdns.core.owners import owners
+    from gitdns.core.owner.zone import owners
 
     owned: dict[RecordKey, list[str]] = {}
     for row in owners(snapshot, ()):
@@ -143,7 +143,7 @@ def adopt(repo: Path, names: Sequence[str] | None, zone_ident: str, cluster: str
     as it is with ``from_worktree``).  ``names`` None: every foreign record that desired state
     holds (`gitdns adopt --all`, after `gitdns import`)."""
     from gitdns.commands.committed import acting_on
-    from gitdns.core.owners import adopt_changes, foreign_records
+    from gitdns.core.owner.zone import adopt_changes, foreign_records
     from gitdns.core.plan import fmt as planfmt
     from gitdns.reconcile.engine import find_cluster, intent_for, load
 

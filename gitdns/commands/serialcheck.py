@@ -20,7 +20,7 @@ from gitdns.core.groupserials import Report, applied_groups
 from gitdns.core.groupserials import serial_warnings as compare
 from gitdns.core.locate import refine_lines
 from gitdns.core.problems import Problem
-from gitdns.core.statusdoc import load
+from gitdns.core.status.doc import load
 
 log = logging.getLogger(__name__)
 

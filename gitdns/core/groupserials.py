@@ -1,7 +1,7 @@
 """Committed active-groups serials against the ones the clusters applied, pure.
 
 Each agent reports, per zone, the active groups and serial it applied in ``groups.yaml`` on its
-status branch (`gitdns.core.status.documents`).  An ``ActiveGroups`` document committed with a
+status branch (`gitdns.core.status.report.documents`).  An ``ActiveGroups`` document committed with a
 serial below the highest one applied is ignored by the agents (the zone keeps its groups,
 ``ZoneSerialAhead``); one committed with the same serial and other groups makes one serial name
 two switches.  `gitdns validate` says both as warnings (docs/failover.md, "Checking the state").

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gitdns.core.names import reserved_prefix
-from gitdns.core.owners import parse_heartbeat
+from gitdns.core.owner.zone import parse_heartbeat
 from gitdns.core.plan.planner import decode_zone
 from gitdns.core.rdata import value_error
 from gitdns.core.records import RECORD_TYPES, RecordKey, RecordSet, ZoneSnapshot, normalize_name

@@ -23,7 +23,7 @@ import jinja2
 from gitdns.core.model import Cluster, HealthCheck
 from gitdns.core.names import lb_host, short_hash
 from gitdns.core.records import RecordSet
-from gitdns.core.statusdoc import quoted_scalar
+from gitdns.core.status.doc import quoted_scalar
 from gitdns.errors import UnsupportedError
 
 DNSRECORD_TEMPLATE = "kuadrant/dnsrecord.yaml.j2"

@@ -21,7 +21,7 @@ from gitdns.core import builder
 from gitdns.core.delegation import Payload, zones_for_primary
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, DesiredState, Mode, Zone
-from gitdns.core.owners import owners
+from gitdns.core.owner.zone import owners
 from gitdns.core.plan.values import Authority, Plan, PlanMode
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.store import apply_changes

@@ -132,7 +132,7 @@ def published(desired: Desired) -> Published:
 
 def unhealthy_of(text: str) -> frozenset[str]:
     """The targets a status branch's health.yaml says are unhealthy (none when unreadable)."""
-    from gitdns.core.statusdoc import load as load_doc
+    from gitdns.core.status.doc import load as load_doc
 
     try:
         targets = (load_doc(text).get("targets") or {}) if text else {}
@@ -145,7 +145,7 @@ def unhealthy_of(text: str) -> frozenset[str]:
 
 def applied_of(text: str) -> str:
     """A status branch's summary.yaml appliedRevision ("" when none or unreadable)."""
-    from gitdns.core.statusdoc import load as load_doc
+    from gitdns.core.status.doc import load as load_doc
 
     try:
         value = load_doc(text).get("appliedRevision") if text else None

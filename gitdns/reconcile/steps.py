@@ -14,7 +14,7 @@ from gitdns.core.delegation import STATE_MERGED, STATE_PARTIAL, former_primaries
 from gitdns.core.delegation import merge as merge_remotes
 from gitdns.core.groups import decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
 from gitdns.core.healthfilter import apply_health
-from gitdns.core.owners import heartbeat_name, owners
+from gitdns.core.owner.zone import heartbeat_name, owners
 from gitdns.core.plan.planner import plan as make_plan
 from gitdns.core.plan.values import Authority, Intent, Plan
 from gitdns.core.reads import changed_keys, names_to_read, per_name_is_cheaper

@@ -16,7 +16,7 @@ import pytest
 from gitdns.adapters.status.branch import PUBLISH_CACHE, StatusBranch, read_all
 from gitdns.adapters.status.cache import GitOut, remote_error, sanitize
 from gitdns.commands.status.view import aggregate, to_json, to_text
-from gitdns.core.statusdoc import StatusTree, commit_message, dump, parse_trailers
+from gitdns.core.status.doc import StatusTree, commit_message, dump, parse_trailers
 from gitdns.errors import ConfigError, RetryableError, UnreachableError
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",

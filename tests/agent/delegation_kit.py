@@ -15,8 +15,8 @@ from gitdns.agent.delegate import DelegationSource
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
-from gitdns.core.status import ClusterReport
-from gitdns.core.statusdoc import StatusTree, dump
+from gitdns.core.status.doc import StatusTree, dump
+from gitdns.core.status.report import ClusterReport
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
 from tests.agent.fakes import Clock, FakeSource

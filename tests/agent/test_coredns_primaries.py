@@ -117,7 +117,7 @@ def test_a_fleet_without_nameservers_renders_as_before(tmp_path: Path) -> None:
 
 def test_served_views_leave_out_every_bookkeeping_record(tmp_path: Path) -> None:
     from gitdns.adapters.zonefile import Serving, write_views
-    from gitdns.core.owners import heartbeat_record
+    from gitdns.core.owner.zone import heartbeat_record
     from gitdns.core.records import Action, Change, RecordSet
     from gitdns.core.registry import OwnerLabels, ownership_record
     from gitdns.providers.local import LocalProvider

@@ -240,7 +240,7 @@ def test_lease_held_by_another_blocks_writes(world, tmp_path: Path) -> None:  # 
 
 
 def test_heartbeat_is_refreshed_and_stale_unknown_owners_pruned_when_opted_in(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from gitdns.core.owners import heartbeat_record, owners
+    from gitdns.core.owner.zone import heartbeat_record, owners
     from gitdns.core.registry import OwnerLabels, ownership_record
 
     _source, providers, clock = world
@@ -260,7 +260,7 @@ def test_heartbeat_is_refreshed_and_stale_unknown_owners_pruned_when_opted_in(wo
 
 
 def test_stale_owners_are_kept_without_the_opt_in(world, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from gitdns.core.owners import heartbeat_record
+    from gitdns.core.owner.zone import heartbeat_record
     from gitdns.core.registry import OwnerLabels, ownership_record
 
     _source, providers, _clock = world

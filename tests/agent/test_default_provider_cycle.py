@@ -14,7 +14,7 @@ import pytest
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
-from gitdns.core.status import ClusterReport, ZoneReport
+from gitdns.core.status.report import ClusterReport, ZoneReport
 from gitdns.reconcile.engine import ProviderFactory, default_factory
 from tests.agent.fakes import Clock, FakeSource, example_files
 from tests.fakes.kube_apiserver import FakeKube

@@ -9,8 +9,8 @@ import pytest
 from gitdns.agent.modes import choose
 from gitdns.core.model import Mode
 from gitdns.core.records import RecordKey
-from gitdns.core.statusdoc import StatusTree
-from gitdns.core.statusdoc import load as load_yaml
+from gitdns.core.status.doc import StatusTree
+from gitdns.core.status.doc import load as load_yaml
 from tests.agent.delegation_kit import POLL, Fleet, base_files, cluster_doc
 
 APP = RecordKey("app.example.com", "A")

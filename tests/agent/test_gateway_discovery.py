@@ -18,8 +18,8 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent, files_of
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
-from gitdns.core.status import ClusterReport, published_gateways
-from gitdns.core.statusdoc import load as load_doc
+from gitdns.core.status.doc import load as load_doc
+from gitdns.core.status.report import ClusterReport, published_gateways
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider
 from tests.agent.fakes import Clock, FakeSource, example_files

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitdns.commands.apply import apply
-from gitdns.core.status import gateway_entry
+from gitdns.core.status.report import gateway_entry
 from gitdns.providers.local import LocalProvider
 from tests.agent.test_gateway_discovery_preview import EU_WEST, publish, repo  # noqa: F401  (fixture)
 

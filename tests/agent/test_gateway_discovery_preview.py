@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gitdns.commands.plan.command import plan
-from gitdns.core.status import gateway_entry
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
+from gitdns.core.status.report import gateway_entry
 from tests.agent.test_gateway_discovery import discovering_files
 
 EU_WEST = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63"  # example-repo/clusters/eu-west-1.yaml spec.id

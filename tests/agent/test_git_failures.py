@@ -14,7 +14,7 @@ from gitdns.agent.ports import AgentPorts
 from gitdns.core.groups import direct_changes, read_zone_groups
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
-from gitdns.core.status import ClusterReport
+from gitdns.core.status.report import ClusterReport
 from gitdns.errors import AuthError, UnreachableError
 from gitdns.providers.base import Provider
 from gitdns.providers.memory import MemoryProvider

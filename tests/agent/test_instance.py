@@ -16,7 +16,7 @@ from gitdns.agent.config import AgentConfig, resolve
 from gitdns.agent.identity import derive_cluster
 from gitdns.commands.clusters import cluster_id
 from gitdns.core.names import short_hash
-from gitdns.core.ownerid import MAX_INSTANCE, check_instance, owner_id
+from gitdns.core.owner.install import MAX_INSTANCE, check_instance, owner_id
 from gitdns.core.registry import OwnerLabels, decode, encode, label_error
 from gitdns.errors import ConfigError
 from tests.agent.test_cluster_id import serve

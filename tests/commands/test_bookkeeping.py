@@ -11,7 +11,7 @@ import pytest
 
 from gitdns.cli import main
 from gitdns.commands import EXIT_OK
-from gitdns.core.owners import heartbeat_record
+from gitdns.core.owner.zone import heartbeat_record
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.local import LocalProvider
 

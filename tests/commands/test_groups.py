@@ -18,7 +18,7 @@ from gitdns.commands.groups.direct import write_direct
 from gitdns.commands.groups.file import edit_text
 from gitdns.core import groups
 from gitdns.core.records import Change, Guard, ZoneSnapshot
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
 from gitdns.providers.base import ApplyResult
 from gitdns.providers.memory import MemoryProvider
 from gitdns.reconcile.engine import default_factory, load

@@ -66,7 +66,7 @@ def test_clusters_not_ready_from_the_old_hold_do_not_block_the_first_set(
     """Status branches written while the missing document held the zone say Ready false:
     site A is active already (every group is), so the first `set` activates nothing."""
     from gitdns.adapters.status.branch import StatusBranch
-    from gitdns.core.statusdoc import dump
+    from gitdns.core.status.doc import dump
 
     origin = (tmp_path / "origin.git").as_uri()
     for name, cid, _, _ in SITES:

@@ -35,7 +35,7 @@ import pytest
 import gitdns
 from gitdns.adapters.status.branch import StatusBranch
 from gitdns.commands import EXIT_OK
-from gitdns.core.statusdoc import dump, load
+from gitdns.core.status.doc import dump, load
 from gitdns.core.text import md_text
 from gitdns.errors import UnreachableError
 from tests.commands.test_groups import GIT_ENV, _git_identity, git, run

@@ -14,7 +14,7 @@ from gitdns.cli import main
 from gitdns.commands.groups import logfmt as grouplogfmt
 from gitdns.commands.groups.log import NO_ZONE, Groups, GroupsLog, groups_log
 from gitdns.commands.groups.verbs import Request, run
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, IDS, Repo, git
 from tests.commands.test_history_audit import _mktree

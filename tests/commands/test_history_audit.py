@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from gitdns.cli import main
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
 from tests.commands.test_history import EPOCH, HOST, Repo, git
 
 GROUPS = "groups/example-com.yaml"

@@ -15,7 +15,7 @@ from gitdns.cli import main
 from gitdns.commands.history import fmt as histfmt
 from gitdns.commands.history import trace as hist
 from gitdns.commands.history.diff import iso_date
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
 from gitdns.errors import ConfigError
 from tests.commands.test_history import EPOCH, HOST, IDS, Repo, git
 

@@ -15,8 +15,8 @@ from gitdns.cli import main
 from gitdns.commands.status.command import lag_text, same_commit, with_lag
 from gitdns.core.conditions import Condition
 from gitdns.core.records import RecordSet
-from gitdns.core.status import ClusterReport, ZoneReport, documents
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
+from gitdns.core.status.report import ClusterReport, ZoneReport, documents
 
 A_ID, B_ID = "3f6c2b9e-5a1d-4c7e-9b0a-2d8e4f1a7c63", "c5d09a7f-2e64-4b18-8f3c-96a0e1d4b275"
 CLUSTERS = (f"kind: Cluster\nmetadata: {{name: eu-west-1}}\nspec: {{id: {A_ID}}}\n---\n"

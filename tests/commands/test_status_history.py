@@ -14,8 +14,8 @@ from gitdns.adapters.status.branch import StatusBranch
 from gitdns.cli import main
 from gitdns.commands.status.command import fleet_status, iso
 from gitdns.core.conditions import Condition
-from gitdns.core.status import ClusterReport, documents
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
+from gitdns.core.status.report import ClusterReport, documents
 
 IDS = {"a": "0a0a0a0a-0000-4000-8000-00000000000a", "b": "0b0b0b0b-0000-4000-8000-00000000000b",
        "c": "0c0c0c0c-0000-4000-8000-00000000000c", "e": "0e0e0e0e-0000-4000-8000-00000000000e",
@@ -156,7 +156,7 @@ def test_a_held_zone_at_a_later_good_revision_has_applied_it(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """A held zone stays at its last good revision (its document's appliedRevision label): a commit
     that revision contains is applied there, a later one is held."""
-    from gitdns.core.status import ZoneReport
+    from gitdns.core.status.report import ZoneReport
 
     bare, work = tmp_path / "remote.git", tmp_path / "work"
     git("init", "-q", "--bare", "-b", "main", str(bare), cwd=tmp_path)

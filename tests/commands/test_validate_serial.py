@@ -19,8 +19,8 @@ import pytest
 from gitdns.adapters.status.branch import StatusBranch
 from gitdns.adapters.status.refs import cluster_of
 from gitdns.core.groupserials import Applied, Report, applied_groups, serial_warnings
-from gitdns.core.statusdoc import dump
-from gitdns.core.statusdoc import load as load_status
+from gitdns.core.status.doc import dump
+from gitdns.core.status.doc import load as load_status
 from gitdns.reconcile.engine import load
 from tests.reconcile.cli_kit import EXAMPLE_REPO, GIT_ENV, Run, Workspace, cli, git
 

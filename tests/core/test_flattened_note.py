@@ -143,7 +143,7 @@ def test_the_agents_plan_on_an_rfc2136_zone_carries_the_note(tmp_path: Path) -> 
         geo = "GEO-EU" if name == "eu" else "US"
         assert NOTE.format(geo=geo, weight=120) in outcome.plan.notes
         # and the status branch's zone document says it (what `gitdns status` and auditors read)
-        from gitdns.core.status import zone_document
+        from gitdns.core.status.report import zone_document
 
         report = agent.last_report
         assert report is not None

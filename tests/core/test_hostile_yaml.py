@@ -291,7 +291,7 @@ def test_finding_a_line_in_a_large_file_takes_little_memory() -> None:
 
 def test_a_status_file_with_an_alias_is_refused_before_it_expands() -> None:
     """Status branches are written by whoever can push to the repository: read them bounded too."""
-    from gitdns.core.statusdoc import StatusDocError, load
+    from gitdns.core.status.doc import StatusDocError, load
 
     bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b]\n'
     with pytest.raises(StatusDocError, match="aliases"):
@@ -301,8 +301,8 @@ def test_a_status_file_with_an_alias_is_refused_before_it_expands() -> None:
 
 @pytest.mark.parametrize("digits", ["9" * 5000, "-" + "9" * 4500, "0x" + "f" * 5000, "0o" + "7" * 5000])
 def test_an_integer_too_long_to_convert_is_a_problem_at_its_line_not_a_crash(digits: str) -> None:
-    from gitdns.core.statusdoc import StatusDocError
-    from gitdns.core.statusdoc import load as load_status
+    from gitdns.core.status.doc import StatusDocError
+    from gitdns.core.status.doc import load as load_status
 
     text = zone("example-com", "example.com") + f"---\n{HEAD}kind: Zone\nmetadata: {{name: big}}\nspec:\n" \
         f"  domain: big.test\n  ttl: {digits}\n"

@@ -38,8 +38,8 @@ from gitdns.core.model import (
     TargetRef,
     Zone,
 )
-from gitdns.core.owners import OwnerKind
-from gitdns.core.owners import owners as owner_rows
+from gitdns.core.owner.zone import OwnerKind
+from gitdns.core.owner.zone import owners as owner_rows
 from gitdns.core.records import Action, RecordKey, RecordSet, ZoneSnapshot
 from gitdns.core.registry import OwnerLabels, OwnershipEntry
 from tests.core import planner_kit

@@ -23,7 +23,7 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.model import Zone
-from gitdns.core.owners import heartbeat_record
+from gitdns.core.owner.zone import heartbeat_record
 from gitdns.core.plan.leave import farewell, heartbeat_removal, holdings, holds
 from gitdns.core.plan.planner import plan as make_plan
 from gitdns.core.plan.values import Intent, PlanPolicy

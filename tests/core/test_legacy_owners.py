@@ -19,9 +19,9 @@ import dataclasses
 
 import pytest
 
-from gitdns.core import owners as own
 from gitdns.core import registry
 from gitdns.core.groups import relabel
+from gitdns.core.owner import zone as own
 from gitdns.core.plan.values import Authority
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import OwnerLabels

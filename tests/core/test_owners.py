@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitdns.core import owners as own
+from gitdns.core.owner import zone as own
 from gitdns.core.plan.planner import plan
 from gitdns.core.plan.values import Intent, PlanPolicy
 from gitdns.core.records import RecordKey, ZoneSnapshot

@@ -5,7 +5,7 @@ whose document does not validate is listed, not ready."""
 from __future__ import annotations
 
 from gitdns.core.conditions import Condition
-from gitdns.core.status import ClusterReport, ZoneReport, summary_document
+from gitdns.core.status.report import ClusterReport, ZoneReport, summary_document
 
 POLICIES = {"api": ["api.example.com"], "web": ["www.example.org"]}
 

@@ -12,7 +12,7 @@ import pytest
 from gitdns.cli import main
 from gitdns.commands import EXIT_ERROR, EXIT_OK
 from gitdns.core import registry
-from gitdns.core.owners import heartbeat_record
+from gitdns.core.owner.zone import heartbeat_record
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.local import LocalProvider
 

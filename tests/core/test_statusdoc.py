@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gitdns import __version__
-from gitdns.core.statusdoc import StatusDocError, commit_message, dump, load, parse_trailers
+from gitdns.core.status.doc import StatusDocError, commit_message, dump, load, parse_trailers
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), _TEXT,
@@ -109,7 +109,7 @@ def test_parse_trailers(message: str, trailers: dict[str, str]) -> None:
 def test_a_status_commit_message_carries_no_escape_from_outside() -> None:
     """A summary or trailer quoting outside text (a zone's problem, a cluster name) is one
     escaped line in the message `git log` shows: no line break, no ESC, no bidi control."""
-    from gitdns.core.statusdoc import commit_message
+    from gitdns.core.status.doc import commit_message
 
     hostile = "held\x1b]52;c;SGVsbG8=\x07\u202e\nFORGED: Ready"
     message = commit_message("eu\x1b[2J", False, "abc1234", hostile, {"Desired-Revision": "x\ny\u2028z"})

@@ -21,7 +21,7 @@ from gitdns.adapters.zonefile import rdata_text
 from gitdns.core import registry
 from gitdns.core.groups import GITDNS_PREFIX, KUADRANT_PREFIX
 from gitdns.core.names import RESERVED_PREFIXES, TXT_PREFIX, reserved_prefix
-from gitdns.core.owners import HEARTBEAT_PREFIX
+from gitdns.core.owner.zone import HEARTBEAT_PREFIX
 from gitdns.core.rdata import MAX_TXT, value_error
 from gitdns.core.records import RecordSet
 from gitdns.providers.rfc2136.native import to_native
@@ -124,7 +124,7 @@ def test_the_reserved_prefixes_cover_every_name_gitdns_and_kuadrant_write() -> N
     from gitdns.adapters.zonefile import LOCK_PREFIX
     from gitdns.agent.lease import lock_name
     from gitdns.core.groups import gitdns_name, kuadrant_name
-    from gitdns.core.owners import heartbeat_name
+    from gitdns.core.owner.zone import heartbeat_name
 
     written = [registry.txt_name(ME, "A", "www.example.com"), registry.txt_name(ME, "MX", ZONE, ZONE),
                kuadrant_name(ZONE), gitdns_name(ZONE), heartbeat_name(ME, ZONE), lock_name(ME, ZONE)]

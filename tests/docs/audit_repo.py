@@ -44,7 +44,7 @@ from pathlib import Path
 
 from gitdns import __version__
 from gitdns.adapters.status.branch import StatusBranch
-from gitdns.core.statusdoc import commit_message, dump, load
+from gitdns.core.status.doc import commit_message, dump, load
 from tests.adapters.conftest import GpgKeys
 from tests.docs.examples import EXAMPLE_REPO, ROOT, at, git
 from tests.e2e.agent_kit import agent_once_at, drop_health_checks

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from gitdns.core import registry
-from gitdns.core.owners import heartbeat_record
+from gitdns.core.owner.zone import heartbeat_record
 from gitdns.core.records import Action, Change, RecordSet
 from gitdns.providers.local import LocalProvider
 from tests.commands.test_history_audit import audited  # noqa: F401  (a fixture, used by name)

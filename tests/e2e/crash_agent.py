@@ -27,7 +27,7 @@ import dns.rdatatype
 from gitdns.core import builder
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.core.registry import decode_entry
-from gitdns.core.statusdoc import load as load_yaml
+from gitdns.core.status.doc import load as load_yaml
 from gitdns.providers.local import LocalProvider
 from gitdns.providers.rfc2136.provider import DnsPythonClient, Rfc2136Provider
 from gitdns.reconcile.engine import load as load_desired

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.core.statusdoc import dump
+from gitdns.core.status.doc import dump
 from tests.commands.test_failover import SITES, publish_current, write_repo
 from tests.commands.test_status import publish, report
 from tests.e2e.agent_kit import ROOT, DesiredRepo

@@ -304,7 +304,7 @@ def test_hostile_commit_authors_and_messages_are_escaped(work: Path, tmp_path: P
 def _forge_status(repo: DesiredRepo, value: str) -> None:
     """Rewrite every cluster's status branch head with ``value`` in every string field of its
     documents, and as its commit message (a git host, or anyone who can push, can)."""
-    from gitdns.core.statusdoc import dump, load
+    from gitdns.core.status.doc import dump, load
 
     def poison(doc: object, data_keys: bool = False) -> object:
         """Every string value, and the keys of the maps keyed by data (targets, policies)."""

@@ -12,7 +12,7 @@ out, so no probe is ever sent to the documentation addresses (192.0.2.x, ...) th
 use.  `no_network_beyond_loopback` makes that a checked rule for what runs in process.
 
 The agent's own housekeeping records are no part of any plan and are left out of every
-comparison: the heartbeat TXT (``gitdns-heartbeat-<hash>.<zone>``, gitdns/core/owners.py) and
+comparison: the heartbeat TXT (``gitdns-heartbeat-<hash>.<zone>``, gitdns/core/owner/zone.py) and
 the owner-lease lock TXT (``gitdns-lock-<hash>.<zone>``, gitdns/agent/lease.py; released, so
 deleted, when ``--once`` ends).
 """

@@ -16,7 +16,7 @@ from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
 from gitdns.core.groups import gitdns_name
 from gitdns.core.model import Zone
-from gitdns.core.owners import heartbeat_name
+from gitdns.core.owner.zone import heartbeat_name
 from gitdns.core.records import Change, Guard
 from gitdns.providers.base import ApplyResult, Provider
 from gitdns.providers.memory import MemoryProvider

@@ -45,7 +45,7 @@ from gitdns.adapters.git.auth import GitAuth
 from gitdns.adapters.git.errors import FIXES
 from gitdns.adapters.status.cache import StatusCache, fetch_error, remote_error, run_remote, sanitize, tail
 from gitdns.adapters.status.objects import blob_sha, mktree, read_trees, tree_sha, validated, write_blobs
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.errors import ConfigError, PermanentError, RetryableError, StaleWriteError
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 
 from gitdns.adapters.status.cache import TMP_DIR, StatusCache
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.errors import RetryableError
 
 # -- reading objects -------------------------------------------------------------------------

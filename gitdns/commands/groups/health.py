@@ -19,8 +19,8 @@ from gitdns.commands.groups.status import FleetStatus, origin_status
 from gitdns.core import builder
 from gitdns.core.desired import Desired
 from gitdns.core.model import Zone
-from gitdns.core.statusdoc import StatusTree
-from gitdns.core.statusdoc import load as load_yaml
+from gitdns.core.status.doc import StatusTree
+from gitdns.core.status.doc import load as load_yaml
 from gitdns.reconcile.engine import intent_for
 
 

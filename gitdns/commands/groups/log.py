@@ -46,7 +46,7 @@ from gitdns.core.groupserials import Applied as Reported
 from gitdns.core.model import Zone
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import normalize_name
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.errors import ConfigError
 
 NOBODY_APPLIED = ", so no cluster is known to have applied a switch"

@@ -33,7 +33,7 @@ from gitdns.adapters.status.cache import run_git
 from gitdns.adapters.status.refs import PREFIX, cluster_of
 from gitdns.core import builder
 from gitdns.core.model import DesiredState, Zone
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.errors import GitdnsError
 from gitdns.reconcile.preview import Published
 from gitdns.reconcile.run import applied_of, unhealthy_of

@@ -23,7 +23,7 @@ from pathlib import Path
 from gitdns.adapters.git.cache import GitCache
 from gitdns.core.groupserials import Applied, applied_groups
 from gitdns.core.limits import DEFAULT_LIMITS
-from gitdns.core.statusdoc import load as load_status
+from gitdns.core.status.doc import load as load_status
 
 _FACTS_VERSION = 3
 

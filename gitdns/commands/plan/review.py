@@ -11,7 +11,7 @@ from gitdns.core.desired import Desired
 from gitdns.core.model import Zone
 from gitdns.core.prpreview import Failover, ZoneReview, review_zone
 from gitdns.core.records import ZoneSnapshot
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.reconcile.preview import Preview
 
 

@@ -59,7 +59,7 @@ from gitdns.commands.status.log import DesiredRead, Entry, FleetLog
 from gitdns.commands.status.revision import iso, revision_status, revision_text, short_revision
 from gitdns.commands.status.view import aggregate, cluster_names, to_json, to_text
 from gitdns.core.builder import build_hosts
-from gitdns.core.statusdoc import StatusTree
+from gitdns.core.status.doc import StatusTree
 from gitdns.core.text import lines as text_lines
 from gitdns.core.validate import check
 from gitdns.errors import ConfigError

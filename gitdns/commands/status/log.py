@@ -37,7 +37,7 @@ from ruamel.yaml.error import YAMLError
 
 from gitdns.adapters.git.auth import GitAuth
 from gitdns.adapters.status.cache import StatusCache, run_remote, tail
-from gitdns.core.statusdoc import StatusDocError, load
+from gitdns.core.status.doc import StatusDocError, load
 
 log = logging.getLogger(__name__)
 

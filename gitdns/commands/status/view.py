@@ -25,7 +25,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from gitdns.core.statusdoc import StatusDocError, StatusTree, load
+from gitdns.core.status.doc import StatusDocError, StatusTree, load
 from gitdns.core.text import inline
 from gitdns.core.text import lines as text_lines
 

@@ -168,7 +168,7 @@ def bookkeeping(rec: RecordSet, names: Mapping[str, str] | None = None) -> str |
     eu-west-1", "gitdns active groups"), or None for any other record.  These TXT carry no
     ownership record of their own: shown as FOREIGN they would look like someone else's."""
     from gitdns.core.groups import GITDNS_PREFIX, KUADRANT_PREFIX
-    from gitdns.core.owners import HEARTBEAT_PREFIX, parse_heartbeat
+    from gitdns.core.owner.zone import HEARTBEAT_PREFIX, parse_heartbeat
 
     if rec.type != "TXT":
         return None

@@ -6,7 +6,7 @@ Which zones it left cannot be told from git alone — the revision it last appli
 unknown (a fresh state directory, a one-shot run, a rewritten history) — so the zone tells:
 an owner *holds* a zone while an ownership TXT of its own (`gitdns.core.registry`; a joint
 legacy TXT naming it among others does not count: no owner ever removes one) or its heartbeat
-(`gitdns.core.owners`) is there.  Every entry point plans such a zone with an empty
+(`gitdns.core.owner.zone`) is there.  Every entry point plans such a zone with an empty
 intent, which removes its values and ownership TXT (`gitdns.core.plan.planner`); once none is
 left, `farewell` takes its heartbeat away and the owner stops looking at the zone.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitdns.core.owners import heartbeat_name, parse_heartbeat
+from gitdns.core.owner.zone import heartbeat_name, parse_heartbeat
 from gitdns.core.plan.planner import decode_zone
 from gitdns.core.records import Action, Change, RecordKey, RecordSet, ZoneSnapshot
 

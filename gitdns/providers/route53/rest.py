@@ -30,7 +30,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
-from xml.sax.saxutils import escape
 
 from gitdns.providers.route53 import listing as route53_listing
 
@@ -327,6 +326,18 @@ def _error(body: bytes, status: int, headers: Mapping[str, str]) -> dict[str, An
             err.update(_flat(node))
     lowered = {k.lower(): v for k, v in headers.items()}
     return {"Error": err, "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": lowered}}
+
+
+def escape(text: str) -> str:
+    """XML character data: ``&``, ``<`` and ``>`` escaped (as ElementTree writes text; the
+    ``xml.sax.saxutils`` import would bring ``urllib.request``)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
 
 
 def change_batch_xml(batch: Mapping[str, Any]) -> bytes:

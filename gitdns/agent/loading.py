@@ -17,16 +17,18 @@ from gitdns.agent import identity
 from gitdns.agent.applied import load_applied
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.gitwait import FileWatch
-from gitdns.agent.ports import AgentPorts, AgentView
+from gitdns.agent.ports import AgentPorts, AgentView, load_desired
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
+from gitdns.core.blobcache import ValidationCache
 from gitdns.core.checks.index import Held, documents_of_files
 from gitdns.core.checks.reach import HOLDS_NOTHING
 from gitdns.core.conditions import REASONS, Condition
 from gitdns.core.desired import Desired, HeadInfo, held_as_before
 from gitdns.core.model import Cluster, Mode, Revision
 from gitdns.errors import GitdnsError
+from gitdns.reconcile.engine import from_files
 from gitdns.reconcile.zonepass import ZoneOutcome
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ class Loading:
         self.floor: tuple[str, Revision] | None = None  # (zone, revision) our own records carry, if nothing else
         self.restore = ports.restore
         self.directed = False  # a webhook announced a push to the desired branch
+        self.validation = ValidationCache()  # what each file made, by blob id, across cycles (`_from`)
         self.files = FileWatch((config.token_file, config.ssh_key, config.known_hosts, config.ca_file,
                                 config.verify_ssh_signers, config.verify_gpg_keys))
 
@@ -230,6 +233,11 @@ class Loading:
         return True
 
     def _from(self, files: dict[str, str], head: HeadInfo) -> Desired:
+        """The head's files as a Desired.  With the default loader, files unchanged since the last
+        cycle (by git blob id) are neither parsed nor checked again, and only the checks that
+        read a changed document run again (`gitdns.core.blobcache.ValidationCache`)."""
+        if self.ports.loader is load_desired:
+            return from_files(self.zones.root, files, head, memo=self.validation)
         return self.ports.loader(self.zones.root, files, head)
 
     def _held(self, desired: Desired) -> Desired:

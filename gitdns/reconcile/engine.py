@@ -15,6 +15,7 @@ from pathlib import Path
 from gitdns.adapters.git.rev import head_info, parent_files
 from gitdns.adapters.repo import load_repo, load_schemas
 from gitdns.core import builder
+from gitdns.core.blobcache import ValidationCache
 from gitdns.core.desired import Desired, HeadInfo
 from gitdns.core.limits import DEFAULT_LIMITS, ReadLimits
 from gitdns.core.loader import LoadResult, ParseMemo
@@ -44,9 +45,11 @@ STALE_BACKOFF_CAP = 2.0
 
 
 def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None,
-               previous: Callable[[], DesiredState | None] | None = None, memo: ParseMemo | None = None) -> Desired:
+               previous: Callable[[], DesiredState | None] | None = None,
+               memo: ParseMemo | ValidationCache | None = None) -> Desired:
     """A Desired from files held in memory (the agent reads them from a git commit); ``memo``
-    keeps parsed files across calls (`gitdns.core.loader.ParseMemo`)."""
+    keeps parsed files across calls (`gitdns.core.loader.ParseMemo`), or everything each file
+    made and the checks' results (`gitdns.core.blobcache.ValidationCache`, the agent's)."""
     from gitdns.core.validate import check
 
     result = check(files, load_schemas(), memo)

@@ -72,7 +72,22 @@ def _type_test(rule: Any) -> Check | None:
     raise Unsupported("type")
 
 
+_STRING_KEYS = frozenset({"type", "minLength", "maxLength", "pattern"})
+
+
+def _string(schema: Mapping[str, Any]) -> Check:
+    """A string with bounds and a pattern, in one test (most leaves of the schemas are)."""
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    pattern = schema.get("pattern")
+    search = whole_string_regex(pattern).search if pattern is not None else None
+    if high is None:
+        return lambda v: isinstance(v, str) and len(v) >= low and (search is None or search(v) is not None)
+    return lambda v: isinstance(v, str) and low <= len(v) <= high and (search is None or search(v) is not None)
+
+
 def _compile(schema: Mapping[str, Any]) -> Check:
+    if schema.get("type") == "string" and all(k in _STRING_KEYS or k in _ANNOTATIONS for k in schema):
+        return _string(schema)
     typed = _type_test(schema.get("type"))
     leaves = tuple(c for key, rule in schema.items() if (c := _keyword(key, rule)) is not None)
     props = {k: _compile(s) for k, s in schema.get("properties", {}).items()}

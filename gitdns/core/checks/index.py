@@ -8,7 +8,6 @@ blocks.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar, cast
 
 from gitdns.core.model import (
@@ -30,12 +29,23 @@ Obj = Zone | Cluster | DNSPolicy | RecordSetDoc | Tenant | NodePool | ActiveGrou
 
 
 
-@dataclass(frozen=True, slots=True)
 class Site:
-    """Where a host is written: a listener in a Cluster, or an entry of a policy's hosts."""
+    """Where a host is written: a listener in a Cluster (its gateway's and its own index), or an
+    entry of a policy's hosts (its path).  Made for every listener, so kept small: the path of a
+    listener is spelt out only when asked (a problem names it)."""
 
-    origin: Origin
-    path: Path
+    __slots__ = ("_at", "origin")
+
+    def __init__(self, origin: Origin, at: Path | tuple[int, int]) -> None:
+        self.origin = origin
+        self._at = at  # a path, or (gateway index, listener index)
+
+    @property
+    def path(self) -> Path:
+        at = self._at
+        if len(at) == 2 and isinstance(at[0], int):
+            return ("spec", "gateways", at[0], "listeners", at[1], "hostname")
+        return at
 
 
 _KINDS = ("zones", "clusters", "policies", "record_sets", "tenants", "node_pools", "active_groups")
@@ -237,7 +247,7 @@ def _gateways(ix: Index) -> tuple[dict[str, list[Cluster]], dict[tuple[str, str]
                 continue
             sites = gateway_sites.setdefault((gw.name, gw.namespace), [])
             for li, listener in enumerate(gw.listeners):
-                sites.append((listener.hostname, Site(origin, ("spec", "gateways", gi, "listeners", li, "hostname"))))
+                sites.append((listener.hostname, Site(origin, (gi, li))))
                 found = host_clusters.get(listener.hostname)
                 if found is None:
                     host_clusters[listener.hostname] = [cluster]

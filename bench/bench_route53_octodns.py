@@ -353,8 +353,11 @@ def parse_time_v(text: str) -> tuple[float, float, float, int]:
 
 
 def child_env(servers: Servers) -> dict[str, str]:
+    # bytecode cached as an installed package has it (octoDNS's venv has pip's): with
+    # PYTHONDONTWRITEBYTECODE from the caller, every step would compile again each module of
+    # this checkout changed since its last cache (the floor step writes them first)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("AWS_") and k not in ("PYTHONPROFILEIMPORTTIME",)}
+           if not k.startswith("AWS_") and k not in ("PYTHONPROFILEIMPORTTIME", "PYTHONDONTWRITEBYTECODE")}
     env.update({
         "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "bench-dummy-secret",
         "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": "/dev/null",

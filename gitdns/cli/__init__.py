@@ -273,6 +273,13 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     return args
 
 
+# A one-shot verb builds its objects once and keeps most of them to the end: with the cyclic
+# collector's default thresholds (a young collection every 700 allocations, the whole heap every
+# ~70,000) a 10,000-record `gitdns apply` spent a quarter of its CPU walking objects that all live
+# to the end.  Collections still run, about 30 times less often.
+ONE_SHOT_GC = (20_000, 20, 20)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = _parse(parser, argv)
@@ -284,10 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    import gc
+
     from gitdns.errors import GitdnsError
 
+    thresholds = gc.get_threshold()
     if args.command not in DAEMONS:
         _one_shot_logging()
+        gc.set_threshold(*ONE_SHOT_GC)
     try:
         return _print(HANDLERS[args.command](args))
     except GitdnsError as exc:
@@ -301,3 +312,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        gc.set_threshold(*thresholds)  # as it was (a caller in the same process: the tests)

@@ -43,11 +43,13 @@ import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from gitdns.core.corefilecheck import dns_name_error, file_name_error, hosts_problems, snippet_problems
 from gitdns.core.model import DesiredState, Tenant
+
+if TYPE_CHECKING:  # a type only: jinja2 (~7 MiB) is imported by whoever renders
+    import jinja2
 
 HOSTS_TEMPLATE = "coredns/tenant.hosts.j2"
 SERVER_TEMPLATE = "coredns/tenant.server.j2"

@@ -30,13 +30,15 @@ import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from gitdns.core.corefilecheck import shown, snippet_problems
 from gitdns.core.model import Zone
 from gitdns.core.providertypes import COREDNS_DIR as COREDNS_DIR
 from gitdns.core.providertypes import VIEW_CLIENTS as VIEW_CLIENTS
+
+if TYPE_CHECKING:  # a type only: jinja2 (~7 MiB) is imported by whoever renders
+    import jinja2
 
 SERVER_TEMPLATE = "coredns/zone.server.j2"
 DEFAULT_VIEW = "default"

@@ -43,7 +43,8 @@ link-local, cloud metadata, unspecified, multicast or broadcast address is ever 
 unless the operator allowed its range (``--probe-allow-ranges``).  The address checked is the
 address connected to: no second resolution happens in between.  A kept connection is reused
 only for a probe whose gate gave that same address: for an IP literal the gate's verdict is
-the same at every probe (it is computed once per target), and a host name is resolved and
+the same at every probe (given once, at the target's first probe, which always goes through
+`Prober.destination`; a refused literal is never sent on a kept connection), and a host name is resolved and
 judged again at every probe, its connection looked up by the address it resolved to now — a
 name that moved never reuses a connection to its old address.
 A bound (``max_in_flight``) on probes in flight bounds the file descriptors of probes; a
@@ -114,7 +115,7 @@ class _Target:
     __slots__ = ("due", "duration", "ended", "error", "family", "fast", "interval", "key", "live", "refusal",
                  "request", "resolve", "settings", "spec", "started", "tid", "timeout", "timer")
 
-    def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings, reach: ProbeReach) -> None:
+    def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings) -> None:
         self.tid = tid
         self.spec = spec
         self.settings = settings
@@ -122,8 +123,9 @@ class _Target:
         self.error = spec_error(spec)  # reported instead of probing
         self.resolve = not is_ip(spec.address)  # a host name: resolved (and judged) at every probe
         self.family = _family(spec.address)
-        # an IP literal: the connection gate's verdict, the same at every probe (the reach is fixed)
-        self.refusal = "" if self.resolve or self.error else reach.refusal(spec.address)
+        # an IP literal: the connection gate's verdict ("" allowed), the same at every probe (the reach is
+        # fixed), given by `Prober.destination` at the target's first probe; None until then
+        self.refusal: str | None = None
         self.fast = spec.protocol == "HTTP" and not self.resolve  # a kept connection may serve it directly
         self.key = (spec.address, spec.port)
         self.interval = settings.interval
@@ -378,12 +380,8 @@ class Prober:
                  done: Callable[[_Target, str], None] | None = None, max_idle: int = MAX_IDLE) -> None:
         self.resolve = resolver
         self.reach = reach
-        self.verify_ctx = verify_context or ssl.create_default_context()
-        # No CA store for the unverified context: with OpenSSL 3.0 a context holding the
-        # system CA bundle costs ~2.5x the CPU per handshake even when nothing is verified.
-        self.insecure_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self.insecure_ctx.check_hostname = False
-        self.insecure_ctx.verify_mode = ssl.CERT_NONE
+        self._verify_ctx = verify_context  # made at the first verified HTTPS probe (the CAs: ~2.3 MB)
+        self._insecure_ctx: ssl.SSLContext | None = None
         self.done = done or (lambda target, error: None)
         self.max_idle = max_idle
         self.idle: dict[tuple[str, int], list[_Conn]] = {}  # kept connections by (address, port), newest last
@@ -391,6 +389,23 @@ class Prober:
         self.conns: set[_Conn] = set()  # every open connection
         self.tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def verify_ctx(self) -> ssl.SSLContext:
+        """The verifying TLS context: the monitor's ``verify_context``, else the system CAs."""
+        if self._verify_ctx is None:
+            self._verify_ctx = ssl.create_default_context()
+        return self._verify_ctx
+
+    @property
+    def insecure_ctx(self) -> ssl.SSLContext:
+        """The unverified context.  No CA store: with OpenSSL 3.0 a context holding the system CA
+        bundle costs ~2.5x the CPU per handshake even when nothing is verified."""
+        if self._insecure_ctx is None:
+            self._insecure_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            self._insecure_ctx.check_hostname = False
+            self._insecure_ctx.verify_mode = ssl.CERT_NONE
+        return self._insecure_ctx
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -443,12 +458,9 @@ class Prober:
     # -- probes --------------------------------------------------------------------------
 
     def start(self, target: _Target, deadline: float) -> None:
-        """Probe ``target`` (its gate passed already when it is an IP literal): on a kept
-        connection when there is one, else in a task."""
-        if target.fast:
-            if target.refusal:
-                self.loop.call_soon(self.done, target, target.refusal)
-                return
+        """Probe ``target``: an IP literal the gate let through before on a kept connection to its
+        address and port when there is one, anything else in a task (through the gate)."""
+        if target.fast and target.refusal == "":  # the gate let this address through before
             conn = self.take(target.key)
             if conn is not None and not conn.start(target, deadline):
                 return
@@ -482,6 +494,8 @@ class Prober:
         address and port this returned for it."""
         spec = target.spec
         if not target.resolve:
+            if target.refusal is None:
+                target.refusal = self.reach.refusal(spec.address)
             if target.refusal:
                 raise ProbeRefused(target.refusal)
             return target.family, spec.address
@@ -573,7 +587,6 @@ class HealthMonitor:
         ``max_idle``: HTTP connections kept at most (0: none, every probe connects anew; default
         `MAX_IDLE`, at most half the process's file limit)."""
         self._on_change = on_change
-        self._reach = reach
         self._prober = Prober(resolver, verify_context, reach, done=self._done,
                               max_idle=_idle_cap() if max_idle is None else max_idle)
         self._clock = clock
@@ -692,7 +705,7 @@ class HealthMonitor:
                 continue
             if old is not None:
                 self._drop(tid, keep_health=old.spec == spec)
-            target = _Target(tid, spec, settings, self._reach)
+            target = _Target(tid, spec, settings)
             self._targets[tid] = target
             with self._lock:
                 self._health.setdefault(tid, TargetHealth.initial(now))

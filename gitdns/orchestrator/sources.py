@@ -5,20 +5,22 @@ Kubernetes lists for a pool's ``discovery.labelSelector`` (those with an IP addr
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from gitdns.adapters.repo import read_tree
+from gitdns.adapters.repo import load_schemas, read_tree
 from gitdns.core.addresses import ip_error
 from gitdns.core.checks.tenants import refused_tenants
 from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetRefused, node_probe
 from gitdns.core.model import DesiredState, Node, NodePool
-from gitdns.core.reach import ProbeReach
+from gitdns.core.reach import Network, ProbeReach
+from gitdns.core.validate import check
 from gitdns.errors import ConfigError
-from gitdns.reconcile.engine import from_files
 
 HOLD_CODES = frozenset({"ParseError", "InvalidDocument", "NoKind", "UnknownKind", "WrongApiVersion",
                         # a file left unread or refused: its content is unknown, so nothing it held goes
@@ -30,29 +32,52 @@ class DesiredSource(Protocol):
     def read(self) -> Desired | None: ...  # None: unchanged since the last read
 
 
+def desired_from(root: Path, files: Mapping[str, str], probe_ranges: Sequence[Network] = ()) -> Desired:
+    """The desired state of ``files`` (loaded, schema-checked, validated) with the probes allowed to
+    reach the operator's ``probe_ranges``: a node on an address they allow is no problem here (the
+    orchestrator probes it), as it is none for the agent given the same setting."""
+    result = check(files, load_schemas(), None, probe_ranges)
+    state = result.state if result.state.revision is None else replace(result.state, revision=None)
+    return Desired(str(root), state, tuple(result.problems), None, None, result.rejected)
+
+
+def _digest(files: Mapping[str, str]) -> bytes:
+    """What tells one tree of files from another (the texts are not kept between polls)."""
+    h = hashlib.blake2b(digest_size=32)
+    for name, text in files.items():
+        for part in (name, text):
+            data = part.encode("utf-8", "surrogatepass")
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+    return h.digest()
+
+
 class DirectorySource:
     """A plain directory, re-read every poll (only a change of its YAML files counts)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, probe_ranges: Sequence[Network] = ()) -> None:
         self.root = root
-        self._files: dict[str, str] | None = None
+        self.probe_ranges = tuple(probe_ranges)  # the operator's (--probe-allow-ranges), for validation
+        self._seen: bytes | None = None  # the digest of the files last read
 
     def read(self) -> Desired | None:
         if not self.root.is_dir():
             raise ConfigError(f"desired repository {self.root} is not a directory")
         files = read_tree(self.root)
-        if files == self._files:
+        seen = _digest(files)
+        if seen == self._seen:
             return None
-        self._files = files
-        return from_files(self.root, files, None)
+        self._seen = seen
+        return desired_from(self.root, files, self.probe_ranges)
 
 
 class GitDesiredSource:
     """A git remote through GitSource: ``ls-remote`` each poll, a fetch only for a new head."""
 
-    def __init__(self, source: Any, root: Path) -> None:
+    def __init__(self, source: Any, root: Path, probe_ranges: Sequence[Network] = ()) -> None:
         self.source = source
         self.root = root
+        self.probe_ranges = tuple(probe_ranges)
         self._sha: str | None = None
 
     def read(self) -> Desired | None:
@@ -61,7 +86,7 @@ class GitDesiredSource:
             return None
         fetched = self.source.fetch(sha)
         self._sha = sha
-        return from_files(self.root, fetched.files, None)
+        return desired_from(self.root, fetched.files, self.probe_ranges)
 
 
 def hold_good(desired: Desired, previous: DesiredState | None, pool: str) -> tuple[DesiredState, list[str]]:

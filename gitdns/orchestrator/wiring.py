@@ -54,9 +54,10 @@ def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None
 
         git = GitSource(config.repo, branch=config.branch, path=config.path, workdir=config.state_dir / "git",
                         auth=config.auth, timeout=config.git_timeout)
-        source = GitDesiredSource(git, config.state_dir)
+        source = GitDesiredSource(git, config.state_dir, config.probe_reach.ranges)
     else:
-        source = DirectorySource(Path(config.repo) / config.path if config.path else Path(config.repo))
+        source = DirectorySource(Path(config.repo) / config.path if config.path else Path(config.repo),
+                                 config.probe_reach.ranges)
     owner = config.node_pool
     delivery: Delivery
     if config.out is not None:

@@ -399,7 +399,7 @@ def test_an_answer_in_any_pieces_decides_the_same_and_keeps_the_connection_only_
         ours, theirs = socket.socketpair()
         ours.setblocking(False)
         conn = _Conn(prober, ours, ("127.0.0.1", 80))
-        target = _Target("t", ProbeSpec("t", "HTTP", "127.0.0.1", 80), FAST, LOOPBACK)
+        target = _Target("t", ProbeSpec("t", "HTTP", "127.0.0.1", 80), FAST)
         assert conn.start(target, loop.time() + 5.0) == ""
         assert theirs.recv(4096).startswith(b"GET / HTTP/1.1\r\n")
         pieces, rest = [], data

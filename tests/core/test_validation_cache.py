@@ -178,3 +178,18 @@ def test_blob_ids_given_by_the_caller_are_used() -> None:
     assert check(edited, SCHEMAS, cache, blob_ids=ids).state == first.state
     ids = {**ids, "policies.yaml": "id-2"}
     same(check(edited, SCHEMAS, cache, blob_ids=ids), check(edited, SCHEMAS))
+
+
+def test_the_collector_is_as_it_was_after_a_check() -> None:
+    import gc
+
+    files = _repo(3)
+    assert gc.isenabled()
+    check(files, SCHEMAS)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        check(files, SCHEMAS)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

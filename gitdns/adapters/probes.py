@@ -7,9 +7,11 @@
     monitor.stop()
 
 Each target runs on its own fixed-rate schedule (``interval``), first started at a random
-phase inside its interval so that 10,000 targets do not fire together.  The schedule is one
-``loop.call_at`` timer per target (no task, no future, no coroutine per round); a round that
-overruns its slot skips the missed slots (counted in `stats`).  Probes:
+phase inside its interval so that 10,000 targets do not fire together.  The schedule is a
+timer wheel: targets due in the same `TICK` wait in one list behind one ``loop.call_at``
+(no task, future, coroutine or timer handle per target and round); a round starts at most a
+`TICK` after it is due, and one that overruns its slot skips the missed slots (counted in
+`stats`).  Probes:
 
 - TCP: connect, then close.
 - HTTP: a minimal hand-written HTTP/1.1 client with **keep-alive**: ``GET <path>``, ``Host``
@@ -84,6 +86,7 @@ STATUS_LINE_LIMIT = 1024  # bytes read for the status line
 HEAD_LIMIT = 8192  # a longer response head is not read on: its connection is closed, not kept
 BODY_LIMIT = 65536  # a longer body (Content-Length) is not read: its connection is closed, not kept
 RECV_SIZE = 16384
+TICK = 0.01  # seconds: the scheduler's granularity (targets due in one tick start together)
 MAX_IDLE = 16384  # kept connections at most (also at most half the process's file limit)
 IDLE_MAX = 60.0  # seconds a kept connection may stay unused before it is closed
 USER_AGENT = "gitdns-probe/1"
@@ -112,8 +115,8 @@ class MonitorStats:
 class _Target:
     """One target on the monitor's loop: its probe, built once, and its schedule."""
 
-    __slots__ = ("due", "duration", "ended", "error", "family", "fast", "interval", "key", "live", "refusal",
-                 "request", "resolve", "settings", "spec", "started", "tid", "timeout", "timer")
+    __slots__ = ("due", "duration", "ended", "error", "family", "fast", "interval", "live", "refusal", "request",
+                 "resolve", "settings", "spec", "started", "tid", "timeout")
 
     def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings) -> None:
         self.tid = tid
@@ -127,12 +130,10 @@ class _Target:
         # fixed), given by `Prober.destination` at the target's first probe; None until then
         self.refusal: str | None = None
         self.fast = spec.protocol == "HTTP" and not self.resolve  # a kept connection may serve it directly
-        self.key = (spec.address, spec.port)
         self.interval = settings.interval
         self.timeout = spec.timeout
         self.due = 0.0
-        self.timer: asyncio.TimerHandle | None = None
-        self.live = True
+        self.live = True  # False once removed or replaced: a round due or a probe in flight is then ignored
         self.started = 0.0
         self.duration = 0.0
         self.ended = 0.0
@@ -461,7 +462,7 @@ class Prober:
         """Probe ``target``: an IP literal the gate let through before on a kept connection to its
         address and port when there is one, anything else in a task (through the gate)."""
         if target.fast and target.refusal == "":  # the gate let this address through before
-            conn = self.take(target.key)
+            conn = self.take((target.spec.address, target.spec.port))
             if conn is not None and not conn.start(target, deadline):
                 return
         self.spawn(target, deadline, fresh=False)
@@ -516,8 +517,8 @@ class Prober:
         if spec.protocol == "HTTPS":
             return await self._https(target, address)
         key = (address, spec.port)
-        if spec.protocol == "HTTP" and not fresh and target.resolve:
-            conn = self.take(key)  # kept for this very address (what the name resolved to now)
+        if spec.protocol == "HTTP" and not fresh:
+            conn = self.take(key)  # kept for this very address (what the gate let through now)
             if conn is not None and not conn.start(target, deadline):
                 return None
         loop = self.loop
@@ -594,7 +595,7 @@ class HealthMonitor:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._health: dict[str, TargetHealth] = {}
-        self._timed: dict[str, _Target] = {}  # targets probed at least once (their timings)
+        self._wheel: dict[int, list[_Target]] = {}  # tick number -> the targets due in it
         self._targets: dict[str, _Target] = {}
         self._waiting: collections.deque[_Target] = collections.deque()  # due while max_in_flight were out
         self._pending: dict[str, tuple[ProbeSpec, HealthSettings]] | None = None
@@ -645,12 +646,12 @@ class HealthMonitor:
     def timings(self) -> dict[str, ProbeTiming]:
         """Per target: ``last_round_duration`` and ``last_check_time`` of its latest probe."""
         with self._lock:
-            return {tid: ProbeTiming(t.duration, t.ended) for tid, t in self._timed.items()}
+            return {tid: ProbeTiming(t.duration, t.ended) for tid, t in self._targets.items() if t.ended}
 
     def last_round_duration(self, target_id: str) -> float | None:
         with self._lock:
-            target = self._timed.get(target_id)
-            return None if target is None else target.duration
+            target = self._targets.get(target_id)
+            return None if target is None or not target.ended else target.duration
 
     def stats(self) -> MonitorStats:
         return MonitorStats(len(self._targets), self._in_flight, self._completed, self._skipped, self._max_lag)
@@ -680,8 +681,7 @@ class HealthMonitor:
         sweeper.cancel()
         for target in self._targets.values():
             target.live = False
-            if target.timer is not None:
-                target.timer.cancel()
+        self._wheel.clear()
         tasks = list(self._prober.tasks)
         for task in tasks:
             task.cancel()
@@ -703,34 +703,42 @@ class HealthMonitor:
             old = self._targets.get(tid)
             if old is not None and old.spec == spec and old.settings == settings:
                 continue
+            target = _Target(tid, spec, settings)
             if old is not None:
                 self._drop(tid, keep_health=old.spec == spec)
-            target = _Target(tid, spec, settings)
-            self._targets[tid] = target
+                if old.spec == spec:
+                    target.duration, target.ended = old.duration, old.ended
             with self._lock:
+                self._targets[tid] = target
                 self._health.setdefault(tid, TargetHealth.initial(now))
             target.due = loop.time() + self._rng.uniform(0.0, target.interval)
-            target.timer = loop.call_at(target.due, self._fire, target)
+            self._at(target)
 
     def _drop(self, tid: str, keep_health: bool = False) -> None:
-        target = self._targets.pop(tid)
-        target.live = False  # a probe in flight ends as it would; its result is not recorded
-        if target.timer is not None:
-            target.timer.cancel()
-            target.timer = None
-        if not keep_health:
-            with self._lock:
+        with self._lock:
+            target = self._targets.pop(tid)
+            if not keep_health:
                 self._health.pop(tid, None)
-                self._timed.pop(tid, None)
+        target.live = False  # its next round is skipped; a probe in flight ends as it would, unrecorded
 
-    def _fire(self, target: _Target) -> None:
-        target.timer = None
-        if not target.live:
-            return
-        if self._in_flight >= self._max_in_flight:
-            self._waiting.append(target)
-            return
-        self._start(target)
+    def _at(self, target: _Target) -> None:
+        """Start ``target``'s round at its ``due`` time (loop clock), at most a `TICK` later."""
+        tick = math.ceil(target.due / TICK)
+        due = self._wheel.get(tick)
+        if due is None:
+            self._wheel[tick] = [target]
+            self._prober.loop.call_at(tick * TICK, self._tick, tick)
+        else:
+            due.append(target)
+
+    def _tick(self, tick: int) -> None:
+        for target in self._wheel.pop(tick, ()):
+            if not target.live:
+                continue
+            if self._in_flight >= self._max_in_flight:
+                self._waiting.append(target)
+            else:
+                self._start(target)
 
     def _start(self, target: _Target) -> None:
         now = self._prober.loop.time()
@@ -761,7 +769,7 @@ class HealthMonitor:
                 self._skipped += missed
                 due += missed * interval
             target.due = due
-            target.timer = loop.call_at(due, self._fire, target)
+            self._at(target)
         waiting = self._waiting
         while waiting and self._in_flight < self._max_in_flight:
             nxt = waiting.popleft()
@@ -775,7 +783,6 @@ class HealthMonitor:
             new = observe(old, not error, now, error, target.settings)
             self._health[tid] = new
             target.duration, target.ended = now - target.started, now
-            self._timed[tid] = target
         if new.state is not old.state:
             log.info("health: target=%s state=%s->%s error=%s", tid, old.state, new.state, new.last_error or "-")
             if self._on_change is not None:

@@ -171,6 +171,17 @@ def test_one_connection_serves_every_probe_of_targets_on_the_same_address_and_po
     assert {line for _, line in server.requests} == {b"GET /a HTTP/1.1", b"GET /b HTTP/1.1"}
 
 
+def test_first_probes_of_new_targets_reuse_a_kept_connection_too(monitor: HealthMonitor,
+                                                                  servers: list[ScriptedServer]) -> None:
+    """A target's first probe goes through the connection gate, then takes a connection kept by
+    another target to the same address and port: twenty targets need far fewer connections."""
+    server = serve(servers)
+    slow = HealthSettings(interval=1.0, timeout=0.5, failure_threshold=2, success_threshold=1)
+    run(monitor, {f"t{i}": spec(f"t{i}", server.port) for i in range(20)}, rounds=2, s=slow)
+    assert len(server.requests) >= 40
+    assert server.connections <= 10, server.connections
+
+
 def test_no_reuse_when_keep_alive_is_off(servers: list[ScriptedServer]) -> None:
     server = serve(servers)
     m = HealthMonitor(reach=LOOPBACK, max_idle=0)

@@ -51,11 +51,12 @@ PUBLISH_GAP = 0.05  # seconds between two passes woken by health changes: the fi
 # quiet spell is published at once, the rest of a burst waits out the gap and lands in one delivery
 
 
-def wait_after_wake(stepped: float, now: float) -> float:
-    """Seconds a pass woken at ``now`` by a health change waits, the last pass having started at
-    ``stepped``: none after a quiet spell (the change is published at once), else the rest of
-    `PUBLISH_GAP` (the changes of a burst land in one delivery, at most ~20 a second)."""
-    return max(0.0, stepped + PUBLISH_GAP - now)
+def wait_after_wake(woken: float, now: float) -> float:
+    """Seconds a pass woken at ``now`` by a health change waits, the last pass woken so having
+    started at ``woken`` (a pass of the housekeeping timer does not count): none after a quiet
+    spell (the change is published at once), else the rest of `PUBLISH_GAP` (the changes of a
+    burst land in one delivery, at most ~20 a second)."""
+    return max(0.0, woken + PUBLISH_GAP - now)
 
 
 class Orchestrator:
@@ -148,15 +149,16 @@ class Orchestrator:
         self.monitor.start()
         try:
             frozen = False
+            woken = -PUBLISH_GAP  # when the last pass woken by a health change started
             while not self.stopped.is_set():
-                stepped = time.monotonic()
                 self.step()
                 if not frozen and self.publisher.attempted:
                     frozen = self._freeze()
                 if self.wake.wait(TICK):
-                    rest = wait_after_wake(stepped, time.monotonic())
+                    rest = wait_after_wake(woken, time.monotonic())
                     if rest > 0:
                         self.stopped.wait(rest)
+                    woken = time.monotonic()
                 self.wake.clear()
         finally:
             self.monitor.stop()

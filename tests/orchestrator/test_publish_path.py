@@ -111,9 +111,9 @@ def test_thresholds_still_decide(rig: tuple[Orchestrator, FakeMonitor, Path, Pat
 
 
 def test_a_change_after_quiet_is_published_at_once_a_burst_waits_the_gap() -> None:
-    assert wait_after_wake(stepped=10.0, now=10.5) == 0.0  # quiet since the last pass
-    assert wait_after_wake(stepped=10.0, now=10.0 + PUBLISH_GAP) == 0.0
-    assert wait_after_wake(stepped=10.0, now=10.01) == pytest.approx(PUBLISH_GAP - 0.01)
+    assert wait_after_wake(woken=10.0, now=10.5) == 0.0  # quiet since the last pass woken by a change
+    assert wait_after_wake(woken=10.0, now=10.0 + PUBLISH_GAP) == 0.0
+    assert wait_after_wake(woken=10.0, now=10.01) == pytest.approx(PUBLISH_GAP - 0.01)
     assert PUBLISH_GAP <= 0.05  # part of the failover budget (docs/health.md)
 
 

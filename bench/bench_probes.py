@@ -15,12 +15,14 @@ certificate for https).  Targets are distinct (address, port, path) tuples.  The
 (`HealthMonitor`) runs in this process.
 
 The peer, for http and tcp: a bare asyncio prober in a process of its own (this file with
-``--bare``, so that its CPU is measured apart), started with the monitor: the minimum code
+``--bare``, so that its CPU is measured apart), run right after the monitor against the same
+server (run together, three busy processes on a 2-core machine starved each other into
+timeouts): the minimum code
 that probes the same targets on the same schedule (each its own fixed-rate loop from a random
 phase, missed slots skipped) with the same timeout — http: one ``GET`` per connection with
 ``Connection: close``, the status line read, the socket closed (the loop's ``sock_*`` calls,
-``asyncio.timeout``); tcp: connect and close.  Both warm up one interval and measure the same
-``--windows`` intervals.
+``asyncio.timeout``); tcp: connect and close.  Both warm up one interval and measure
+``--windows`` intervals; the ratio is of CPU per completed probe.
 
 After one warm-up interval (every target's random phase has come round) it measures
 ``--windows`` intervals and prints: probes completed per interval, scheduled rounds skipped
@@ -145,13 +147,14 @@ def server_main(args: argparse.Namespace) -> None:
 
 
 async def bare_prober(probes: list[tuple[str, int, bytes]], interval: float, timeout: float,
-                      warm: float, measured: float) -> dict[str, float]:
+                      warm: float, measured: float) -> dict[str, object]:
     """The peer: each target its own task, a fixed-rate loop from a random phase (missed slots
     skipped); http one GET per connection (``Connection: close``), the status line read; tcp
     (empty request) connect and close.  Returns its CPU and counts over ``measured`` seconds
     after ``warm``."""
     loop = asyncio.get_running_loop()
     counts = [0, 0]  # healthy, failed
+    kinds: collections.Counter[str] = collections.Counter()  # why probes failed
 
     async def one(address: str, port: int, request: bytes) -> None:
         due = loop.time() + random.uniform(0.0, interval)
@@ -173,8 +176,9 @@ async def bare_prober(probes: list[tuple[str, int, bytes]], interval: float, tim
                                 break
                             line += chunk
                 ok = not request or line.startswith(b"HTTP/1.1 200 ")
-            except (OSError, TimeoutError):
+            except (OSError, TimeoutError) as exc:
                 ok = False
+                kinds[type(exc).__name__] += 1
             finally:
                 sock.close()
             counts[0 if ok else 1] += 1
@@ -190,7 +194,8 @@ async def bare_prober(probes: list[tuple[str, int, bytes]], interval: float, tim
     await asyncio.sleep(measured)
     wall, used, split = time.monotonic() - wall0, cpu(resource.RUSAGE_SELF) - cpu0, cpu_split(resource.RUSAGE_SELF)
     result = {"wall": wall, "cpu": used, "user": split[0] - split0[0], "sys": split[1] - split0[1],
-              "done": sum(counts) - done0, "healthy": counts[0], "failed": counts[1]}
+              "done": sum(counts) - done0, "healthy": counts[0], "failed": counts[1],
+              "why": dict(kinds.most_common(3))}
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -301,7 +306,6 @@ def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> tu
         monitor._thread_main = profiled  # type: ignore[method-assign]
     specs = targets(args, ports)
     warm = args.interval * 1.2  # warm-up: every phase has come round once
-    bare = start_bare(args, specs, warm)
     monitor.set_targets(specs)
     monitor.start()
     time.sleep(warm)
@@ -335,6 +339,7 @@ def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> tu
     print(f"probes/s: {done / wall:.0f}  prober CPU: {used:.2f} s over {wall:.1f} s = {used / wall:.3f} core  "
           f"(user {split[0]:.2f} s, sys {split[1]:.2f} s)  probes per CPU-second: {done / used:.0f}")  # fmt: skip
     print(f"states: {dict(states)}  errors: {dict(errors.most_common(3))}")
+    bare = start_bare(args, specs, warm)  # now that the monitor is stopped: each has the machine alike
     if bare is None:
         print("bare prober: not run (http and tcp only, or --no-bare)")
         return 0.0, 0.0
@@ -345,7 +350,7 @@ def measure(args: argparse.Namespace, ports: list[int], cert: Path | None) -> tu
           f"CPU: {peer['cpu']:.2f} s over {peer['wall']:.1f} s = {peer['cpu'] / peer['wall']:.3f} core  "
           f"(user {peer['user']:.2f} s, sys {peer['sys']:.2f} s)  "
           f"probes per CPU-second: {peer['done'] / max(peer['cpu'], 1e-9):.0f}  "
-          f"healthy {peer['healthy']} failed {peer['failed']}")
+          f"healthy {peer['healthy']} failed {peer['failed']} {peer['why'] or ''}")
     # CPU per probe, so that a window boundary falling differently in the two processes does not count
     ours, theirs = used / max(done, 1), peer["cpu"] / max(peer["done"], 1)
     ratio = ours / theirs if theirs > 0 else float("inf")
@@ -365,7 +370,7 @@ def main() -> None:
     parser.add_argument("--ports", type=int, default=4)
     parser.add_argument("--profile", default="")
     parser.add_argument("--verify", action="store_true", help="https: verify (trusting the bench CA) not insecure")
-    parser.add_argument("--no-bare", action="store_true", help="do not run the bare prober alongside")
+    parser.add_argument("--no-bare", action="store_true", help="do not run the bare prober after the monitor")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cert", default="", help=argparse.SUPPRESS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gitdns.core.checks.index import CheckMemo
@@ -54,6 +54,24 @@ class FileEntry:
     built: dict[tuple[int, tuple[tuple[str, str], ...]], object] = field(default_factory=dict)
 
 
+    def trim(self) -> None:
+        """Let go of the parsed data of every document whose model object is built and that no
+        later load reads again (all but Zones, whose domains each load reads, RecordSets, which
+        are built again when those change, and documents with problems): the model object is
+        what is kept, at a fraction of the size."""
+        kept: list[Outcome] = []
+        for outcome in self.outcomes:
+            doc = outcome.doc
+            if (doc is not None and doc.body and not outcome.problems and doc.kind not in _READ_AGAIN
+                    and (outcome.index, ()) in self.built):
+                outcome = replace(outcome, doc=replace(doc, body={}))
+            kept.append(outcome)
+        self.outcomes = tuple(kept)
+
+
+_READ_AGAIN = frozenset({"Zone", "RecordSet"})  # kinds whose parsed data a later load reads
+
+
 class ValidationCache:
     """`gitdns.core.validate.check` of one tree after another, redoing only what changed."""
 
@@ -85,9 +103,12 @@ class ValidationCache:
         self._files[key] = entry
 
     def sweep(self) -> None:
-        """Drop the files the tree just loaded no longer holds."""
+        """Drop the files the tree just loaded no longer holds, and the parsed data the files it
+        holds no longer need (`FileEntry.trim`)."""
         for key in [k for k in self._files if k not in self._used]:
             del self._files[key]
+        for entry in self._files.values():
+            entry.trim()
 
     def __len__(self) -> int:
         return len(self._files)

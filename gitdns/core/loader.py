@@ -105,9 +105,9 @@ def load(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
                 bad.append((doc, list(outcome.problems)))
             else:
                 good.append((doc, entry))
+    state, lookup = _build(good, bad)
     if cache is not None:
         cache.sweep()
-    state, lookup = _build(good, bad)
     for doc, found in bad:
         unknown = (found[0].code in _PLACED and _names_zones_by_alias(doc)) or _naming_broken(doc, found)
         zones = None if unknown else _raw_zones(doc, lookup, state)
@@ -410,6 +410,7 @@ def _build(good: list[tuple[Doc, FileEntry | None]],
         key = (doc.index, domains_key if doc.kind == "RecordSet" else ())
         obj = entry.built.get(key)
         if obj is None:
+            assert doc.body, "a document's parsed data is let go only once its object is built"
             if doc.kind == "RecordSet":  # built against other domains before: those are stale
                 for stale in [k for k in entry.built if k[0] == doc.index]:
                     del entry.built[stale]

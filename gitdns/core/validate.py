@@ -98,6 +98,8 @@ def validate(state: DesiredState, rejected: Collection[tuple[str, str]] = (),
     daemons' default).  ``memo``: the checks' results of earlier validations, each reused while
     everything it read is unchanged (`gitdns.core.checks.index.CheckMemo`)."""
     index = Index(state, rejected, probe_ranges, memo)
+    if memo is not None:
+        memo.bounded()
     return [problem for check_ in CHECKS for problem in index.derived(_KEYS[check_], _run(check_))]
 
 

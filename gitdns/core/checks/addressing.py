@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gitdns.core.addresses import address_error, host_error, ip_error, network_error
+from gitdns.core.addresses import address_error, ip_error, network_error
 from gitdns.core.checks.index import Index, Obj, on
 from gitdns.core.problems import Path, Problem
 
@@ -66,6 +66,6 @@ def _host_names(ix: Index) -> Iterator[tuple[Obj, Path, str]]:
 def host_names(ix: Index) -> Iterable[Problem]:
     seen: dict[str, str | None] = {}  # a host is written by every cluster serving it: judge it once
     for obj, path, name in _host_names(ix):
-        wrong = seen[name] if name in seen else seen.setdefault(name, host_error(name))
+        wrong = seen[name] if name in seen else seen.setdefault(name, ix.host_error(name))
         if wrong is not None:
             yield on(ix, obj, path, wrong, "a DNS name such as api.example.com", "InvalidHostname")

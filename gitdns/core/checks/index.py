@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TypeVar, cast
 
+from gitdns.core.addresses import host_error
 from gitdns.core.model import (
     ActiveGroups,
     Cluster,
@@ -59,10 +60,23 @@ class CheckMemo:
     read (`Index.derived`): reused while those are the very same objects (model objects are
     frozen, and a file whose blob is unchanged gives the same ones: `gitdns.core.blobcache`)."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "host_errors", "zones")
 
     def __init__(self) -> None:
         self.entries: dict[str, tuple[tuple[tuple[str, object], ...], object]] = {}
+        # the zones of an object that names its hosts itself, by the object and the Zones it was read against
+        self.zones: dict[int, tuple[Obj, tuple[Zone, ...], tuple[str, ...]]] = {}
+        self.host_errors: dict[str, str | None] = {}  # `addresses.host_error` of a name: a function of it alone
+
+    def bounded(self) -> None:
+        """Keep the per-object and per-name tables from growing without end across trees."""
+        if len(self.zones) > _MAX_KEPT:
+            self.zones.clear()
+        if len(self.host_errors) > _MAX_KEPT:
+            self.host_errors.clear()
+
+
+_MAX_KEPT = 1 << 18
 
 
 class _StateView:
@@ -116,7 +130,7 @@ class Index:
             now = self._value(source)
             if source in _KINDS:
                 assert isinstance(now, tuple) and isinstance(before, tuple)
-                if len(now) != len(before) or any(a is not b for a, b in zip(now, before, strict=True)):
+                if not _same_objects(now, before):
                     return False
             elif now != before:
                 return False
@@ -196,11 +210,29 @@ class Index:
         host_clusters = self.host_clusters
         return list({id(c): c for h in hosts for c in host_clusters.get(h, ())}.values())
 
+    def host_error(self, name: str) -> str | None:
+        """`gitdns.core.addresses.host_error` of ``name``, kept across validations (it reads
+        nothing else)."""
+        known = self._memo.host_errors
+        if name in known:
+            return known[name]
+        wrong = known[name] = host_error(name)
+        return wrong
+
     def zones_of(self, obj: Obj) -> tuple[str, ...]:
         """The zones (metadata.name) a problem on ``obj`` blocks."""
         key = id(obj)
         found = self._zone_cache.get(key)
-        if found is None:
+        if found is None and isinstance(obj, _SELF_NAMING):  # its own hosts and the Zones: kept across validations
+            zones = self._state.zones
+            kept = self._memo.zones.get(key)
+            self._touch(("zones",))
+            if kept is not None and kept[0] is obj and _same_objects(kept[1], zones):
+                found = self._zone_cache[key] = kept[2]
+            else:
+                found = self._zone_cache[key] = tuple(sorted(self._zones_of(obj)))
+                self._memo.zones[key] = (obj, zones, found)
+        elif found is None:
             found = self._zone_cache[key] = tuple(sorted(self._zones_of(obj)))
         else:  # what finding them read, read again
             self._touch(("zones",))
@@ -235,6 +267,11 @@ class Index:
 
 
 T = TypeVar("T")
+_SELF_NAMING = (Zone, ActiveGroups, Cluster, RecordSetDoc, Tenant)  # their zones read them and the Zones alone
+
+
+def _same_objects(now: tuple[object, ...], before: tuple[object, ...]) -> bool:
+    return len(now) == len(before) and all(a is b for a, b in zip(now, before, strict=True))
 
 
 def _gateways(ix: Index) -> tuple[dict[str, list[Cluster]], dict[tuple[str, str], list[tuple[str, Site]]]]:

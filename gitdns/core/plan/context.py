@@ -21,7 +21,7 @@ class Observed:
 
     data: dict[RecordKey, RecordSet] = field(default_factory=dict)
     owners: dict[RecordKey, dict[str, OwnershipEntry]] = field(default_factory=dict)
-    by_name: dict[str, set[RecordKey]] = field(default_factory=dict)
+    by_name: dict[str, tuple[RecordKey, ...]] = field(default_factory=dict)
     complete: bool = True
 
 

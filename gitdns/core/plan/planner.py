@@ -31,16 +31,20 @@ from gitdns.core.safety import judge_mass_change
 def decode_zone(snapshot: ZoneSnapshot) -> Observed:
     obs = Observed(complete=snapshot.complete)
     zone = snapshot.zone
+    names: dict[str, set[RecordKey]] = {}
     for rec in snapshot.records:  # an ownership TXT outside the zone (a store another writer filled) is none
         entries = decode_entries(rec) if rec.type == "TXT" and (not zone or in_zone(rec.name, zone)) else ()
         if not entries:
             key = rec.key
             obs.data[key] = rec
-            obs.by_name.setdefault(rec.name, set()).add(key)
+            names.setdefault(rec.name, set()).add(key)
         for entry in entries:
             add_entry(obs.owners, entry)
     for key in obs.owners:
-        obs.by_name.setdefault(key.name, set()).add(key)
+        names.setdefault(key.name, set()).add(key)
+    while names:  # tuples (a set of one key is ~4 times its size), each set freed as its tuple is made
+        name, keys = names.popitem()
+        obs.by_name[name] = tuple(keys)
     return obs
 
 

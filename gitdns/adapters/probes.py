@@ -33,7 +33,8 @@ timer wheel: targets due in the same `TICK` wait in one list behind one ``loop.c
   carries ``Connection: close``.
 
 Every probe, resolution included, is bounded by its timeout (``asyncio.timeout_at`` while
-connecting, a deadline timer while waiting for the answer).  Hostnames are resolved by the
+connecting, a deadline on a wheel like the schedule's while waiting for the answer: seen at
+most a `TICK` late).  Hostnames are resolved by the
 monitor's ``resolver``, at every probe: by default `system_resolver`, the system's
 ``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
 
@@ -232,8 +233,8 @@ class _Conn:
     probe (`Prober.done`); the rest of the answer is read so that the connection can be kept
     (`Prober.keep`), else it is closed."""
 
-    __slots__ = ("buf", "fd", "got", "idle_since", "key", "left", "phase", "prober", "served", "sock", "target",
-                 "timer")
+    __slots__ = ("buf", "deadline", "fd", "got", "idle_since", "key", "left", "phase", "prober", "served", "sock",
+                 "target")
 
     def __init__(self, prober: Prober, sock: socket.socket, key: tuple[str, int]) -> None:
         self.prober = prober
@@ -241,7 +242,7 @@ class _Conn:
         self.fd = sock.fileno()
         self.key = key
         self.target: _Target | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = 0.0  # the current probe's (loop clock), and the time to have read its answer by
         self.buf = b""
         self.phase = _IDLE
         self.left = 0
@@ -263,7 +264,8 @@ class _Conn:
         if sent != len(target.request):  # a new or idle connection's buffer takes a whole request
             self.close()
             return "request not sent whole"
-        self.timer = self.prober.loop.call_at(deadline, self._expired)
+        self.deadline = deadline
+        self.prober.expire_at(self, deadline)
         return ""
 
     def close(self) -> None:
@@ -272,9 +274,6 @@ class _Conn:
         if self.phase == _IDLE:
             self.prober.forget(self)
         self.phase = _CLOSED
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         self.prober.loop.remove_reader(self.fd)
         self.prober.conns.discard(self)
         self.sock.close()
@@ -285,8 +284,8 @@ class _Conn:
         if target is not None:
             self.prober.done(target, error)
 
-    def _expired(self) -> None:
-        self.timer = None
+    def expired(self) -> None:
+        """The deadline passed before the answer was read whole."""
         target = self.target
         self.close()
         if target is not None:  # still waiting for the status line
@@ -348,9 +347,6 @@ class _Conn:
             self.close()
 
     def _idle(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         self.served += 1
         self.phase = _IDLE
         self.prober.keep(self)
@@ -358,7 +354,7 @@ class _Conn:
     def _ended(self, exc: OSError | None) -> None:
         """The peer closed (EOF, half-close included) or reset the connection."""
         target, phase, buf = self.target, self.phase, self.buf
-        deadline = self.timer.when() if self.timer is not None else 0.0
+        deadline = self.deadline
         self.close()
         if target is None or phase != _STATUS:
             return
@@ -388,6 +384,7 @@ class Prober:
         self.idle: dict[tuple[str, int], list[_Conn]] = {}  # kept connections by (address, port), newest last
         self.idle_count = 0
         self.conns: set[_Conn] = set()  # every open connection
+        self.expiring: dict[int, list[_Conn]] = {}  # tick -> connections whose probe's deadline falls in it
         self.tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -451,6 +448,24 @@ class Prober:
         for kept in list(self.idle.values()):
             for conn in [c for c in kept if c.idle_since < older]:
                 conn.close()
+
+    def expire_at(self, conn: _Conn, deadline: float) -> None:
+        """Check ``conn`` at ``deadline`` (at most a `TICK` later): a wheel like the schedule's, so
+        that a probe costs no timer handle (nor a heap entry to cancel)."""
+        tick = math.ceil(deadline / TICK)
+        due = self.expiring.get(tick)
+        if due is None:
+            self.expiring[tick] = [conn]
+            self.loop.call_at(tick * TICK, self._expire, tick)
+        else:
+            due.append(conn)
+
+    def _expire(self, tick: int) -> None:
+        end = tick * TICK
+        for conn in self.expiring.pop(tick, ()):
+            # still reading the answer of the probe that was due by then (not a later one, not idle)
+            if conn.phase in (_STATUS, _HEAD, _BODY) and conn.deadline <= end:
+                conn.expired()
 
     def close_all(self) -> None:
         for conn in list(self.conns):

@@ -2,7 +2,7 @@
 
 ``ListHostedZones``, ``ListResourceRecordSets``, ``ChangeResourceRecordSets`` and
 ``GetChange`` are sent here: Signature Version 4 with ``hmac``/``hashlib``, one HTTPS
-connection kept open (``http.client``), the request XML written and the answers parsed
+connection kept open (`Wire`: HTTP/1.1 on ``socket``/``ssl``), the request XML written and the answers parsed
 directly (`route53_listing.split_rows` for the rows), into the dicts botocore returns for the
 fields the provider reads.  botocore costs a sync ~20 MiB and ~0.3 s of CPU (its import, its
 service model, its per-call event machinery) for nothing it needs there.  The health-check
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.client
 import os
 import select
+import socket
 import ssl
 import time
 import xml.etree.ElementTree as ET
@@ -129,7 +129,7 @@ class RestRoute53:
         self._make_sdk, self._sdk_client = sdk, None
         self._timeouts = (connect_timeout, read_timeout)
         self._context = _ca_context(env) if self._https else None
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: Wire | None = None
         self._clock = clock
 
     def __repr__(self) -> str:
@@ -209,33 +209,25 @@ class RestRoute53:
         headers = self._sign(method, uri, query, body)
         conn = self._connection()
         try:
-            conn.request(method, uri + ("?" + query if query else ""), body=body or None, headers=headers)
-            response = conn.getresponse()
-            data = response.read()
+            status, answer_headers, data, keep = conn.exchange(method, uri + ("?" + query if query else ""),
+                                                               headers, body)
         except BaseException:
             self.close()
             raise
-        if response.will_close:
+        if not keep:
             self.close()
-        if response.status >= 300:
-            raise ClientError(_error(data, response.status, dict(response.getheaders())), operation)
+        if status >= 300:
+            raise ClientError(_error(data, status, answer_headers), operation)
         return data
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> Wire:
         conn = self._conn
-        if conn is not None and conn.sock is not None and _dropped(conn.sock):
+        if conn is not None and _dropped(conn.sock):
             self.close()  # the server closed the idle connection: a fresh one (nothing was sent on it)
             conn = None
         if conn is None:
             connect, read = self._timeouts
-            if self._https:
-                conn = http.client.HTTPSConnection(self._host, self._port, timeout=connect, context=self._context)
-            else:
-                conn = http.client.HTTPConnection(self._host, self._port, timeout=connect)
-            conn.connect()
-            assert conn.sock is not None
-            conn.sock.settimeout(read)
-            self._conn = conn
+            conn = self._conn = Wire(self._host, self._port, self._host_header, self._context, connect, read)
         return conn
 
     def close(self) -> None:
@@ -263,12 +255,100 @@ class RestRoute53:
         signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
         headers["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={self._key}/{scope}, "
                                     f"SignedHeaders={';'.join(names)}, Signature={signature}")
-        del headers["host"]  # http.client sends it
+        del headers["host"]  # `Wire` sends it
         return headers
 
     @staticmethod
     def _xml(body: bytes) -> ET.Element:
         return ET.fromstring(body)
+
+
+MAX_LINE = 65_536
+MAX_HEADERS = 100
+
+
+class Wire:
+    """One HTTP/1.1 connection (TLS when ``context``): a request, then its whole answer
+    (``Content-Length``, chunked, or to the end of the connection).  ``http.client`` would
+    bring the ``email`` package (~1.4 MiB) for its header parsing."""
+
+    def __init__(self, host: str, port: int, host_header: str, context: ssl.SSLContext | None,
+                 connect_timeout: float, read_timeout: float) -> None:
+        sock = socket.create_connection((host, port), timeout=connect_timeout)
+        try:
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname=host)
+            sock.settimeout(read_timeout)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self.host_header = host_header
+        self.reader = sock.makefile("rb")
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+    def exchange(self, method: str, target: str, headers: Mapping[str, str],
+                 body: bytes) -> tuple[int, dict[str, str], bytes, bool]:
+        """(status, headers with lower-case names, body, whether the connection stays open)."""
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: identity",
+                 *(f"{k}: {v}" for k, v in headers.items())]
+        if body or method == "POST":
+            lines.append(f"Content-Length: {len(body)}")
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        status, answer = self._head()
+        while 100 <= status < 200:  # an interim answer: the real one follows
+            status, answer = self._head()
+        keep = answer.get("connection", "").lower() != "close"
+        if "chunked" in answer.get("transfer-encoding", "").lower():
+            data = self._chunked()
+        elif "content-length" in answer:
+            data = self._exactly(int(answer["content-length"]))
+        elif status in (204, 304):
+            data = b""
+        else:
+            data, keep = self.reader.read(), False
+        return status, answer, data, keep
+
+    def _line(self) -> bytes:
+        line = self.reader.readline(MAX_LINE + 1)
+        if not line:
+            raise ConnectionResetError("route53: the connection closed before the answer")
+        if len(line) > MAX_LINE:
+            raise ConnectionError("route53: an answer line over 64 KiB")
+        return line
+
+    def _head(self) -> tuple[int, dict[str, str]]:
+        parts = self._line().split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ConnectionError("route53: not an HTTP answer")
+        headers: dict[str, str] = {}
+        for _ in range(MAX_HEADERS + 1):
+            line = self._line()
+            if line in (b"\r\n", b"\n"):
+                return int(parts[1]), headers
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        raise ConnectionError(f"route53: an answer with over {MAX_HEADERS} headers")
+
+    def _exactly(self, size: int) -> bytes:
+        data = self.reader.read(size)
+        if len(data) != size:
+            raise ConnectionResetError("route53: the connection closed inside the answer")
+        return data
+
+    def _chunked(self) -> bytes:
+        out = bytearray()
+        while True:
+            size = int(self._line().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self._line() not in (b"\r\n", b"\n"):  # trailers
+                    pass
+                return bytes(out)
+            out += self._exactly(size)
+            self._line()  # the CRLF after the chunk
 
 
 def _dropped(sock: Any) -> bool:

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable
 
 from gitdns.adapters.probes import HealthMonitor
-from gitdns.core.checks.tenants import public_suffixes
 from gitdns.core.corefile import Layout, layout
 from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
@@ -69,7 +68,8 @@ class PoolView:
         self.target_notes: list[str] = []
         self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
         self._targets: Targets = {}
-        public_suffixes()  # read now, not in the first poll (which the first delivery waits for)
+        # The Public Suffix List (~1.9 MB) is not read up front: validation reads the list's rule
+        # tokens (milliseconds) and builds the list only for a zone name that could be a suffix.
 
     def poll(self) -> bool:
         """Read the desired state; True when the probe targets were set again (a new state or

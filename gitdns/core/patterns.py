@@ -4,7 +4,7 @@ JSON Schema patterns are ECMA-262 regular expressions, where ``$`` (without the 
 is the end of the input.  jsonschema runs them with Python's ``re.search``, where ``$`` also
 matches before a final newline: ``^[a-z0-9-]+$`` accepts ``"evil\\n"``.  gitdns's schemas
 write every pattern ``^...$(?!\\n)``, which means the same under either engine (a test checks
-each one); `schema_validator` and the loader's quick check (`gitdns.core.locate.quick_check`)
+each one); `schema_validator` and the loader's quick check (`gitdns.core.quickschema.quick_check`)
 also read every ``$`` as the end of the string, so a pattern written without the guard is still
 matched whole.
 """
@@ -62,7 +62,7 @@ def _whole_string_validator() -> Any:
 class _OnFirstUse:
     """A validator made when first asked for anything: jsonschema (~0.15 s and several MiB to
     import) is needed only for a document the quick check does not pass
-    (`gitdns.core.locate.quick_check`), which a valid repository never has."""
+    (`gitdns.core.quickschema.quick_check`), which a valid repository never has."""
 
     __slots__ = ("_made", "_schema")
 

@@ -1,11 +1,12 @@
-"""The loader's quick yes/no schema check (`gitdns.core.locate.quick_check`), compiled for speed.
+"""The loader's quick yes/no schema check, so jsonschema (for its error detail) runs only where needed.
 
 Every document is checked against its kind's schema before anything else; jsonschema runs only
-on a document this says no to (for its error detail).  It answers exactly as
-`gitdns.core.locate.quick_check` does, keyword for keyword (tests/core/test_quickschema.py
-compares the two): it may say no where jsonschema says yes, never the reverse.  What makes it
-faster is its shape only: one closure per schema node that tests its type directly and loops
-instead of building generators, which is most of the cost on a file of thousands of listeners.
+on a document this says no to.  It implements the JSON-schema subset gitdns's schemas use and may
+say no where jsonschema says yes, never the reverse (tests/core/test_quickschema.py holds it to
+jsonschema over every example document and mutations of them).  A schema with a keyword outside
+the subset gets no quick check (`Unsupported`): jsonschema alone.  It is one closure per schema
+node that tests its type directly and loops instead of building generators, which is most of
+the cost on a file of thousands of listeners.
 """
 
 from __future__ import annotations
@@ -13,15 +14,36 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gitdns.core.locate import _ANNOTATIONS, Unsupported, _is_number, _unique
 from gitdns.core.patterns import whole_string_regex
 
 Check = Callable[[Any], bool]
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "examples", "default"})
+
+
+class Unsupported(Exception):
+    """The schema uses a keyword the quick check does not implement: use jsonschema alone."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _unique(values: list[Any]) -> bool:
+    keys = []
+    for value in values:
+        if isinstance(value, dict | list):
+            return False  # unsure: let jsonschema decide
+        keys.append((bool, value) if isinstance(value, bool) else (float, value) if _is_number(value) else value)
+    return len(set(keys)) == len(keys)
+
 _TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "boolean": bool}
 
 
 def quick_check(schema: Mapping[str, Any]) -> Check | None:
-    """As `gitdns.core.locate.quick_check`: a yes/no validator, or None (jsonschema alone)."""
+    """A yes/no validator for the JSON-schema subset gitdns's schemas use, or None (jsonschema alone).
+
+    It may say no where jsonschema says yes (the caller then asks jsonschema), never the reverse.
+    """
     try:
         return _compile(schema)
     except Unsupported:
@@ -29,7 +51,7 @@ def quick_check(schema: Mapping[str, Any]) -> Check | None:
 
 
 def _keyword(key: str, rule: Any) -> Check | None:
-    """One keyword's test, as `gitdns.core.locate._keyword` (type tests are made by `_compile`)."""
+    """One keyword's test (the ``type`` test is made by `_compile`)."""
     if key in _ANNOTATIONS or key in ("properties", "required", "additionalProperties", "type"):
         return None
     if key in ("enum", "const") and all(isinstance(e, str) for e in (rule if key == "enum" else [rule])):

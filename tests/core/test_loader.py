@@ -229,7 +229,7 @@ def test_every_kind_has_a_packaged_schema() -> None:
 def test_quick_check_never_passes_what_jsonschema_rejects(spec: dict[str, object]) -> None:
     from jsonschema import Draft202012Validator
 
-    from gitdns.core.locate import quick_check
+    from gitdns.core.quickschema import quick_check
 
     schema = load_schemas()["Zone"]
     doc = {"apiVersion": "gitdns.io/v1alpha1", "kind": "Zone", "metadata": {"name": "z"}, "spec": spec}

@@ -321,8 +321,8 @@ def test_a_dollar_means_the_end_of_the_string(pattern: str, text: str, whole: bo
 def test_the_schema_validator_and_the_quick_check_match_whole_strings() -> None:
     from jsonschema import Draft202012Validator
 
-    from gitdns.core.locate import quick_check
     from gitdns.core.patterns import schema_validator
+    from gitdns.core.quickschema import quick_check
 
     schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}}}
     assert list(Draft202012Validator(schema).iter_errors({"name": "evil\n"})) == []  # what re.search does

@@ -29,6 +29,7 @@ from gitdns.adapters.leases import Lease, LeaseState, NoLease
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.adapters.templates import load_template_sources
 from gitdns.core.corefile import CorefileSettings, Layout
+from gitdns.core.desired import Desired
 from gitdns.core.health import State, TargetHealth
 from gitdns.core.model import Node, NodePool
 from gitdns.core.reach import ProbeReach
@@ -59,6 +60,54 @@ def wait_after_wake(woken: float, now: float) -> float:
     return max(0.0, woken + PUBLISH_GAP - now)
 
 
+class ReadAhead:
+    """The desired source as the run loop reads it: read on a thread of its own (a git
+    ``ls-remote`` and fetch take from a tenth of a second up to the git timeout, loading and
+    checking 10,000 nodes about a second), each result handed to the loop, which a hand-over
+    wakes.  So a health change is never kept waiting for a read.  Until `start` (``--once``, a
+    loop stepped by hand) `read` reads in place."""
+
+    def __init__(self, source: DesiredSource) -> None:
+        self.source = source
+        self.running = False
+        self._lock = threading.Lock()
+        self._handed: tuple[Desired | None, Exception | None] | None = None
+
+    def start(self, every: Callable[[], float], stopped: threading.Event, wake: threading.Event) -> None:
+        """Read now, then every ``every()`` seconds until ``stopped``; wake the loop each time."""
+        self.running = True
+
+        def loop() -> None:
+            while not stopped.is_set():
+                try:
+                    result: tuple[Desired | None, Exception | None] = (self.source.read(), None)
+                except Exception as exc:  # handed over: the loop's read raises it, as a read in place would
+                    result = (None, exc)
+                with self._lock:  # a state not taken yet is kept unless a newer one came
+                    if self._handed is None or self._handed[0] is None or result[0] is not None:
+                        self._handed = result
+                wake.set()
+                stopped.wait(every())
+
+        threading.Thread(target=loop, name="gitdns-desired", daemon=True).start()
+
+    def handed(self) -> bool:
+        with self._lock:
+            return self._handed is not None
+
+    def read(self) -> Desired | None:
+        if not self.running:
+            return self.source.read()
+        with self._lock:
+            handed, self._handed = self._handed, None
+        if handed is None:
+            return None  # nothing read since the last hand-over: unchanged
+        desired, error = handed
+        if error is not None:
+            raise error
+        return desired
+
+
 class Orchestrator:
     def __init__(self, pool_name: str, source: DesiredSource, delivery: Delivery, *,
                  metrics: OrchestratorMetrics | None = None, lease: Lease | None = None,
@@ -86,7 +135,8 @@ class Orchestrator:
         self.lease_reason = "NotTried"
         self._ready = False
         self.last_tick = clock()
-        self.view = PoolView(pool_name, source, self.monitor, self.metrics, self.faults,
+        self.reader = ReadAhead(source)
+        self.view = PoolView(pool_name, self.reader, self.monitor, self.metrics, self.faults,
                              discovery=discovery, headers=headers, reach=reach)
         self.publisher = Publisher(self.view, self.monitor, delivery, env or make_environment(load_template_sources()),
                                    settings, self.metrics, self.faults, clock)
@@ -147,6 +197,7 @@ class Orchestrator:
         """Until ``stopped`` is set: poll the desired state, keep the lease, publish on
         every health change (woken by the monitor) and retry failed deliveries."""
         self.monitor.start()
+        self.reader.start(lambda: self.poll_interval * random.uniform(0.95, 1.05), self.stopped, self.wake)
         try:
             frozen = False
             woken = -PUBLISH_GAP  # when the last pass woken by a health change started
@@ -163,6 +214,7 @@ class Orchestrator:
         finally:
             self.monitor.stop()
             self.lease.release()
+            self.reader.running = False
 
     @staticmethod
     def _freeze() -> bool:
@@ -201,14 +253,20 @@ class Orchestrator:
     def step(self) -> None:
         now = self.clock()
         self.last_tick = now
-        if now >= self._next_poll:
+        polled = False
+        if self.reader.running:
+            if self.reader.handed():  # read on its own thread, at the poll interval
+                self.poll()
+                polled = True
+        elif now >= self._next_poll:
             self.poll()
+            polled = True
             self._next_poll = now + self.poll_interval * random.uniform(0.95, 1.05)
         if now >= self._next_lease:
             self._renew_lease(now)
         if self.lease_state.held and now >= self.publisher.retry_at:
             self.publish()  # before the metrics: a health change is not kept waiting for them
-        if now - self._metrics_at >= METRICS_EVERY:
+        if polled or now - self._metrics_at >= METRICS_EVERY:  # a poll may bring other nodes
             self._metrics_at = now
             self.refresh_metrics()
         if not self._ready and self._ready_now():

@@ -2,22 +2,25 @@
 sorts the pool's addresses once per set of nodes and renders and checks a hosts file without
 sorting them again, yet writes exactly what `gitdns.core.corefile` renders and refuses what it
 refuses; a health change after a quiet spell is published at once, a burst waits out the gap;
-the run loop freezes what it loaded out of the cyclic collector's reach."""
+the run loop freezes what it loaded out of the cyclic collector's reach, and reads the desired
+state on a thread of its own, so that a read that hangs keeps no health change waiting."""
 
 from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from gitdns.adapters.templates import load_template_sources
 from gitdns.core.corefile import ZoneBlock, check_hosts, render_hosts, sort_ips
+from gitdns.core.desired import Desired
 from gitdns.core.health import State, TargetHealth
 from gitdns.core.render import make_environment
-from gitdns.orchestrator.service import PUBLISH_GAP, Orchestrator, wait_after_wake
+from gitdns.errors import UnreachableError
+from gitdns.orchestrator.service import PUBLISH_GAP, Orchestrator, ReadAhead, wait_after_wake
 from gitdns.orchestrator.sources import DirectorySource
 from tests.e2e.orchestrator_kit import tenant_yaml
 from tests.orchestrator.test_orchestrator import CountingDelivery, FakeMonitor, ips
@@ -152,3 +155,97 @@ def test_addresses_are_written_as_sort_ips_writes_them(tmp_path: Path) -> None:
     o.publish()
     assert o.published.ips == sort_ips(["2001:DB8:0::2", "::ffff:127.0.0.1"]) == ["::ffff:7f00:1", "2001:db8::2"]
     assert ips(tmp_path / "out" / "tenant-a.hosts") == o.published.ips
+
+
+class BlockingSource:
+    """A directory source whose reads after the first wait for ``release`` (a git remote that
+    hangs until its timeout)."""
+
+    def __init__(self, root: Path) -> None:
+        self.inner = DirectorySource(root)
+        self.reads = 0
+        self.release = threading.Event()
+        self.blocked = threading.Event()
+
+    def read(self) -> Desired | None:
+        self.reads += 1
+        if self.reads > 1:
+            self.blocked.set()
+            self.release.wait(30)
+        return self.inner.read()
+
+
+def wait(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    stop = threading.Event()
+    for _ in range(int(timeout / 0.02)):
+        if predicate():
+            return True
+        stop.wait(0.02)
+    return predicate()
+
+
+def test_a_health_change_is_published_while_the_desired_state_is_being_read(tmp_path: Path) -> None:
+    root = tmp_path / "desired"
+    root.mkdir()
+    (root / "pool.yaml").write_text(pool_yaml({"a": "10.0.0.1", "b": "10.0.0.2"}))
+    (root / "a.yaml").write_text(tenant_yaml("tenant-a", "edge", ["api.tenant-a.io"]))
+    source = BlockingSource(root)
+    monitor = FakeMonitor()
+    monitor.set(a=State.HEALTHY, b=State.HEALTHY)
+    o = Orchestrator("edge", source, CountingDelivery(tmp_path / "out", "edge"), monitor=monitor,  # type: ignore[arg-type]
+                     poll_interval=0.05)
+    hosts = tmp_path / "out" / "tenant-a.hosts"
+    thread = threading.Thread(target=o.run, daemon=True)
+    try:
+        thread.start()
+        assert wait(lambda: hosts.exists() and ips(hosts) == ["10.0.0.1", "10.0.0.2"])
+        assert source.blocked.wait(10)  # the second read hangs
+        monitor.set(b=State.UNHEALTHY)
+        o.wake.set()
+        assert wait(lambda: ips(hosts) == ["10.0.0.1"])  # published while the read still hangs
+        assert source.blocked.is_set() and not source.release.is_set()
+    finally:
+        source.release.set()
+        o.stopped.set()
+        o.wake.set()
+        thread.join(10)
+        gc.unfreeze()
+
+
+class ScriptedSource:
+    def __init__(self, *results: Desired | Exception | None) -> None:
+        self.results = list(results)
+
+    def read(self) -> Desired | None:
+        result = self.results.pop(0) if self.results else None
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def test_read_ahead_keeps_a_state_not_taken_yet_and_hands_over_errors(tmp_path: Path) -> None:
+    root = tmp_path / "desired"
+    root.mkdir()
+    (root / "pool.yaml").write_text(pool_yaml({"a": "10.0.0.1"}))
+    desired = DirectorySource(root).read()
+    assert desired is not None
+    stopped, woken = threading.Event(), threading.Event()
+    reader = ReadAhead(ScriptedSource(desired, None, None))  # a state, then "unchanged" twice
+    assert reader.read() is desired  # not started: a read in place
+    reader = ReadAhead(ScriptedSource(desired, None, None))
+    reader.start(lambda: 0.01, stopped, woken)
+    try:
+        assert woken.wait(5) and wait(lambda: reader.source.results == [])  # type: ignore[attr-defined]
+        assert reader.handed() and reader.read() is desired  # the later "unchanged" did not drop it
+        assert reader.read() is None  # nothing handed since
+    finally:
+        stopped.set()
+    stopped = threading.Event()
+    reader = ReadAhead(ScriptedSource(UnreachableError("remote down")))
+    reader.start(lambda: 5.0, stopped, threading.Event())
+    try:
+        assert wait(reader.handed)
+        with pytest.raises(UnreachableError, match="remote down"):
+            reader.read()
+    finally:
+        stopped.set()

@@ -24,7 +24,7 @@ from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import Layout, layout
 from gitdns.core.corefilecheck import shown
 from gitdns.core.desired import Desired
-from gitdns.core.health import HealthSettings
+from gitdns.core.health import HealthSettings, ProbeSpec
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.core.reach import ProbeReach
 from gitdns.errors import GitdnsError
@@ -32,7 +32,6 @@ from gitdns.orchestrator.faults import Faults
 from gitdns.orchestrator.metrics import OrchestratorMetrics
 from gitdns.orchestrator.sources import (
     DesiredSource,
-    Targets,
     hold_addresses,
     hold_fenced,
     hold_good,
@@ -67,7 +66,10 @@ class PoolView:
         self.refused: dict[str, tuple[str, str]] = {}  # tenant -> (its file, why it is refused)
         self.target_notes: list[str] = []
         self.health: HealthSettings | None = None  # the pool's probe settings, once it is known
-        self._targets: Targets = {}
+        # the probes last set, by node name, with the settings they were set with: what tells a
+        # new set of targets from the last (the specs alone: 10,000 (spec, settings) pairs kept
+        # here cost ~0.6 MB for nothing, as every target of a pool shares its settings)
+        self._specs: dict[str, ProbeSpec] = {}
         # The Public Suffix List (~1.9 MB) is not read up front: validation reads the list's rule
         # tokens (milliseconds) and builds the list only for a zone name that could be a suffix.
 
@@ -172,10 +174,12 @@ class PoolView:
             more = f" (and {len(refused) - 1} more node(s))" if len(refused) > 1 else ""
             self.faults.fail("probes", "ProbeTargetRefused", f"NodePool {self.pool_name}: {first}{more}; not probed, "
                                                              "and not withdrawn for it")
-        changed = errors != self.probe_errors or targets != self._targets
-        self.probe_errors, self._targets = errors, targets
+        specs = {name: spec for name, (spec, _) in targets.items()}
+        health = HealthSettings.for_node_pool(self.pool.health)
+        changed = errors != self.probe_errors or specs != self._specs or (bool(specs) and health != self.health)
+        self.probe_errors, self._specs = errors, specs
         self.metrics.probe_config_errors.set(len(errors))
-        self.health = HealthSettings.for_node_pool(self.pool.health)
+        self.health = health
         if changed:
             self.monitor.set_targets(targets)
         return changed

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,14 +41,37 @@ def in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
+def one_malloc_arena() -> bool:
+    """Have every thread of the process allocate from the C library's one main heap (glibc's
+    ``M_ARENA_MAX`` = 1), unless ``MALLOC_ARENA_MAX`` is set in the environment: True when set
+    so.  glibc gives each thread that allocates its own heap ("arena"), and what one thread
+    frees is not reused by the others: the prober's event loop, the main loop and the HTTP
+    servers each kept a few MiB apart (10,000 nodes: about 3 MiB less resident with one).
+    Python threads allocate under the GIL, so one heap adds no lock contention worth counting.
+    Only on Linux; elsewhere, or where the C library has no ``mallopt`` (or ignores it, as
+    musl does), nothing changes."""
+    if sys.platform != "linux" or "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
+    except (OSError, AttributeError):
+        return False
+    m_arena_max = -8  # M_ARENA_MAX in glibc's <malloc.h>
+    return bool(mallopt(ctypes.c_int(m_arena_max), ctypes.c_int(1)))
+
+
 def build(config: OrchestratorConfig, metrics: OrchestratorMetrics | None = None,
           headers: HeaderSource | None = None, monitor: HealthMonitor | None = None) -> Orchestrator:
     """An Orchestrator from its configuration; the kubernetes client is imported only for
     ConfigMap delivery, a Kubernetes Lease, node discovery or a headersSecret in a cluster.
+    The threads started from here on share one C heap (`one_malloc_arena`).
     ``headers`` gives the probe headers of a pool's ``healthCheck.headersSecret`` (default:
     `ProbeHeaders` in the orchestrator's own namespace, for the Secrets ``--headers-secrets``
     lists); ``monitor``: the prober (tests; else one whose connection gate takes
     ``--probe-allow-ranges``)."""
+    one_malloc_arena()
     source: DesiredSource
     if is_url(config.repo):
         from gitdns.adapters.git.source import GitSource

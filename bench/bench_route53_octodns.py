@@ -764,8 +764,8 @@ def verdicts(rows: list[Row], agent: dict[str, object], n: int) -> list[tuple[st
                                              ("rss", g.rss_mib, o.rss_mib, "MiB")):
                 limit = RATIO_TARGETS[what]
                 add(f"route53/{what} {step}: gitdns / octoDNS+ownership{runs}",
-                    f"{mine / theirs:.2f}x ({mine:.2f} {unit} vs {theirs:.2f} {unit})", f"<= {limit:.2f}x",
-                    mine <= theirs * limit)
+                    f"{ratio_text(mine / theirs, limit)} ({mine:.2f} {unit} vs {theirs:.2f} {unit})",
+                    f"<= {limit:.2f}x", mine <= theirs * limit)
             add(f"{step}: gitdns API calls <= octoDNS+ownership (this run)", f"{g.total} vs {o.total}",
                 f"<= {o.total}", g.total <= o.total)
         if n == 10_000:  # the baseline was measured at N = 10,000 only
@@ -803,6 +803,14 @@ def verdicts(rows: list[Row], agent: dict[str, object], n: int) -> list[tuple[st
             f"1 write, either per-name reads or <= {full} whole-zone pages",
             writes == 1 and (reads == len(names) if whole == 0 else reads == whole <= full))
     return out
+
+
+def ratio_text(ratio: float, limit: float) -> str:
+    """``0.31x``; more decimals where two would round onto the limit (``0.5004x``, not ``0.50x MISS``)."""
+    for digits in (2, 3, 4, 5):
+        if ratio == limit or f"{ratio:.{digits}f}" != f"{limit:.{digits}f}":
+            break
+    return f"{ratio:.{digits}f}x"
 
 
 def ratio_lines(judged: list[tuple[str, str, str, str]]) -> list[str]:

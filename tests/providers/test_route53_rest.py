@@ -152,3 +152,10 @@ def test_the_wire_raises_a_connection_error_for_a_cut_answer() -> None:
     with pytest.raises(ConnectionError):
         wire.exchange("GET", "/", {}, b"")
     wire.close()
+
+
+def test_the_default_trust_is_botocore_s() -> None:
+    pytest.importorskip("botocore")
+    from botocore.httpsession import get_cert_path
+
+    assert rest._default_ca_file() == get_cert_path(True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import os
 import select
 import socket
@@ -97,16 +98,19 @@ def _config_says(env: Mapping[str, str]) -> bool:
 
 
 def _ca_context(env: Mapping[str, str]) -> ssl.SSLContext:
-    """botocore's trust: ``AWS_CA_BUNDLE``, else certifi's bundle when installed, else the system's."""
-    cafile = env.get("AWS_CA_BUNDLE") or None
-    if cafile is None:
-        try:
-            import certifi
+    """botocore's trust: ``AWS_CA_BUNDLE``, else certifi's bundle when installed, else
+    botocore's own (found without importing either), else the system's."""
+    return ssl.create_default_context(cafile=env.get("AWS_CA_BUNDLE") or _default_ca_file())
 
-            cafile = certifi.where()
-        except ImportError:
-            cafile = None
-    return ssl.create_default_context(cafile=cafile)
+
+def _default_ca_file() -> str | None:
+    for package in ("certifi", "botocore"):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            path = os.path.join(os.path.dirname(spec.origin), "cacert.pem")
+            if os.path.isfile(path):
+                return path
+    return None
 
 
 class RestRoute53:

@@ -49,6 +49,8 @@ EXITS = (
     }),
     Exit("a socket", frozenset({"socket.socket", "socket.create_connection", "socket.socketpair"}), {
         "gitdns/adapters/probes.py": "the probe connection: Prober.destination judges the address first (core/reach)",
+        "gitdns/providers/route53/rest.py": "the Route53 API connection (Wire): the origin is the Zone endpoint "
+                                            "Fences.check_endpoint allowed (https only), or Route53's own host",
     }),
     Exit("a program run", frozenset({"subprocess.run", "subprocess.Popen", "subprocess.call", "subprocess.check_call",
                                      "subprocess.check_output", "os.system", "os.popen", "os.execv", "os.execve",

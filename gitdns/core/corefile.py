@@ -238,7 +238,7 @@ def check_server(text: str, blocks: Sequence[ZoneBlock], settings: CorefileSetti
 def check_hosts(text: str, block: ZoneBlock, ips: Iterable[str]) -> list[str]:
     """Problems of a rendered hosts file that should give ``block``'s domains ``ips``."""
     names = [wrong for d in block.domains if (wrong := dns_name_error(d, wildcard=True)) is not None]
-    return names[:1] + hosts_problems(text, [(ip, *block.domains) for ip in sort_ips(ips)])
+    return names[:1] + hosts_problems(text, ((ip, *block.domains) for ip in sort_ips(ips)))
 
 
 # --- lint: the checks CoreDNS (which the tests do not run) and our own rules would make -------

@@ -23,7 +23,7 @@ Values in, problems (strings naming the line) out; the callers decide what to re
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 MAX_NAME = 253
 _LABEL = re.compile(r"[a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?")
@@ -160,19 +160,27 @@ def snippet_problems(text: str, expected: Sequence[Sequence[str]], port: int) ->
     return problems
 
 
-def hosts_problems(text: str, expected: Sequence[Sequence[str]]) -> list[str]:
+def hosts_problems(text: str, expected: Iterable[Sequence[str]]) -> list[str]:
     """Problems of a hosts file that should hold exactly the lines ``expected`` (each one's
     fields: the address, then the names), comments aside; empty when it does."""
     problems = _character_problems(text)
-    rows = []
+    wanted_rows = iter(expected)
+    count = seen = 0
+    first: str | None = None
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split("#", 1)[0].split()
-        if fields:
-            rows.append((number, fields))
-    if len(rows) != len(expected):
-        problems.append(f"{len(rows)} address line(s) where {len(expected)} were rendered")
-    for (number, fields), wanted in zip(rows, expected, strict=False):
-        if fields != list(wanted):
-            problems.append(f"line {number}: {shown(' '.join(fields))} where {shown(' '.join(wanted))} was rendered")
-            break
+        if not fields:
+            continue
+        seen += 1
+        wanted = next(wanted_rows, None)
+        if wanted is None:
+            continue
+        count += 1
+        if first is None and fields != list(wanted):
+            first = f"line {number}: {shown(' '.join(fields))} where {shown(' '.join(wanted))} was rendered"
+    count += sum(1 for _ in wanted_rows)
+    if seen != count:
+        problems.append(f"{seen} address line(s) where {count} were rendered")
+    if first is not None:
+        problems.append(first)
     return problems

@@ -216,6 +216,7 @@ def node_probe(
     # the strings the node and its pool hold already, where equal (10,000 nodes: ~1.2 MB less)
     address = node.ip if address == node.ip else address
     path = check.path if path == check.path else path
+    port = check.port if port == check.port else port
     return ProbeSpec(
         target_id=target_id,
         protocol=protocol,
@@ -237,6 +238,7 @@ def parse_endpoint(url: str) -> tuple[str, str, int, str] | str:
     protocol = scheme.upper()
     if not sep or protocol not in PROTOCOLS:
         return f"endpoint {url!r}: expected http://, https:// or tcp://"
+    protocol = PROTOCOLS[PROTOCOLS.index(protocol)]  # the constant, not a new string per node
     slash = rest.find("/")
     authority, path = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
     if authority.startswith("["):

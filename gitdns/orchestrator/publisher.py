@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import jinja2
@@ -41,6 +41,17 @@ log = logging.getLogger(__name__)
 
 RETRY_DELIVERY = 5.0  # seconds before a failed delivery is tried again
 
+
+
+LOGGED_IPS = 20  # a log line names this many addresses, then how many more (a pool of 10,000: not 150 KB a line)
+
+
+def ips_shown(ips: Sequence[str]) -> str:
+    """The published addresses for a log line: the first `LOGGED_IPS`, then ``(+N more)``; ``-`` for none."""
+    if not ips:
+        return "-"
+    more = len(ips) - LOGGED_IPS
+    return ",".join(ips[:LOGGED_IPS]) + (f" (+{more} more, {len(ips)} in all)" if more > 0 else "")
 
 class RenderRefused(Exception):
     """A rendered snippet that must not be delivered."""
@@ -99,7 +110,9 @@ class Publisher:
         if self._order is None or self._order[0] != nodes:
             parsed = [(node, ipaddress.ip_address(node.ip)) for node in nodes]
             parsed.sort(key=lambda pair: (pair[1].version, int(pair[1])))
-            self._order = (nodes, tuple((node, str(ip)) for node, ip in parsed))
+            # the node's own string where it is already the canonical text (10,000 nodes: no second copy)
+            self._order = (nodes, tuple((node, node.ip if node.ip == (text := str(ip)) else text)
+                                        for node, ip in parsed))
         return self._order[1]
 
     def compute(self) -> Published:
@@ -237,10 +250,10 @@ class Publisher:
             return
         if current.fail_open and not self.published.fail_open:
             log.warning("fail open: pool=%s no node is healthy; publishing every node: %s", self.view.pool_name,
-                        ",".join(current.ips) or "-")
+                        ips_shown(current.ips))
         elif self.published.fail_open and not current.fail_open:
             log.warning("fail open ends: pool=%s publishing the healthy nodes: %s", self.view.pool_name,
-                        ",".join(current.ips) or "-")
+                        ips_shown(current.ips))
         self.published = current
         self.metrics.published_nodes.set(len(current.ips))
         self.metrics.fail_open.set(1 if current.fail_open else 0)
@@ -263,6 +276,6 @@ class Publisher:
         self.delivered = files
         if result.changed:
             self.metrics.dns_updates.inc()
-            log.info("published: pool=%s ips=%s fail_open=%s", self.view.pool_name, ",".join(current.ips),
+            log.info("published: pool=%s ips=%s fail_open=%s", self.view.pool_name, ips_shown(current.ips),
                      current.fail_open)
         self.landed = True

@@ -9,8 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gitdns.core.health import State
+from gitdns.orchestrator.publisher import LOGGED_IPS, ips_shown
 from gitdns.orchestrator.service import Orchestrator
 from gitdns.orchestrator.sources import DirectorySource
 from tests.e2e.orchestrator_kit import tenant_yaml
@@ -92,3 +95,23 @@ def test_recovery_publishes_the_recovered_nodes_one_by_one(rig: tuple[Orchestrat
     monitor.set(n2=State.HEALTHY)
     o.publish()
     assert ips(hosts) == sorted(IPS.values())
+
+
+def test_the_fail_open_warning_names_the_nodes(rig: tuple[Orchestrator, FakeMonitor, Path],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    o, monitor, _ = rig
+    with caplog.at_level("WARNING", logger="gitdns.orchestrator.publisher"):
+        monitor.set(n1=State.UNHEALTHY, n2=State.UNHEALTHY, n3=State.UNHEALTHY)
+        o.publish()
+    [line] = [r.getMessage() for r in caplog.records if "fail open:" in r.getMessage()]
+    assert line.endswith("publishing every node: 10.0.0.1,10.0.0.2,10.0.0.3")
+
+
+@given(count=st.integers(min_value=0, max_value=3 * LOGGED_IPS))
+def test_a_log_line_names_at_most_a_bounded_number_of_addresses(count: int) -> None:
+    addresses = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(count)]
+    shown = ips_shown(addresses)
+    named = [a for a in shown.split(" ")[0].split(",") if a != "-"]
+    assert named == addresses[:LOGGED_IPS]
+    assert (f"(+{count - LOGGED_IPS} more, {count} in all)" in shown) == (count > LOGGED_IPS)
+    assert (shown == "-") == (count == 0)

@@ -50,12 +50,12 @@ def public_suffixes() -> PublicSuffixList:
 
 
 @cache
-def _rule_tokens() -> frozenset[str]:
+def _rule_tokens() -> str:
     """The first token of every line of the bundled list, lower-cased (its rules, and more): a
     few milliseconds, where `public_suffixes` takes tens (it IDN-encodes every rule)."""
     with open(PSLFILE, "rb") as source:
         text = source.read().decode("utf-8", "replace").lower()
-    return frozenset(line.split(" ")[0].rstrip() for line in text.split("\n"))
+    return "\n" + "\n".join(sorted({line.split(" ")[0].rstrip() for line in text.split("\n")})) + "\n"
 
 
 def _is_public(name: str) -> bool:
@@ -65,7 +65,7 @@ def _is_public(name: str) -> bool:
     labels = name.split(".")
     if len(labels) >= 2 and all(labels) and name.isascii() and "xn--" not in name:
         tokens = _rule_tokens()
-        if name not in tokens and f"*.{name}" not in tokens and f"*.{name.partition('.')[2]}" not in tokens:
+        if all(f"\n{t}\n" not in tokens for t in (name, f"*.{name}", f"*.{name.partition('.')[2]}")):
             return False
     return public_suffixes().is_public(name)
 

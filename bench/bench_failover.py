@@ -37,8 +37,8 @@ soak      the same N nodes, none stopped, each answer delayed by a random 0-50 m
 rss       a `gitdns orchestrator` process (--out, file lease) with a NodePool of N nodes whose
           health endpoints refuse connections (each node's own loopback address, 127.1.x.y, a
           closed port: a node is probed at its own address only), interval 5 s; after
-          three intervals: VmRSS / VmHWM (target < 100 MiB; ``orchestrator/rss`` prints VmHWM
-          against 50 MiB), probes completed, and whether the kubernetes client was loaded (it
+          three intervals: VmRSS / VmHWM (``orchestrator/rss`` prints VmHWM against issue 33's
+          50 MiB), probes completed, and whether the kubernetes client was loaded (it
           must not be for --out).
 
 The OpenOva failover spec claimed 10 s best case (5 s x 2); with its 2 s timeout and sequential
@@ -574,8 +574,7 @@ def bench_rss(targets: int, wait: float) -> bool:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     mib = result["hwm_kib"] / 1024
     print(f"rss ({targets} targets, interval 5 s, {wait:g} s of probing, --out delivery):")
-    print(f"  VmRSS {result['rss_kib'] / 1024:.1f} MiB, VmHWM {mib:.1f} MiB (target < 100 MiB) "
-          f"{'PASS' if mib < 100 else 'MISS'}")
+    print(f"  VmRSS {result['rss_kib'] / 1024:.1f} MiB, VmHWM {mib:.1f} MiB")
     print(f"  probes completed {result['completed']}, skipped slots {result['skipped']}, "
           f"max start lag {result['lag']:.2f} s, nodes {result['targets']}, published {result['published']}, "
           f"delivered {result['delivered']}")

@@ -10,8 +10,9 @@ Each target runs on its own fixed-rate schedule (``interval``), first started at
 phase inside its interval so that 10,000 targets do not fire together.  The schedule is a
 timer wheel: targets due in the same `TICK` wait in one list behind one ``loop.call_at``
 (no task, future, coroutine or timer handle per target and round); a round starts at most a
-`TICK` after it is due, and one that overruns its slot skips the missed slots (counted in
-`stats`).  Probes:
+`TICK` after it is due.  A round that overruns its slot by less than an interval starts the next
+one late, as soon as it can (at the next tick); slots whose whole interval passed before a
+round could start are skipped (counted in `stats`).  Probes:
 
 - TCP: connect, then close.
 - HTTP: a minimal hand-written HTTP/1.1 client with **keep-alive**: ``GET <path>``, ``Host``
@@ -37,6 +38,17 @@ connecting, a deadline on a wheel like the schedule's while waiting for the answ
 most a `TICK` late).  Hostnames are resolved by the
 monitor's ``resolver``, at every probe: by default `system_resolver`, the system's
 ``getaddrinfo`` in the loop's executor (never blocking the loop); tests pass their own.
+
+A timeout is only evidence when the loop was running to see the answer.  A *stall* is a wheel
+tick (the schedule's or the deadlines') or a timeout observed later than its time; a probe's
+timeout is **inconclusive** when a stall longer than ``max(STALL_MIN, timeout / 2)`` ended
+between the probe's start and the moment its timeout was observed (the timeout's own lateness
+included): the loop did not run for that long, and an answer may have sat unread.  An
+inconclusive probe changes neither the target's state nor its counts (it is counted in
+``stats().stalled``) and the target is probed again at the next tick, its schedule's phase
+kept.  After ``failure_threshold`` consecutive inconclusive probes a target's late timeouts
+count as failures again, until it gets a result that is not a late timeout, so a black-holed
+target on a machine that stalls for good is still withdrawn.
 
 Every connection goes through `Prober.destination`, the probes' connection gate: the address
 connected to (an IP literal as given, or the first address a host name resolved to, at that
@@ -88,6 +100,8 @@ HEAD_LIMIT = 8192  # a longer response head is not read on: its connection is cl
 BODY_LIMIT = 65536  # a longer body (Content-Length) is not read: its connection is closed, not kept
 RECV_SIZE = 16384
 TICK = 0.01  # seconds: the scheduler's granularity (targets due in one tick start together)
+STALL_MIN = 0.05  # seconds: the least lateness of a tick or a timeout that is a stall of the loop
+STALLS_KEPT = 64  # the latest stalls remembered (each one's end and length)
 MAX_IDLE = 16384  # kept connections at most (also at most half the process's file limit)
 IDLE_MAX = 60.0  # seconds a kept connection may stay unused before it is closed
 USER_AGENT = "gitdns-probe/1"
@@ -111,13 +125,14 @@ class MonitorStats:
     completed: int  # probes finished since start
     skipped_slots: int  # scheduled rounds not run because an earlier one overran
     max_start_lag: float  # the latest a round started after its due time (seconds)
+    stalled: int = 0  # probes whose timeout was inconclusive: the loop stalled during them
 
 
 class _Target:
     """One target on the monitor's loop: its probe, built once, and its schedule."""
 
-    __slots__ = ("due", "duration", "ended", "error", "family", "fast", "interval", "live", "refusal", "request",
-                 "resolve", "settings", "spec", "started", "tid", "timeout")
+    __slots__ = ("begun", "due", "duration", "ended", "error", "family", "fast", "interval", "late", "live",
+                 "refusal", "request", "resolve", "retry", "settings", "spec", "stalls", "started", "tid", "timeout")
 
     def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings) -> None:
         self.tid = tid
@@ -138,6 +153,10 @@ class _Target:
         self.started = 0.0
         self.duration = 0.0
         self.ended = 0.0
+        self.begun = 0.0  # loop time the current probe started
+        self.late = False  # the current probe timed out after a stall of the loop (`Prober.timed_out`)
+        self.stalls = 0  # consecutive inconclusive probes (late timeouts)
+        self.retry = False  # the current round is a probe again after an inconclusive one
 
 
 async def system_resolver(host: str, port: int) -> list[tuple[socket.AddressFamily, str]]:
@@ -289,7 +308,7 @@ class _Conn:
         target = self.target
         self.close()
         if target is not None:  # still waiting for the status line
-            self.prober.done(target, f"timeout after {target.spec.timeout:g}s")
+            self.prober.done(target, self.prober.timed_out(target, self.deadline))
 
     def _readable(self) -> None:
         try:
@@ -386,6 +405,8 @@ class Prober:
         self.conns: set[_Conn] = set()  # every open connection
         self.expiring: dict[int, list[_Conn]] = {}  # tick -> connections whose probe's deadline falls in it
         self.tasks: set[asyncio.Task[None]] = set()
+        # the latest stalls of the loop: (loop time seen, seconds late), oldest first
+        self.stalls: collections.deque[tuple[float, float]] = collections.deque(maxlen=STALLS_KEPT)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -460,8 +481,36 @@ class Prober:
         else:
             due.append(conn)
 
+    # -- stalls of the loop ---------------------------------------------------------------
+
+    def note(self, late: float, now: float) -> None:
+        """Something due at ``now - late`` (loop time) ran at ``now``: a stall when `STALL_MIN` or more."""
+        if late >= STALL_MIN:
+            self.stalls.append((now, late))
+
+    def stalled(self, since: float, longer: float) -> bool:
+        """A stall longer than ``longer`` seconds was seen after ``since`` (loop time; the tick that
+        started a probe late saw its stall before the probe began)."""
+        for seen, late in reversed(self.stalls):
+            if seen <= since:
+                return False
+            if late > longer:
+                return True
+        return False
+
+    def timed_out(self, target: _Target, deadline: float) -> str:
+        """``target``'s probe with ``deadline`` timed out (observed now): its error, and
+        ``target.late`` set when the loop stalled during the probe — a stall longer than
+        ``max(STALL_MIN, timeout / 2)`` seen after the probe's start (``target.begun``) and by
+        now, this observation's own lateness included."""
+        now = self.loop.time()
+        self.note(now - deadline, now)
+        target.late = self.stalled(target.begun, max(STALL_MIN, target.timeout / 2))
+        return f"timeout after {target.spec.timeout:g}s"
+
     def _expire(self, tick: int) -> None:
         end = tick * TICK
+        self.note(self.loop.time() - end, self.loop.time())
         for conn in self.expiring.pop(tick, ()):
             # still reading the answer of the probe that was due by then (not a later one, not idle)
             if conn.phase in (_STATUS, _HEAD, _BODY) and conn.deadline <= end:
@@ -497,6 +546,8 @@ class Prober:
                 error = await self._attempt(target, deadline, fresh)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            error = self.timed_out(target, deadline)
         except Exception as exc:
             error = _error_of(exc, target.spec)
         if error is not None:
@@ -621,6 +672,7 @@ class HealthMonitor:
         self._in_flight = 0
         self._completed = 0
         self._skipped = 0
+        self._stalled = 0
         self._max_lag = 0.0
         self.last_check_time: float | None = None  # the end of the latest probe of any target
 
@@ -669,7 +721,8 @@ class HealthMonitor:
             return None if target is None or not target.ended else target.duration
 
     def stats(self) -> MonitorStats:
-        return MonitorStats(len(self._targets), self._in_flight, self._completed, self._skipped, self._max_lag)
+        return MonitorStats(len(self._targets), self._in_flight, self._completed, self._skipped, self._max_lag,
+                            self._stalled)
 
     # -- the loop thread ---------------------------------------------------------------------
 
@@ -736,17 +789,21 @@ class HealthMonitor:
                 self._health.pop(tid, None)
         target.live = False  # its next round is skipped; a probe in flight ends as it would, unrecorded
 
-    def _at(self, target: _Target) -> None:
-        """Start ``target``'s round at its ``due`` time (loop clock), at most a `TICK` later."""
-        tick = math.ceil(target.due / TICK)
+    def _at(self, target: _Target, when: float | None = None) -> None:
+        """Start ``target``'s round at ``when`` (loop clock; its ``due`` time by default), at most a
+        `TICK` later; a time already past: at the next tick."""
+        loop = self._prober.loop
+        tick = math.ceil(max(target.due if when is None else when, loop.time()) / TICK)
         due = self._wheel.get(tick)
         if due is None:
             self._wheel[tick] = [target]
-            self._prober.loop.call_at(tick * TICK, self._tick, tick)
+            loop.call_at(tick * TICK, self._tick, tick)
         else:
             due.append(target)
 
     def _tick(self, tick: int) -> None:
+        now = self._prober.loop.time()
+        self._prober.note(now - tick * TICK, now)
         for target in self._wheel.pop(tick, ()):
             if not target.live:
                 continue
@@ -758,9 +815,11 @@ class HealthMonitor:
     def _start(self, target: _Target) -> None:
         now = self._prober.loop.time()
         lag = now - target.due
-        if lag > self._max_lag:
+        if lag > self._max_lag and not target.retry:
             self._max_lag = lag
         self._in_flight += 1
+        target.late = False
+        target.begun = now
         target.started = self._clock()
         if target.error:
             self._prober.loop.call_soon(self._done, target, target.error)
@@ -774,17 +833,27 @@ class HealthMonitor:
         if target.live:
             now = self._clock()
             self.last_check_time = now
-            self._record(target, error, now)
             loop = self._prober.loop
-            interval = target.interval
-            due = target.due + interval
-            behind = loop.time() - due
-            if behind > 0:  # the round overran its slot: skip what was missed, keep the phase
-                missed = math.ceil(behind / interval)
-                self._skipped += missed
-                due += missed * interval
-            target.due = due
-            self._at(target)
+            if target.late and target.stalls < target.settings.failure_threshold:
+                # inconclusive: the loop stalled during the probe; again at the next tick, the slot kept
+                target.stalls += 1
+                self._stalled += 1
+                target.retry = True
+                self._at(target, loop.time())
+            else:
+                if not target.late:
+                    target.stalls = 0
+                target.retry = False
+                self._record(target, error, now)
+                interval = target.interval
+                due = target.due + interval
+                behind = loop.time() - due
+                if behind >= interval:  # slots whose whole interval passed: skipped, the phase kept
+                    missed = math.floor(behind / interval)
+                    self._skipped += missed
+                    due += missed * interval
+                target.due = due  # a slot already begun (the round overran it): started late, at the next tick
+                self._at(target)
         waiting = self._waiting
         while waiting and self._in_flight < self._max_in_flight:
             nxt = waiting.popleft()

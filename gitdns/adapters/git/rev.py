@@ -1,6 +1,8 @@
 """The desired revision of a work tree: commit time, sha and trailers of HEAD.
 
-gitpython is imported only when a revision is asked for, so `gitdns --help` stays fast.
+A commit is read with the git program (`gitdns.adapters.status.cache.run_git`: two plumbing
+commands), so a one-shot verb that only needs HEAD (every ``plan`` and ``apply``) does not
+import gitpython (~4 MiB, ~50 ms); the readers of trees and refs below import it when called.
 A directory that is not inside a git work tree has no revision (None).
 """
 
@@ -15,6 +17,7 @@ from gitdns.core.desired import HeadInfo
 from gitdns.core.model import Revision
 
 log = logging.getLogger(__name__)
+GIT_TIMEOUT = 60.0  # local commands only
 
 
 def head_info(path: Path) -> HeadInfo | None:
@@ -25,20 +28,27 @@ def head_info(path: Path) -> HeadInfo | None:
 def commit_at(path: Path, rev: str) -> HeadInfo | None:
     """The commit ``rev`` names (a sha, a prefix of one, a branch, ``HEAD^1``...) as a
     `HeadInfo`, or None when git does not know it (or there is no repository)."""
-    try:
-        import git
-    except ImportError:  # pragma: no cover
+    from gitdns.adapters.status.cache import run_git
+    from gitdns.errors import GitdnsError
+
+    if not Path(path).is_dir():
         return None
     try:
-        repo = git.Repo(path, search_parent_directories=True)
-        commit = repo.commit(rev)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
-        return None
-    except git.GitCommandError as exc:
+        found = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                        cwd=Path(path), timeout=GIT_TIMEOUT)
+        if found.rc != 0:
+            return None  # no repository, no commit yet, or a name git does not know
+        sha = found.stdout.decode("ascii", "replace").strip()
+        shown = run_git(["show", "-s", "--format=%ct%x00%H%x00%an%x00%B", sha], cwd=Path(path), timeout=GIT_TIMEOUT)
+    except GitdnsError as exc:
         log.warning("read commit failed: path=%s error=%s", path, exc)
         return None
-    message = commit.message if isinstance(commit.message, str) else commit.message.decode()
-    return HeadInfo(Revision(int(commit.committed_date), commit.hexsha), message, str(commit.author))
+    if shown.rc != 0:
+        log.warning("read commit failed: path=%s error=%s", path, shown.stderr.strip())
+        return None
+    text = shown.stdout.decode("utf-8", "replace").removesuffix("\n")  # the format's own terminator
+    when, hexsha, author, message = text.split("\0", 3)
+    return HeadInfo(Revision(int(when), hexsha), message, author)
 
 
 def first_parents(path: Path, rev: str, count: int) -> list[str]:
@@ -99,33 +109,50 @@ def _yaml_files(tree: Any, prefix: str) -> dict[str, str]:
 def status_files(path: Path, cluster_ids: Sequence[str], names: tuple[str, ...] = ("health.yaml",),
                  prefix: str = "gitdns-status/") -> dict[str, dict[str, str]]:
     """Files of each cluster's status branch as the work tree's repository knows it (a local
-    branch, else a remote-tracking one); clusters with no such branch are left out.  The
-    repository is opened and its refs listed once."""
-    try:
-        import git
-    except ImportError:  # pragma: no cover
+    branch, else a remote-tracking one); clusters with no such branch are left out.  The refs
+    are listed once and every file is read in one ``git cat-file --batch``."""
+    from gitdns.adapters.status.cache import run_git
+    from gitdns.errors import GitdnsError
+
+    if not Path(path).is_dir():
         return {}
     try:
-        repo = git.Repo(path, search_parent_directories=True)
-        refs = [r for r in repo.refs if prefix in r.path]
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        listed = run_git(["for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes"],
+                         cwd=Path(path), timeout=GIT_TIMEOUT)
+    except GitdnsError as exc:
+        log.warning("list status branches failed: path=%s error=%s", path, exc)
         return {}
-    refs.sort(key=lambda r: not r.path.startswith("refs/heads/"))  # local branches first
-    out: dict[str, dict[str, str]] = {}
+    if listed.rc != 0:
+        return {}  # no repository
+    refs = [r for r in listed.stdout.decode("utf-8", "replace").splitlines() if prefix in r]
+    refs.sort(key=lambda r: not r.startswith("refs/heads/"))  # local branches first
+    chosen: dict[str, str] = {}
     for cluster_id in cluster_ids:
         wanted = f"{prefix}{cluster_id}"
-        ref = next((r for r in refs if r.path.endswith("/" + wanted)), None)
+        ref = next((r for r in refs if r.endswith("/" + wanted)), None)
         if ref is not None:
-            out[cluster_id] = _blobs(ref.commit.tree, names)
-    return out
-
-
-def _blobs(tree: Any, names: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name in names:
-        try:
-            blob = tree / name
-        except KeyError:
-            continue
-        out[name] = blob.data_stream.read().decode("utf-8", errors="replace")
+            chosen[cluster_id] = ref
+    if not chosen:
+        return {}
+    asked = [(cluster_id, name) for cluster_id in chosen for name in names]
+    query = "".join(f"{chosen[cluster_id]}:{name}\n" for cluster_id, name in asked).encode()
+    try:
+        batch = run_git(["cat-file", "--batch"], cwd=Path(path), timeout=GIT_TIMEOUT, stdin=query)
+    except GitdnsError as exc:
+        log.warning("read status branches failed: path=%s error=%s", path, exc)
+        return {}
+    out: dict[str, dict[str, str]] = {cluster_id: {} for cluster_id in chosen}
+    data, at = batch.stdout, 0
+    for cluster_id, name in asked:
+        end = data.find(b"\n", at)
+        if end < 0:
+            break
+        header = data[at:end].split(b" ")
+        at = end + 1
+        if len(header) != 3 or header[-1] == b"missing":
+            continue  # "<name> missing": the branch has no such file
+        size = int(header[2])
+        if header[1] == b"blob":
+            out[cluster_id][name] = data[at:at + size].decode("utf-8", errors="replace")
+        at += size + 1
     return out

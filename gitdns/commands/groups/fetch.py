@@ -70,7 +70,7 @@ def fetch_desired(wt: WorkTree, auth: GitAuth) -> Fetched:
     root = wt.root / wt.prefix if wt.prefix else wt.root
     if wt.origin_url() is None:
         return Fetched(head, "HEAD", files_at(root, head) or {})
-    branch = desired_branch(wt, os.environ)
+    branch = desired_branch(wt.root, os.environ)
     try:
         _fetch(wt, branch, auth)
     except GitdnsError as exc:

@@ -771,7 +771,7 @@ def test_the_agent_calls_match_the_role() -> None:
     """The verbs above are the calls the code makes: read it, so a new call fails here."""
     leases = (ROOT / "gitdns/adapters/leases.py").read_text()
     assert set(re.findall(r"\.(\w+)_namespaced_lease\(", leases)) == {"read", "create", "replace"}
-    modes = (ROOT / "gitdns/adapters/kube.py").read_text()
+    modes = (ROOT / "gitdns/adapters/kube/access.py").read_text()
     assert set(re.findall(r"\.(\w+)_namespaced_config_map\(", modes)) == {"read"}
 
 

@@ -466,7 +466,7 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
         fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_default_provider: bool) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    from gitdns.adapters import kube as kube_adapter
+    from gitdns.adapters.kube import access as kube_adapter
     from gitdns.adapters.leases import KubeLease
     from gitdns.core.model import CredentialsRef
     from gitdns.errors import AuthError
@@ -532,7 +532,7 @@ def test_the_rendered_rbac_allows_the_agents_calls_and_nothing_near(
 def test_the_rendered_gateway_rbac_reaches_the_bound_namespaces_only(
         fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gitdns.adapters.gateway.conditions import CONDITION_TYPE, set_policy_affected
-    from gitdns.adapters.kubeclient import load_default
+    from gitdns.adapters.kube.client import load_default
     from gitdns.errors import AuthError
 
     docs = _agent_install(tmp_path, gateways=("ingress",))  # bound in `ingress` only

@@ -43,8 +43,9 @@ EXITS = (
     Exit("a Kubernetes Secret read", frozenset({".read_namespaced_secret", ".list_namespaced_secret"}), {
         "gitdns/providers/credentials.py": "the Secret gate (secret_gate): a name the repository wrote, if listed",
         "gitdns/providers/defaultprovider.py": "the operator's default provider Secret, found by its label",
-        "gitdns/adapters/kubeclusters.py": "remote clusters' kubeconfig Secrets, by the operator's label and namespace",
-        "gitdns/adapters/kubeclient.py": "the table of the kinds `add-cluster-secret` applies (operator's command)",
+        "gitdns/adapters/kube/clusters.py": "remote clusters' kubeconfig Secrets, by the operator's label and "
+                                            "namespace",
+        "gitdns/adapters/kube/client.py": "the table of the kinds `add-cluster-secret` applies (operator's command)",
         "gitdns/commands/clusters.py": "`gitdns add-cluster-secret`: Secrets the operator names on the command line",
     }),
     Exit("a socket", frozenset({"socket.socket", "socket.create_connection", "socket.socketpair"}), {

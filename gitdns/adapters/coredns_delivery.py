@@ -191,7 +191,7 @@ def configmap_size(data: Mapping[str, str], binary: Mapping[str, str] | None = N
 
 def load_core_api() -> Any:
     """A CoreV1Api from in-cluster credentials, else the kubeconfig."""
-    from gitdns.adapters.kubeclient import load_default
+    from gitdns.adapters.kube.client import load_default
 
     load_default("ConfigMap delivery")
     from kubernetes import client

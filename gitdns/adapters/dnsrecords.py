@@ -9,8 +9,8 @@ makes on the primary and on its remote clusters.
                                                  get, ensure (create and label), patch
                                                  metadata, delete under a resourceVersion
 
-``client`` is a ``kubernetes.client.ApiClient`` (`gitdns.adapters.kubeclient`, or a cluster
-Secret's from `gitdns.adapters.kubeclusters`).  Failures become UnreachableError (a conflict:
+``client`` is a ``kubernetes.client.ApiClient`` (`gitdns.adapters.kube.client`, or a cluster
+Secret's from `gitdns.adapters.kube.clusters`).  Failures become UnreachableError (a conflict:
 StaleWriteError; a missing object: LookupError), naming the call and the HTTP status only.
 """
 

@@ -60,7 +60,7 @@ class KubeLease(Lease):
     """A coordination.k8s.io/v1 Lease named ``gitdns-<hash8(owner)>`` in ``namespace``."""
 
     def __init__(self, namespace: str, owner: str, *, duration: float, clock: Clock, identity: str) -> None:
-        from gitdns.adapters.kubeclient import load_default
+        from gitdns.adapters.kube.client import load_default
 
         load_default("the Kubernetes Lease")
         from kubernetes import client

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from gitdns.adapters.httpserver import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
+from gitdns.adapters.http.server import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
 from gitdns.errors import ConfigError
 
 S = TypeVar("S")

@@ -1,6 +1,6 @@
 """What one webhook delivery means for this agent: which provider it is taken for, whether it
 verifies under the secret configured for that provider, and whether it is a push the agent
-follows. No sockets, no clock (``now`` comes in), no logging: `gitdns.adapters.httpserver`
+follows. No sockets, no clock (``now`` comes in), no logging: `gitdns.adapters.http.server`
 reads the request, calls :func:`judge` and answers with its :class:`Verdict`. The providers'
 wire formats (signatures, headers, payloads) are `gitdns.core.webhook`'s.
 

@@ -170,7 +170,7 @@ def derive_cluster(config: AgentConfig, read_uid: Callable[[], str] | None = Non
         raise ConfigError("--cluster (GITDNS_CLUSTER) is required outside Kubernetes: a Cluster id or "
                           "metadata.name from git; in a pod, left unset, it is the kube-system Namespace UID")
     if read_uid is None:
-        from gitdns.adapters.kube import kube_system_uid
+        from gitdns.adapters.kube.access import kube_system_uid
 
         read_uid = kube_system_uid
     wait = sleep or time.sleep

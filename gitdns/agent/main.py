@@ -165,7 +165,7 @@ def check_cluster_identity(config: AgentConfig, cluster: Cluster | None) -> None
     kube-system UID, or ``<UID>.<instance>`` with ``--instance`` (`gitdns.core.owner.install`)."""
     if not in_cluster() or cluster is None:
         return
-    from gitdns.adapters.kube import kube_system_uid
+    from gitdns.adapters.kube.access import kube_system_uid
     from gitdns.core.owner.install import owner_id
 
     uid = kube_system_uid()
@@ -221,7 +221,7 @@ def http_endpoints(config: AgentConfig, make: Callable[[str, int, frozenset[str]
 def serve(agent: Agent, config: AgentConfig, metrics: Metrics) -> int:
     import contextlib
 
-    from gitdns.adapters.httpserver import HttpServer
+    from gitdns.adapters.http.server import HttpServer
     from gitdns.adapters.webhooks import WebhookConfig, repository_of
     from gitdns.agent.runner import Runner
 

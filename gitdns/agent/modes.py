@@ -54,7 +54,7 @@ def configmap_mode(namespace: str, name: str) -> str | None:
     in a cluster: an unreadable ConfigMap is logged and does not stop the agent)."""
     if not os.environ.get("KUBERNETES_SERVICE_HOST") or not namespace or not name:
         return None
-    from gitdns.adapters.kube import configmap_data
+    from gitdns.adapters.kube.access import configmap_data
 
     try:
         data = configmap_data(namespace, name)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gitdns.adapters.kubeclient import ClusterApi, api_client, server_and_ca
+from gitdns.adapters.kube.client import ClusterApi, api_client, server_and_ca
 from gitdns.commands import Result
 from gitdns.errors import UnreachableError
 
@@ -258,7 +258,7 @@ def cluster_id(instance: str = "", read_uid: Callable[[], str] | None = None) ->
     except ValueError as exc:
         raise ConfigError(f"--instance {exc}") from None
     if read_uid is None:
-        from gitdns.adapters.kube import kube_system_uid
+        from gitdns.adapters.kube.access import kube_system_uid
 
         read_uid = kube_system_uid
     try:

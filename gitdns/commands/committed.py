@@ -94,9 +94,13 @@ def acting_on(repo: Path, *, from_worktree: bool = False, env: Mapping[str, str]
         if from_worktree:
             return f"acting on the files in {repo} ({flag}; {exc})"
         raise NotCommitted(f"{exc}: commit the desired state first (or pass --from-worktree)") from None
-    _, out, _ = _git(tree, "log", "-1", "--format=%H%x00%B", "HEAD")
-    sha, _, message = out.partition("\0")
-    subject = (message.strip().splitlines() or [""])[0]
+    from gitdns.adapters.git.rev import head_info
+
+    head = head_info(tree.root)
+    if head is None:
+        raise NotCommitted(f"{repo}: HEAD could not be read: commit the desired state first (or pass --from-worktree)")
+    sha = head.revision.sha
+    subject = (head.message.strip().splitlines() or [""])[0]
     where = f"{sha[:7]} ({inline(subject)})"
     dirty = [inline(name) for name in _dirty(tree)]
     if from_worktree:

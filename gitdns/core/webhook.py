@@ -1,7 +1,7 @@
 """Webhook deliveries from git hosts: verify them, read the push out of them, spot replays.
 
 Pure: bytes and strings in, values out; no clock (a caller that wants a timestamp window
-passes ``now``), no I/O, no logging. ``gitdns.adapters.httpserver`` is the only caller.
+passes ``now``), no I/O, no logging. ``gitdns.adapters.http.server`` is the only caller.
 
 GitHub
     ``X-Hub-Signature-256: sha256=<hex>``, HMAC-SHA256 of the raw body under the hook's

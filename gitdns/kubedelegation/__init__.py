@@ -8,6 +8,6 @@ DNSRecords and publishes them.
     publish.py      an authoritative record's data published to the zone's DNS provider
 
 The Kubernetes calls are adapters: `gitdns.adapters.dnsrecords` (DNSRecords, namespaces),
-`gitdns.adapters.kubeclusters` (the remote clusters' kubeconfig Secrets) and
-`gitdns.adapters.kubeclient` (the primary's own client).
+`gitdns.adapters.kube.clusters` (the remote clusters' kubeconfig Secrets) and
+`gitdns.adapters.kube.client` (the primary's own client).
 """

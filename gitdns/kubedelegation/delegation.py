@@ -4,7 +4,7 @@ publishes them.
 
 One pass (`KubeDelegation.run_once`, safe to call every agent cycle):
 
-1. list the cluster secrets (`gitdns.adapters.kubeclusters`), the primary's DNSRecords and
+1. list the cluster secrets (`gitdns.adapters.kube.clusters`), the primary's DNSRecords and
    its namespaces, and every remote's DNSRecords — list calls only when nothing changed;
 2. group the delegating records (`gitdns.core.kubesources`) by ``(namespace, rootHost)``
    and check the delegation RFC's namespace requirements: the namespace must exist on the primary
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.dnsrecords import AuthRecords, core_api, list_dnsrecords, namespace_names, patch_dnsrecord_status
-from gitdns.adapters.kubeclusters import ClusterSecrets, Discovery
+from gitdns.adapters.kube.clusters import ClusterSecrets, Discovery
 from gitdns.core.endpoints import endpoints_from_records, is_authoritative, root_host
 from gitdns.core.kubesources import (
     DUPLICATE_OWNER,
@@ -358,7 +358,7 @@ def build_kube_delegation(config: Any, cluster_id: str, metrics: Any | None = No
     ``cluster_secret_namespace`` (empty: ``pod_namespace``, else kuadrant-system) labelled
     ``cluster_secret_label``; ``state_dir`` anchors a `local` store's relative path; an
     unchanged record is republished every ``quiet_period``.  Set ``.metrics`` to the agent's."""
-    from gitdns.adapters.kubeclient import api_client
+    from gitdns.adapters.kube.client import api_client
     from gitdns.errors import ConfigError
 
     if not getattr(config, "kube_delegation", False):

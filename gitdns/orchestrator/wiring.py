@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from gitdns.adapters import logs
 from gitdns.adapters.coredns_delivery import ConfigMapDelivery, Delivery, DirectoryDelivery
-from gitdns.adapters.httpserver import HttpServer, MetricsPage
+from gitdns.adapters.http.server import HttpServer, MetricsPage
 from gitdns.adapters.leases import FileLease, Lease, NoLease
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import CorefileSettings
@@ -119,7 +119,7 @@ def make_lease(config: OrchestratorConfig) -> Lease:
 
 
 class Endpoint(HttpServer):
-    """`gitdns.adapters.httpserver.HttpServer` whose /readyz body says why it answers as it does
+    """`gitdns.adapters.http.server.HttpServer` whose /readyz body says why it answers as it does
     (one line: the Ready condition's reason and message)."""
 
     def __init__(self, *args: Any, why: Callable[[], str], **kwargs: Any) -> None:

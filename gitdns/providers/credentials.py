@@ -41,7 +41,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.kubeclient import core_v1
+from gitdns.adapters.kube.client import core_v1
 from gitdns.core.model import CredentialsRef
 from gitdns.core.providertypes import PROVIDER_TYPES
 from gitdns.core.reach import secret_refusal

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.kubeclient import core_v1
+from gitdns.adapters.kube.client import core_v1
 from gitdns.core.model import CredentialsRef, DesiredState, ProviderRef
 from gitdns.core.providertypes import GITDNS_SECRET_PREFIX, PROVIDER_TYPES, UNSERVED_SECRET_TYPES, type_of_secret
 from gitdns.core.records import Change, Guard, ZoneSnapshot

@@ -35,7 +35,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.kubeclient import api_client
+from gitdns.adapters.kube.client import api_client
 from gitdns.core.endpoints import (
     GVK_KEY,
     GVR_KEY,

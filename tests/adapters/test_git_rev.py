@@ -8,6 +8,8 @@ from pathlib import Path
 
 import git
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitdns.adapters.git.rev import commit_at, head_info, status_files
 
@@ -108,3 +110,18 @@ def test_status_branches_local_first_then_remote_tracking(repo: Path, tmp_path: 
         for name, text in files.items():
             assert (ref.commit.tree / name).data_stream.read().decode() == text
     assert status_files(repo, ["c2"], ("health.yaml",)) == {"c2": {}}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(author=st.text(alphabet=st.characters(blacklist_characters="\n<>"), min_size=1, max_size=20).filter(str.strip),
+       message=st.text(max_size=60))
+def test_a_forged_commit_reads_as_gitpython_reads_it(repo: Path, author: str, message: str) -> None:
+    """A commit object as a forge stores it (any bytes: NUL, controls, text), written raw."""
+    tree, parent = run(repo, "write-tree"), run(repo, "rev-parse", "HEAD")
+    body = (f"tree {tree}\nparent {parent}\nauthor {author} <a@example.test> 1790000000 +0000\n"
+            f"committer {author} <a@example.test> 1790000001 +0000\n\n{message}").encode()
+    sha = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"], cwd=repo, env=ENV,
+                         input=body, capture_output=True, check=True).stdout.decode().strip()
+    info = commit_at(repo, sha)
+    assert info is not None
+    assert (info.revision.time, info.revision.sha, info.message, info.author) == gitpython_info(repo, sha)

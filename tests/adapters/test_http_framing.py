@@ -1,5 +1,5 @@
 """How the agent's and the orchestrator's HTTP servers frame a request (RFC 9110, RFC 9112):
-`gitdns.adapters.httpframing.frame_request` decides before any handler runs, so a request whose
+`gitdns.adapters.http.framing.frame_request` decides before any handler runs, so a request whose
 length, encoding, host or field lines are in doubt is answered 4xx/5xx and its connection
 closed, no handler is called and no body byte is read.  On a real server on 127.0.0.1 with raw
 sockets, as a hostile client or a confused proxy would send them; and what reaches the log of
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitdns.adapters.httpframing import Head, Refusal, frame_request
-from gitdns.adapters.httphandler import Reply
-from gitdns.adapters.httpserver import HttpServer, WebhookConfig
+from gitdns.adapters.http.framing import Head, Refusal, frame_request
+from gitdns.adapters.http.handler import Reply
+from gitdns.adapters.http.server import HttpServer, WebhookConfig
 from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import PushEvent, sign_github
 
@@ -277,7 +277,7 @@ def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
 ])
 def test_a_request_line_reaches_the_log_escaped(server: Spy, caplog: pytest.LogCaptureFixture, target: bytes,
                                                 escaped: str) -> None:
-    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.http.server")
     status, _ = refused(server, b"GET " + target + b" HTTP/1.1\r\nHost: a\r\n\r\n")
     assert status == 400
     assert any(escaped in message for message in messages(caplog)), messages(caplog)
@@ -286,7 +286,7 @@ def test_a_request_line_reaches_the_log_escaped(server: Spy, caplog: pytest.LogC
 
 def test_a_line_break_in_the_request_line_reaches_the_log_escaped(server: Spy,
                                                                   caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.http.server")
     status, _ = refused(server, b"GET /a\rlevel=ERROR forged HTTP/1.1\r\nHost: a\r\n\r\n")
     assert status == 400
     assert any("/a\\rlevel=ERROR forged" in message for message in messages(caplog)), messages(caplog)
@@ -294,7 +294,7 @@ def test_a_line_break_in_the_request_line_reaches_the_log_escaped(server: Spy,
 
 
 def test_a_delivery_id_reaches_the_log_escaped(server: Spy, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.http.server")
     # 0x9b is CSI, a C1 control (a field value may hold such bytes: obs-text)
     answer = exchange(server, WEBHOOK + signed(BODY, "d-\x9b31m\xa0x") + b"Content-Length: " + LENGTH
                       + b"\r\nConnection: close\r\n\r\n" + BODY)

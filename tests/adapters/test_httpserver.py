@@ -1,4 +1,4 @@
-"""gitdns.adapters.httpserver on 127.0.0.1, port 0, driven with urllib.request."""
+"""gitdns.adapters.http.server on 127.0.0.1, port 0, driven with urllib.request."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.httpserver import HttpServer, WebhookConfig
+from gitdns.adapters.http.server import HttpServer, WebhookConfig
 from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import PushEvent, sign_gitea, sign_github, sign_gitlab
 
@@ -307,7 +307,7 @@ def test_webhook_off_is_404() -> None:
 
 
 def test_secrets_never_reach_the_log(running: Running, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.http.server")
     body = gitlab_push()
     call(running.base + "/webhook?token=" + GITLAB_TOKEN, data=body, headers=gitlab_headers(body, "l-1"))
     call(running.base + "/webhook", data=body, headers=gitlab_headers(body, "l-2", token="guess"))
@@ -367,7 +367,7 @@ def test_binding_asks_no_resolver(monkeypatch: pytest.MonkeyPatch) -> None:
     that is a resolver query for 0.0.0.0.  The endpoint binds without it."""
     import socket
 
-    from gitdns.adapters import httphandler
+    from gitdns.adapters.http import handler as httphandler
 
     asked: list[str] = []
     monkeypatch.setattr(socket, "getfqdn", lambda name="": asked.append(name) or name)
@@ -418,7 +418,7 @@ def test_pushes_to_another_branch_or_repository_start_nothing() -> None:
 
 
 def test_repository_of_remote_urls() -> None:
-    from gitdns.adapters.httpserver import repository_of
+    from gitdns.adapters.http.server import repository_of
 
     assert repository_of("https://github.com/acme/dns.git") == "acme/dns"
     assert repository_of("ssh://git@gitlab.example:2222/group/sub/dns.git") == "group/sub/dns"

@@ -1,4 +1,4 @@
-"""gitdns.adapters.httpserver against hostile clients, on real loopback sockets: a slowloris
+"""gitdns.adapters.http.server against hostile clients, on real loopback sockets: a slowloris
 is cut at the total deadline whatever its pace, connections over the cap are answered 503 by
 the accepting thread and closed, and ordinary traffic is served again once the hogs are gone.
 
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gitdns.adapters.httpserver import ADMIN_ROUTES, WEBHOOK_ROUTES, HttpServer, Limits, WebhookConfig
+from gitdns.adapters.http.server import ADMIN_ROUTES, WEBHOOK_ROUTES, HttpServer, Limits, WebhookConfig
 from gitdns.agent.metrics import Metrics
 from gitdns.core.webhook import PushEvent, sign_github
 
@@ -173,7 +173,7 @@ def test_a_client_resetting_mid_request_is_one_debug_line_not_a_traceback(
         fast: tuple[HttpServer, list[PushEvent]], capfd: pytest.CaptureFixture[str],
         caplog: pytest.LogCaptureFixture) -> None:
     server, _ = fast
-    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.httpserver")
+    caplog.set_level(logging.DEBUG, logger="gitdns.adapters.http.server")
     sock = connect(server)
     sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # half a request: the server is reading
     assert wait_for(lambda: server.connections == 1)

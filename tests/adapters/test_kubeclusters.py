@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.kubeclusters import ClusterSecrets
+from gitdns.adapters.kube.clusters import ClusterSecrets
 from gitdns.errors import AuthError, UnreachableError
 from tests.fakes.kube_apiserver import FakeKube
 from tests.kubedelegation.kube_fleet import kubeconfig

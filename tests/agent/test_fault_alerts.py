@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from gitdns.adapters.httpserver import ADMIN_ROUTES, HttpServer
+from gitdns.adapters.http.server import ADMIN_ROUTES, HttpServer
 from gitdns.adapters.leases import Lease
 from gitdns.agent.budget import Budgets
 from gitdns.agent.config import AgentConfig

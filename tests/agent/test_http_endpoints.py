@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gitdns.adapters.httpserver import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
+from gitdns.adapters.http.server import ADMIN_ROUTES, ALL_ROUTES, WEBHOOK_ROUTES
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.main import http_endpoints
 from gitdns.errors import ConfigError

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from gitdns.adapters.kubeclusters import ClusterSecrets
+from gitdns.adapters.kube.clusters import ClusterSecrets
 from gitdns.cli import main
 from gitdns.commands.clusters import CLUSTER_ROLE, RULES
 from tests.fakes.kube_apiserver import FakeKube

@@ -368,7 +368,7 @@ def test_a_hostile_file_name_published_by_an_agent_is_escaped_by_status(
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[object]:
     """The daemons' HTTP endpoint on loopback, with a GitHub webhook secret."""
-    from gitdns.adapters.httpserver import HttpServer, WebhookConfig
+    from gitdns.adapters.http.server import HttpServer, WebhookConfig
     from gitdns.agent.metrics import Metrics
 
     server = HttpServer("127.0.0.1", 0, metrics=Metrics(), status=lambda: {"ok": True}, ready=lambda: True,

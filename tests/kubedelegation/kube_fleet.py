@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitdns.adapters.kubeclusters import ClusterSecrets
+from gitdns.adapters.kube.clusters import ClusterSecrets
 from gitdns.core.endpoints import authoritative_record_name
 from gitdns.kubedelegation.delegation import KubeDelegation
 from gitdns.providers.local import LocalProvider

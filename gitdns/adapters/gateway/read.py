@@ -117,7 +117,7 @@ class KubeGatewayReader:
         """The Gateway ``namespace/name``; None when it does not exist. AuthError (naming the
         RoleBinding to add) when refused, UnreachableError on any other failure."""
         if self._load:
-            from gitdns.adapters.kubeclient import load_default
+            from gitdns.adapters.kube.client import load_default
 
             load_default("reading Gateways")
             self._load = False

@@ -9,6 +9,7 @@ A directory that is not inside a git work tree has no revision (None).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ def head_info(path: Path) -> HeadInfo | None:
 
 def commit_at(path: Path, rev: str) -> HeadInfo | None:
     """The commit ``rev`` names (a sha, a prefix of one, a branch, ``HEAD^1``...) as a
-    `HeadInfo`, or None when git does not know it (or there is no repository)."""
+    `HeadInfo`, or None when git does not know it (or there is no repository).  The commit
+    object is read raw (``git cat-file commit``) and parsed as gitpython parses it, so an author
+    or a message carrying any byte (a forge stores what its user typed) reads the same."""
     from gitdns.adapters.status.cache import run_git
     from gitdns.errors import GitdnsError
 
@@ -39,16 +42,41 @@ def commit_at(path: Path, rev: str) -> HeadInfo | None:
         if found.rc != 0:
             return None  # no repository, no commit yet, or a name git does not know
         sha = found.stdout.decode("ascii", "replace").strip()
-        shown = run_git(["show", "-s", "--format=%ct%x00%H%x00%an%x00%B", sha], cwd=Path(path), timeout=GIT_TIMEOUT)
+        raw = run_git(["cat-file", "commit", sha], cwd=Path(path), timeout=GIT_TIMEOUT)
     except GitdnsError as exc:
         log.warning("read commit failed: path=%s error=%s", path, exc)
         return None
-    if shown.rc != 0:
-        log.warning("read commit failed: path=%s error=%s", path, shown.stderr.strip())
+    if raw.rc != 0:
+        log.warning("read commit failed: path=%s error=%s", path, raw.stderr.strip())
         return None
-    text = shown.stdout.decode("utf-8", "replace").removesuffix("\n")  # the format's own terminator
-    when, hexsha, author, message = text.split("\0", 3)
-    return HeadInfo(Revision(int(when), hexsha), message, author)
+    return parse_commit(sha, raw.stdout)
+
+
+_ACTOR = re.compile(rb"(.*) <(.*?)>", re.S)
+_WHEN = re.compile(rb"> ?(-?\d+) ([+-]?\d+)\s*$")
+
+
+def parse_commit(sha: str, raw: bytes) -> HeadInfo | None:
+    """A raw commit object (``git cat-file commit``) as `HeadInfo`: the committer's time, the
+    author's name and the message, decoded as its ``encoding`` header says (UTF-8 by default),
+    undecodable bytes replaced."""
+    head, _, body = raw.partition(b"\n\n")
+    fields: dict[bytes, bytes] = {}
+    for line in head.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key in (b"author", b"committer", b"encoding") and key not in fields:
+            fields[key] = value
+    when = _WHEN.search(fields.get(b"committer", b""))
+    actor = _ACTOR.match(fields.get(b"author", b""))
+    if when is None:
+        return None
+    encoding = fields.get(b"encoding", b"UTF-8").decode("ascii", "replace").strip() or "UTF-8"
+    try:
+        message = body.decode(encoding, "replace")
+    except LookupError:  # an encoding Python does not know
+        message = body.decode("utf-8", "replace")
+    author = (actor.group(1) if actor else fields.get(b"author", b"")).decode("utf-8", "replace")
+    return HeadInfo(Revision(int(when.group(1)), sha), message, author)
 
 
 def first_parents(path: Path, rev: str, count: int) -> list[str]:

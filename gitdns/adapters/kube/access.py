@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitdns.adapters.kubeclient import load_default
+from gitdns.adapters.kube.client import load_default
 from gitdns.errors import UnreachableError
 
 

@@ -10,7 +10,7 @@ Routes (each server serves the groups in its ``routes``; a path of another group
                        a delivery from GitHub, GitLab or Gitea, answered as
                        `gitdns.adapters.webhooks` judges it (its docstring has the table)
     411/413            no Content-Length / body over ``max_body`` (1 MiB)
-    400/417/431/501/505  a request framed doubtfully (`gitdns.adapters.httpframing`'s table)
+    400/417/431/501/505  a request framed doubtfully (`gitdns.adapters.http.framing`'s table)
     404                an unknown path, a path outside ``routes``, or a webhook path while
                        ``webhook`` is None (off)
 
@@ -26,7 +26,7 @@ Hostile clients (`Limits`)
       address; one more is answered 503 and closed by the accepting thread, without a thread
       of its own, and never waits.
     Each served connection has one daemon thread; ``stop()`` closes them all.  The connection
-    handling that enforces them is `gitdns.adapters.httphandler`.
+    handling that enforces them is `gitdns.adapters.http.handler`.
 
 ``on_push`` runs on the request thread and must be cheap (set a "fetch now" flag); it is
 called for every accepted delivery and the caller coalesces. Secrets come in as values in
@@ -35,7 +35,7 @@ logged; requests are logged at debug as method, path (no query) and status, neve
 but a delivery id; every piece of a request in a log line goes through
 `gitdns.core.text.inline`, so a control character, a line break or a bidi control in it is
 written escaped.  A request is framed strictly before any route sees it
-(`gitdns.adapters.httpframing.frame_request`: 400 and the connection closed for a doubtful
+(`gitdns.adapters.http.framing.frame_request`: 400 and the connection closed for a doubtful
 Content-Length, Transfer-Encoding, Host or field line), and a webhook body is read with
 `gitdns.core.webhook.load_json`, which reads it with `gitdns.core.jsonread.strict_loads` (depth,
 size, NaN and duplicate keys bounded: 400).
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol
 
-from gitdns.adapters.httphandler import MAX_BODY, Handler, Reply, Server, text_reply
+from gitdns.adapters.http.handler import MAX_BODY, Handler, Reply, Server, text_reply
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.adapters.webhooks import WebhookConfig, judge, repository_of
 from gitdns.core.text import inline

@@ -3,11 +3,11 @@
 and answers a `Head` when it is framed beyond doubt or the `Refusal` (status and reason) to
 answer; it is the one place that decides how a request is framed.  Pure: bytes in, a verdict
 out, no I/O (its `urllib.parse.urlsplit` keeps it out of `gitdns.core`).  The connection
-handling that reads each head and answers a refusal is `gitdns.adapters.httphandler`.
+handling that reads each head and answers a refusal is `gitdns.adapters.http.handler`.
 
 Checked by `frame_request` before any handler runs and before any body byte is read; a
 refusal is answered and the connection closed (411, 413, 414, 431 and a method's 501 by
-`gitdns.adapters.httphandler.Handler`, which reads the head within the limits here, and the
+`gitdns.adapters.http.handler.Handler`, which reads the head within the limits here, and the
 body):
 
     ===== ==================================================================================

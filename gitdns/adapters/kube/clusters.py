@@ -6,7 +6,7 @@ A primary finds its remote clusters as Secrets labelled ``<label>=true`` (defaul
 holds a kubeconfig under the key ``kubeconfig`` (the RFC's format, and what
 ``gitdns add-cluster-secret`` writes).  `ClusterSecrets.discover` lists them and returns one
 ``kubernetes.client.ApiClient`` per Secret, built with
-`gitdns.adapters.kubeclient.api_client_from_dict` and kept while the kubeconfig stays the
+`gitdns.adapters.kube.client.api_client_from_dict` and kept while the kubeconfig stays the
 same (a changed Secret rebuilds its client, a removed one closes it).
 
 The kubeconfig is a credential: it never appears in a log line, an error or a result — a
@@ -126,7 +126,7 @@ def _load(raw: bytes) -> Any:
     """An ApiClient from kubeconfig bytes; ValueError naming only the kind of problem."""
     from ruamel.yaml import YAML
 
-    from gitdns.adapters.kubeclient import api_client_from_dict
+    from gitdns.adapters.kube.client import api_client_from_dict
 
     try:
         doc = YAML(typ="safe").load(raw.decode("utf-8"))

@@ -1,13 +1,13 @@
-"""The connection handling under `gitdns.adapters.httpserver.HttpServer`: the threading server
+"""The connection handling under `gitdns.adapters.http.server.HttpServer`: the threading server
 that admits each connection or refuses it (`Server`, `_BUSY`), the socket reader with
 per-request deadlines (`_DeadlineReader`), the request handler that reads, bounds and answers
 each request (`Handler`; each request's head is framed by
-`gitdns.adapters.httpframing.frame_request`, whose docstring has the table of refusals), the
-reply it sends (`Reply`, `text_reply`), and the body caps (`MAX_BODY`, which `httpserver`
+`gitdns.adapters.http.framing.frame_request`, whose docstring has the table of refusals), the
+reply it sends (`Reply`, `text_reply`), and the body caps (`MAX_BODY`, which `server`
 exports, and `LINGER_BYTES`).
-The limits it enforces are `httpserver.Limits`; the routes and their answers are
+The limits it enforces are `server.Limits`; the routes and their answers are
 `HttpServer`'s (`_App` says what the handling needs of it).  It logs under
-``gitdns.adapters.httpserver``, the server's logger, and every piece of a request it logs
+``gitdns.adapters.http.server``, the server's logger, and every piece of a request it logs
 (method, path, request line, header value, peer) goes through `gitdns.core.text.inline`.
 """
 
@@ -28,12 +28,12 @@ from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from gitdns.adapters.httpframing import MAX_FIELD_BYTES, MAX_FIELDS, MAX_REQUEST_LINE, Head, Refusal, frame_request
+from gitdns.adapters.http.framing import MAX_FIELD_BYTES, MAX_FIELDS, MAX_REQUEST_LINE, Head, Refusal, frame_request
 from gitdns.adapters.webhooks import PATHS as WEBHOOK_PATHS
 from gitdns.core.jsonread import MAX_JSON_BYTES
 from gitdns.core.text import inline
 
-log = logging.getLogger("gitdns.adapters.httpserver")
+log = logging.getLogger("gitdns.adapters.http.server")
 
 MAX_BODY = MAX_JSON_BYTES  # a webhook body is a JSON payload: one cap for both
 LINGER_BYTES = 4 * MAX_BODY  # a refused body up to this size is read and dropped, not reset
@@ -51,7 +51,7 @@ class Reply:
 
 
 class _AppLimits(Protocol):
-    """The `httpserver.Limits` the connections are held to."""
+    """The `server.Limits` the connections are held to."""
 
     @property
     def header_seconds(self) -> float: ...
@@ -68,7 +68,7 @@ class _AppLimits(Protocol):
 
 
 class _App(Protocol):
-    """What the connection handling needs of its `httpserver.HttpServer`: its limits, its name
+    """What the connection handling needs of its `server.HttpServer`: its limits, its name
     (for thread names and log lines), its body cap and its answers to a GET and a webhook POST."""
 
     @property

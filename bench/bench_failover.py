@@ -59,7 +59,6 @@ import random
 import shutil
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,6 +67,10 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
+
+import dns.message
+import dns.rcode
+import dns.rdatatype
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -225,7 +228,6 @@ class Dnsmasq:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.settimeout(0.5)
-        self.query_id = 0
 
     def start(self) -> Dnsmasq:
         self.hosts_dir.mkdir(parents=True, exist_ok=True)
@@ -251,19 +253,19 @@ class Dnsmasq:
 
     def answers(self, name: str) -> set[str] | None:
         """The A addresses for ``name`` (empty for NXDOMAIN); None when no answer came."""
-        self.query_id = (self.query_id + 1) & 0xFFFF
-        qname = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
-        opt = b"\0" + struct.pack(">HHIH", 41, 65000, 0, 0)  # EDNS: a 65,000-byte answer fits
-        query = struct.pack(">HHHHHH", self.query_id, 0x0100, 1, 0, 0, 1) + qname + struct.pack(">HH", 1, 1) + opt
+        query = dns.message.make_query(name, "A", use_edns=0, payload=65000)  # a 65,000-byte answer fits
         try:
-            self.sock.sendto(query, ("127.0.0.1", self.port))
+            self.sock.sendto(query.to_wire(), ("127.0.0.1", self.port))
             while True:
-                reply = self.sock.recv(65535)
-                if struct.unpack(">H", reply[:2])[0] == self.query_id:
+                wire = self.sock.recv(65535)
+                if wire[:2] == query.id.to_bytes(2, "big"):
                     break
         except OSError:
             return None
-        return parse_a(reply)
+        reply = dns.message.from_wire(wire)
+        if reply.rcode() != dns.rcode.NOERROR:
+            return set()
+        return {item.address for rrset in reply.answer if rrset.rdtype == dns.rdatatype.A for item in rrset}
 
     def stop(self) -> None:
         self.sock.close()
@@ -274,34 +276,6 @@ class Dnsmasq:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-def _skip_name(msg: bytes, at: int) -> int:
-    while True:
-        size = msg[at]
-        if size >= 0xC0:
-            return at + 2
-        if size == 0:
-            return at + 1
-        at += size + 1
-
-
-def parse_a(msg: bytes) -> set[str]:
-    flags, qd, an = struct.unpack(">HHH", msg[2:8])
-    if flags & 0x000F:  # an rcode
-        return set()
-    at = 12
-    for _ in range(qd):
-        at = _skip_name(msg, at) + 4
-    found = set()
-    for _ in range(an):
-        at = _skip_name(msg, at)
-        rtype, _, _, size = struct.unpack(">HHIH", msg[at:at + 10])
-        at += 10
-        if rtype == 1 and size == 4:
-            found.add(socket.inet_ntoa(msg[at:at + 4]))
-        at += size
-    return found
 
 
 def until(predicate: Callable[[], Any], limit: float = 30.0, every: float = 0.02) -> float:

@@ -52,7 +52,6 @@ def commit_at(path: Path, rev: str) -> HeadInfo | None:
     return parse_commit(sha, raw.stdout)
 
 
-_ACTOR = re.compile(rb"(.*) <(.*?)>", re.S)
 _WHEN = re.compile(rb"> ?(-?\d+) ([+-]?\d+)\s*$")
 
 
@@ -67,15 +66,18 @@ def parse_commit(sha: str, raw: bytes) -> HeadInfo | None:
         if key in (b"author", b"committer", b"encoding") and key not in fields:
             fields[key] = value
     when = _WHEN.search(fields.get(b"committer", b""))
-    actor = _ACTOR.match(fields.get(b"author", b""))
     if when is None:
         return None
     encoding = fields.get(b"encoding", b"UTF-8").decode("ascii", "replace").strip() or "UTF-8"
     try:
         message = body.decode(encoding, "replace")
+        actor = fields.get(b"author", b"").decode(encoding, "replace")
     except LookupError:  # an encoding Python does not know
         message = body.decode("utf-8", "replace")
-    author = (actor.group(1) if actor else fields.get(b"author", b"")).decode("utf-8", "replace")
+        actor = fields.get(b"author", b"").decode("utf-8", "replace")
+    left = actor.find("<")
+    right = actor.find(">", left + 1)
+    author = actor[:left].rstrip() if left >= 0 and right >= 0 else actor  # the name, as gitpython reads it
     return HeadInfo(Revision(int(when.group(1)), sha), message, author)
 
 

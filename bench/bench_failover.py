@@ -75,6 +75,8 @@ import dns.rdatatype
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.e2e.dns_servers import stop_process  # noqa: E402
+
 NAME = "api.tenant-a.test"
 POOL = "edge"
 RATIO_TARGET = 1.2
@@ -270,12 +272,7 @@ class Dnsmasq:
     def stop(self) -> None:
         self.sock.close()
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
 
 
 def until(predicate: Callable[[], Any], limit: float = 30.0, every: float = 0.02) -> float:
@@ -347,12 +344,7 @@ class Setup:
     def stop(self) -> None:
         if self.args.keep_log:
             shutil.copy(self.orch_log, self.args.keep_log)
-        self.orch.terminate()
-        try:
-            self.orch.wait(10)
-        except subprocess.TimeoutExpired:
-            self.orch.kill()
-            self.orch.wait()
+        stop_process(self.orch)
         self.dnsmasq.stop()
         self.nodes.stop()
         self.server_log.close()

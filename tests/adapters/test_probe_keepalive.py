@@ -60,7 +60,9 @@ class ScriptedServer:
         self.port = self.sock.getsockname()[1]
         self.stopped = threading.Event()
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.threads: list[threading.Thread] = []  # one per connection
+        self.accepting = threading.Thread(target=self._accept, daemon=True)
+        self.accepting.start()
 
     def _accept(self) -> None:
         while not self.stopped.is_set():
@@ -72,7 +74,9 @@ class ScriptedServer:
                 number = self.connections
                 self.connections += 1
                 self.live.append(conn)
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+                thread = threading.Thread(target=self._serve, args=(conn, number), daemon=True)
+                self.threads.append(thread)
+            thread.start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
         buf = b""
@@ -112,14 +116,30 @@ class ScriptedServer:
             conn.close()
 
     def stop(self) -> None:
-        """Stop listening and close every connection (as a process that exits)."""
+        """Stop listening and close every connection (as a process that exits); the port refuses
+        connections once it returns and no thread of this server is left.
+
+        Each thread is woken with ``shutdown`` and joined before its socket is closed.  A close
+        alone wakes no thread blocked in ``accept`` or ``recv``: the kernel socket stays open
+        under it (the port went on accepting), and when the kernel restarted that system call
+        (woken by a SIGCHLD that came while the main thread had signals blocked to spawn a git
+        child) it ran again on the descriptor's number, by then another socket's: the listening
+        socket of a later test's HTTP server, whose connections it accepted and closed unanswered."""
         self.stopped.set()
-        self.sock.close()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # accept() fails: the accepting thread returns
+        self.accepting.join(5.0)
         with self.lock:
-            for conn in self.live:
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-                conn.close()
+            live, threads = list(self.live), list(self.threads)
+        for conn in live:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)  # recv() ends: each connection's thread returns
+        for thread in threads:
+            thread.join(5.0)
+        self.sock.close()
+        for conn in live:
+            conn.close()
+        assert not self.accepting.is_alive() and not any(t.is_alive() for t in threads), "a thread outlived stop()"
 
 
 @pytest.fixture
@@ -156,6 +176,21 @@ def run(m: HealthMonitor, specs: dict[str, ProbeSpec], rounds: int, s: HealthSet
     m.set_targets({tid: (sp, s) for tid, sp in specs.items()})
     m.start()
     wait_until(lambda: all(checks(m, tid) >= rounds for tid in specs))
+
+
+def test_a_stopped_server_leaves_no_listener_and_no_thread(servers: list[ScriptedServer]) -> None:
+    """After `ScriptedServer.stop` its port refuses connections and its threads have ended (its
+    listening socket, closed under the thread blocked in accept(), listened on, and that thread
+    later accepted the connections of another test's server on the reused descriptor)."""
+    server = serve(servers)
+    with socket.create_connection((server.ip, server.port), timeout=5) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert conn.recv(4096) == OK
+        server.stop()  # with the connection open: its thread is blocked in recv()
+        assert conn.recv(4096) == b""
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((server.ip, server.port), timeout=5).close()
+    assert not server.accepting.is_alive() and not any(t.is_alive() for t in server.threads)
 
 
 # -- reuse -------------------------------------------------------------------------------------

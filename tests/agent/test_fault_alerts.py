@@ -166,16 +166,8 @@ class Harness:
         self.http.start()
 
     def scrape(self) -> str:
-        """The /metrics page. A reset connection is tried again (twice): in a loopback-only namespace,
-        after the probe keep-alive tests, a scrape was reset (its cause not found yet)."""
-        for attempt in range(3):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.http.port}/metrics", timeout=10) as answer:
-                    page = answer.read().decode()
-                break
-            except ConnectionResetError:
-                if attempt == 2:
-                    raise
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http.port}/metrics", timeout=10) as answer:
+            page = answer.read().decode()
         self.pages.append((self.clock(), page))
         return page
 

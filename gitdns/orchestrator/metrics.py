@@ -135,6 +135,18 @@ class OrchestratorMetrics:
         with self._lock:
             self._samples = table
 
+    def set_node_columns(self, names: tuple[str, ...], ips: tuple[str, ...], healthy: bytes, failures: array[int],
+                         last: array[float]) -> None:
+        """`set_nodes` given as columns (each name once; ``healthy`` 1 or 0 per node, ``last``
+        NaN where no round ended yet): what the orchestrator builds in one pass over its nodes."""
+        table = _NodeTable(names, ips, healthy, failures, last)
+        with self._lock:
+            self._samples = table
+
+    def healthy_count(self) -> int:
+        """How many nodes the latest samples call healthy."""
+        return self.node_table().healthy.count(1)
+
     def node_samples(self) -> Mapping[str, NodeSample]:
         """The latest samples, as `set_nodes` was given them."""
         return dict(self.node_table().rows())

@@ -167,7 +167,7 @@ class Publisher:
             text = self.env.get_template(HOSTS_TEMPLATE).render(
                 pool=self.view.pool_name, zone=block.zone, tenants=list(block.tenants), total=total, ips=ips,
                 domains=list(block.domains))
-            self._hosts_cache[key] = (text, check_hosts(text, block, ips))
+            self._hosts_cache[key] = (text, check_hosts(text, block, ips, ordered=True))
         return self._hosts_cache[key]
 
     def render(self, ips: list[str]) -> dict[str, str]:

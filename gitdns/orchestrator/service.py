@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import random
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +40,7 @@ from gitdns.errors import ConfigError
 from gitdns.orchestrator.conditions import conditions
 from gitdns.orchestrator.faults import Faults
 from gitdns.orchestrator.kubeaccess import PoolLease
-from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
+from gitdns.orchestrator.metrics import OrchestratorMetrics
 from gitdns.orchestrator.pool import PoolView
 from gitdns.orchestrator.publisher import Published, Publisher
 from gitdns.orchestrator.sources import DesiredSource
@@ -140,7 +142,8 @@ class Orchestrator:
                              discovery=discovery, headers=headers, reach=reach)
         self.publisher = Publisher(self.view, self.monitor, delivery, env or make_environment(load_template_sources()),
                                    settings, self.metrics, self.faults, clock)
-        self._seen_checks: dict[str, float] = {}
+        self._checks_seen_until = -math.inf  # the latest end of a probe round the histogram observed
+        self._unique_nodes: tuple[tuple[Node, ...] | None, bool] = (None, True)  # (nodes, no name twice)
         self._next_poll = 0.0
         self._next_lease = 0.0
         self._metrics_at = -METRICS_EVERY
@@ -313,27 +316,40 @@ class Orchestrator:
     # --- metrics and status -------------------------------------------------------------------
 
     def refresh_metrics(self) -> None:
+        """The metrics of the nodes and of the run, once a second: the per-node series as
+        columns in one pass over the nodes (no mapping of samples built to be turned into them),
+        each probe round that ended since the last refresh observed once."""
         snap = self.monitor.snapshot()
         timings = self.monitor.timings()
-        samples: dict[str, NodeSample] = {}
-        slowest = 0.0
-        for node in self.nodes:
-            health = snap.get(node.name, TargetHealth())
+        nodes = self.nodes
+        seen_until, slowest, unknown = self._checks_seen_until, 0.0, TargetHealth()
+        healthy, failures, last = bytearray(len(nodes)), array("q", bytes(8 * len(nodes))), array("d")
+        for i, node in enumerate(nodes):
+            health = snap.get(node.name, unknown)
+            healthy[i] = health.state is State.HEALTHY
+            failures[i] = health.failures
             timing = timings.get(node.name)
-            duration = timing.last_round_duration if timing is not None else None
-            if timing is not None:
-                slowest = max(slowest, timing.last_round_duration)
-                if self._seen_checks.get(node.name) != timing.last_check_time:
-                    self._seen_checks[node.name] = timing.last_check_time
-                    self.metrics.check_duration.observe(timing.last_round_duration)
-            samples[node.name] = (node.ip, health.state is State.HEALTHY, health.failures, duration)
-        self.metrics.set_nodes(samples)
+            if timing is None:
+                last.append(math.nan)
+                continue
+            last.append(timing.last_round_duration)
+            slowest = max(slowest, timing.last_round_duration)
+            if timing.last_check_time > seen_until:  # ended after the rounds the last refresh observed
+                self._checks_seen_until = max(self._checks_seen_until, timing.last_check_time)
+                self.metrics.check_duration.observe(timing.last_round_duration)
+        if self._unique_nodes[0] is not nodes:  # a name twice (a discovered node): the last one's series
+            self._unique_nodes = (nodes, len({n.name for n in nodes}) == len(nodes))
+        if self._unique_nodes[1]:
+            self.metrics.set_node_columns(tuple(n.name for n in nodes), tuple(n.ip for n in nodes), bytes(healthy),
+                                          failures, last)
+        else:
+            self.metrics.set_nodes({n.name: (n.ip, healthy[i] == 1, failures[i],
+                                             None if math.isnan(last[i]) else last[i]) for i, n in enumerate(nodes)})
         self.metrics.last_check_duration.set(slowest)
         if self.monitor.last_check_time is not None:
             self.metrics.last_check_time.set(self._wall(self.monitor.last_check_time))
-        healthy = sum(1 for s in samples.values() if s[1])
-        self.metrics.set_counts(healthy=healthy, total=len(self.nodes), published=len(self.published.ips),
-                                fail_open=self.published.fail_open)
+        self.metrics.set_counts(healthy=self.metrics.healthy_count(), total=len(self.nodes),
+                                published=len(self.published.ips), fail_open=self.published.fail_open)
         self.metrics.ready.set(1 if self.ready else 0)
         self.metrics.set_conditions(tuple((c["type"], c["status"] == "True", c["reason"]) for c in self.conditions()))
         self.metrics.set_faults(self.faults.reasons)

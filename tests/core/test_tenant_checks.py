@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import jinja2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitdns.adapters.repo import load_schemas
 from gitdns.adapters.templates import load_template_sources
 from gitdns.core.checks.tenants import fences, refused_tenants
-from gitdns.core.corefile import CorefileSettings, check_hosts, check_server, layout, render_files
-from gitdns.core.corefilecheck import hosts_problems, lex, snippet_problems
+from gitdns.core.corefile import CorefileSettings, check_hosts, check_server, layout, render_files, sort_ips
+from gitdns.core.corefilecheck import _character_problems, hosts_problems, lex, snippet_problems
 from gitdns.core.model import DesiredState, NodePool, ProviderRef, Tenant, Zone
 from gitdns.core.problems import Problem
 from gitdns.core.render import make_environment
@@ -238,3 +240,35 @@ def test_the_zone_snippet_is_checked_before_it_is_written(env: jinja2.Environmen
             render_zone_server(env, "app.example.com", directory, views, clients)
     with pytest.raises(ValueError, match="parse rules"):
         render_zone_server(env, "app.example.com\nimport /x", "/x", views, clients)
+
+
+def _first_unprintable(text: str) -> list[str]:
+    """The rule as written before the one-scan version: line by line, character by character."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        bad = next((c for c in line if not (" " <= c <= "~" or c == "\t")), None)
+        if bad is not None:
+            return [f"line {number}: character {bad!r} (only printable ASCII, tabs and line breaks)"]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.one_of(st.sampled_from("a \t\n~#\r\x0b\x0c\x7f\x00é\u2028\u0085"),
+                                  st.characters()), max_size=60))
+def test_the_character_check_finds_the_first_character_outside_printable_ascii(text: str) -> None:
+    assert _character_problems(text) == _first_unprintable(text)
+
+
+_IPS = st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str))
+
+
+@settings(max_examples=100, deadline=None)
+@given(ips=st.lists(_IPS, min_size=1, max_size=12), rendered=st.lists(_IPS, min_size=1, max_size=12))
+def test_an_ordered_check_of_the_hosts_file_judges_as_the_sorting_one(ips: list[str], rendered: list[str]) -> None:
+    """``ordered=True`` (the publisher's addresses, already as `sort_ips` gives them) finds what
+    the check that sorts finds, whether the text holds those addresses or others."""
+    env = make_environment(load_template_sources())
+    state = DesiredState(tenants=(Tenant("a", ("api.a.io", "www.a.io"), "edge"),))
+    [block] = layout(state, "edge").blocks
+    for text in (render_files(env, layout(state, "edge"), ips, 1)[block.hosts_file],
+                 render_files(env, layout(state, "edge"), rendered, 1)[block.hosts_file]):
+        assert check_hosts(text, block, sort_ips(ips), ordered=True) == check_hosts(text, block, ips)

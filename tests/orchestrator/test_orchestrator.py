@@ -13,7 +13,7 @@ from gitdns.adapters.coredns_delivery import DeliveryResult, DirectoryDelivery
 from gitdns.adapters.leases import FileLease
 from gitdns.adapters.probes import ProbeTiming
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
-from gitdns.core.model import HealthCheck, NodePool
+from gitdns.core.model import HealthCheck, Node, NodePool
 from gitdns.errors import ConfigError, UnreachableError
 from gitdns.orchestrator.config import OrchestratorConfig, config_from_flags, is_url
 from gitdns.orchestrator.service import Orchestrator
@@ -291,3 +291,27 @@ def test_discovery_lists_nodes_by_label_selector() -> None:
         assert discover_nodes(api, NodePool("plain", ())) == ()
     finally:
         fake.stop()
+
+
+def test_each_probe_round_is_observed_once_and_a_name_twice_gives_one_series(
+        orch: tuple[Orchestrator, FakeMonitor, CountingDelivery]) -> None:
+    o, monitor, _ = orch
+    o.poll()
+    monitor.set(n1=State.HEALTHY, n2=State.UNHEALTHY, n3=State.HEALTHY)
+    o.refresh_metrics()
+    o.refresh_metrics()  # no round ended since: nothing observed again
+    assert o.metrics.value("health_orchestrator_check_duration_seconds_count") == 3
+    assert o.metrics.value("health_orchestrator_healthy_nodes") == 2
+    monitor.timing["n2"] = ProbeTiming(0.5, 101.0)  # one more round of n2
+    o.refresh_metrics()
+    assert o.metrics.value("health_orchestrator_check_duration_seconds_count") == 4
+    assert o.metrics.value("health_orchestrator_probe_last_duration_seconds", {"node_name": "n2"}) == 0.5
+    assert o.metrics.value("health_orchestrator_probe_last_duration_seconds", {"node_name": "n1"}) == 0.01
+    # a discovered node under a name the pool lists already: one series for the name, the last node's
+    nodes = o.view.nodes
+    o.view.nodes = (*nodes, Node("n1", "10.0.0.9", ""))
+    o.refresh_metrics()
+    assert sorted(o.metrics.node_samples()) == ["n1", "n2", "n3"] and o.metrics.node_samples()["n1"][0] == "10.0.0.9"
+    o.view.nodes = nodes
+    o.refresh_metrics()
+    assert o.metrics.node_samples()["n1"][0] == "10.0.0.1"

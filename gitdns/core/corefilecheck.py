@@ -62,7 +62,7 @@ def file_name_error(name: str, suffix: str) -> str | None:
 _NOT_PRINTABLE = re.compile(r"[^\t\n -~]")  # anything but printable ASCII, tabs and line breaks
 
 
-def _character_problems(text: str) -> list[str]:
+def character_problems(text: str) -> list[str]:
     """The first character that is not printable ASCII, a tab or a line break, with its line
     (one regular-expression scan: a 10,000-line hosts file in well under a millisecond)."""
     found = _NOT_PRINTABLE.search(text)
@@ -145,7 +145,7 @@ def _key_problems(keys: list[tuple[str, int]], port: int) -> list[str]:
 def snippet_problems(text: str, expected: Sequence[Sequence[str]], port: int) -> list[str]:
     """Problems of a Corefile snippet that should hold exactly the server blocks ``expected``
     (each one's tokens: keys, ``{``, …, ``}``); empty when it does."""
-    problems = _character_problems(text)
+    problems = character_problems(text)
     blocks, structure = _server_blocks(lex(text))
     problems += structure
     for block in blocks:
@@ -165,10 +165,28 @@ def snippet_problems(text: str, expected: Sequence[Sequence[str]], port: int) ->
     return problems
 
 
+def hosts_rows_match(text: str, ips: Sequence[str], names: str) -> bool:
+    """True when the lines of ``text`` that are neither blank nor comments are exactly ``ip
+    names`` for each of ``ips`` in turn, the way the hosts template writes them: what
+    `hosts_problems` then finds no row problem in, told in one comparison of strings instead of
+    a split of every line.  ``ips`` and ``names`` (the domains joined by single spaces) must hold
+    no whitespace but those spaces and no ``#``.  False when it cannot tell (the rows written
+    otherwise, or wrong): `hosts_problems` says what differs."""
+    if not ips:
+        return False
+    body = f" {names}\n".join(ips) + f" {names}"
+    end = len(text.rstrip("\n"))  # the body's last line ends there
+    start = end - len(body)
+    if start < 0 or text[start:end] != body or (start and text[start - 1] != "\n"):
+        return False
+    rest = text[:start] + text[end:]
+    return all(not line.split("#", 1)[0].split() for line in rest.split("\n"))
+
+
 def hosts_problems(text: str, expected: Iterable[Sequence[str]]) -> list[str]:
     """Problems of a hosts file that should hold exactly the lines ``expected`` (each one's
     fields: the address, then the names), comments aside; empty when it does."""
-    problems = _character_problems(text)
+    problems = character_problems(text)
     wanted_rows = iter(expected)
     count = seen = 0
     first: str | None = None

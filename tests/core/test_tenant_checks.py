@@ -18,7 +18,7 @@ from gitdns.adapters.repo import load_schemas
 from gitdns.adapters.templates import load_template_sources
 from gitdns.core.checks.tenants import fences, refused_tenants
 from gitdns.core.corefile import CorefileSettings, check_hosts, check_server, layout, render_files, sort_ips
-from gitdns.core.corefilecheck import _character_problems, hosts_problems, lex, snippet_problems
+from gitdns.core.corefilecheck import character_problems, hosts_problems, hosts_rows_match, lex, snippet_problems
 from gitdns.core.model import DesiredState, NodePool, ProviderRef, Tenant, Zone
 from gitdns.core.problems import Problem
 from gitdns.core.render import make_environment
@@ -255,7 +255,7 @@ def _first_unprintable(text: str) -> list[str]:
 @given(st.text(alphabet=st.one_of(st.sampled_from("a \t\n~#\r\x0b\x0c\x7f\x00é\u2028\u0085"),
                                   st.characters()), max_size=60))
 def test_the_character_check_finds_the_first_character_outside_printable_ascii(text: str) -> None:
-    assert _character_problems(text) == _first_unprintable(text)
+    assert character_problems(text) == _first_unprintable(text)
 
 
 _IPS = st.one_of(st.ip_addresses(v=4).map(str), st.ip_addresses(v=6).map(str))
@@ -272,3 +272,32 @@ def test_an_ordered_check_of_the_hosts_file_judges_as_the_sorting_one(ips: list[
     for text in (render_files(env, layout(state, "edge"), ips, 1)[block.hosts_file],
                  render_files(env, layout(state, "edge"), rendered, 1)[block.hosts_file]):
         assert check_hosts(text, block, sort_ips(ips), ordered=True) == check_hosts(text, block, ips)
+
+
+_EDITS = st.lists(st.tuples(st.integers(min_value=0, max_value=400),
+                            st.sampled_from(["\n", "# c\n", " ", "\t", "#", "x", "\n\n", "10.0.0.1 api.a.io\n", "9"])),
+                  max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ips=st.lists(_IPS, min_size=1, max_size=8), edits=_EDITS, cut=st.integers(min_value=0, max_value=3))
+def test_the_quick_row_comparison_judges_as_the_line_by_line_one(ips: list[str], edits: list[tuple[int, str]],
+                                                                 cut: int) -> None:
+    """`hosts_rows_match` (one string comparison) says a file's rows are right only when the line by
+    line `hosts_problems` finds nothing but character problems, and `check_hosts` judges the same
+    with it: on the rendered file and on it edited (lines added, cut, changed, comments and blank
+    lines anywhere)."""
+    env = make_environment(load_template_sources())
+    state = DesiredState(tenants=(Tenant("a", ("api.a.io", "www.a.io"), "edge"),))
+    [block] = layout(state, "edge").blocks
+    rows = sort_ips(ips)
+    text = render_files(env, layout(state, "edge"), rows, 1)[block.hosts_file]
+    assert hosts_rows_match(text, rows, " ".join(block.domains))  # as rendered: told at once
+    for at, piece in edits:
+        at = min(at, len(text))
+        text = text[:at] + piece + text[at:]
+    text = text[:len(text) - cut] if cut else text
+    slow = hosts_problems(text, ((ip, *block.domains) for ip in rows))
+    if hosts_rows_match(text, rows, " ".join(block.domains)):
+        assert slow == character_problems(text)
+    assert check_hosts(text, block, rows, ordered=True) == slow == check_hosts(text, block, ips)

@@ -1,27 +1,63 @@
-"""What the orchestrator does for its memory: one C heap for its threads (unless the operator
-set ``MALLOC_ARENA_MAX``), and the per-node metric samples kept as columns with the same
+"""What the orchestrator does for its memory: the C allocator tuned (`tune_malloc`: one heap for
+its threads, big blocks mapped on their own; each unless the operator's environment says
+otherwise), and the per-node metric samples kept as columns with the same
 /metrics page as the mapping they were given."""
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import re
+import subprocess
 import sys
 
 import pytest
 
 from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
-from gitdns.orchestrator.wiring import one_malloc_arena
 
 
-def test_the_operators_malloc_arena_max_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
-    assert one_malloc_arena() is False
+# Run in a process of its own (the settings are the whole process's): after tuning, a block of
+# 200 KiB is freed (glibc's own rule then keeps blocks up to that size in its heap), and one of
+# 150 KiB is asked for: a mapping of its own when the threshold was set, in the heap otherwise.
+_PROBE = r"""
+import ctypes, json, os, sys
+from gitdns.orchestrator.wiring import tune_malloc
+taken = tune_malloc()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+def in_heap(address):
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[heap]"):
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            if start <= address < end:
+                return True
+    return False
+libc.free(libc.malloc(200 * 1024))
+block = libc.malloc(150 * 1024)
+mapped = not in_heap(block)
+libc.free(block)
+print(json.dumps({"taken": taken, "mapped": mapped}))
+"""
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_one_heap_on_linux_when_the_environment_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    assert isinstance(one_malloc_arena(), bool)  # True on glibc; musl ignores it (no error either way)
+def _probe(env: dict[str, str]) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env}, capture_output=True, text=True,
+                         check=True, timeout=60)
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+def test_the_allocator_is_tuned_unless_the_operator_said_otherwise() -> None:
+    tuned = _probe({})
+    assert tuned == {"taken": ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"],
+                     "mapped": True}
+    # the operator's own threshold wins: glibc's rule (raised by the free) keeps the block in the heap
+    own = _probe({"MALLOC_MMAP_THRESHOLD_": "1048576", "MALLOC_ARENA_MAX": "4"})
+    assert own == {"taken": ["MALLOC_TRIM_THRESHOLD_"], "mapped": False}
 
 
 def test_node_samples_come_back_as_given_and_render_in_name_order() -> None:

@@ -22,6 +22,7 @@ from gitdns.adapters.probes import TICK, HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
 from gitdns.core.reach import ProbeReach
 from tests.probe_kit import wait_until
+from tests.serve_kit import ServerThread
 
 LOOPBACK = ProbeReach.parse("127.0.0.0/8")
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -39,40 +40,25 @@ class HeldServer:
         self.held = False
         self.pending = 0
         self.stopped = False
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.server = ServerThread(self._serve, name="held", backlog=128)
+        self.port = self.server.port
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, _number: int) -> None:
         buf = b""
-        with conn:
-            while not self.stopped:
-                try:
-                    while b"\r\n\r\n" not in buf:
-                        data = conn.recv(4096)
-                        if not data:
-                            return
-                        buf += data
-                    _, _, buf = buf.partition(b"\r\n\r\n")
-                    with self.cond:
-                        self.pending += 1
-                    time.sleep(self.delay)
-                    with self.cond:
-                        self.cond.wait_for(lambda: not self.held or self.stopped)
-                        self.pending -= 1
-                        conn.sendall(OK)
-                except OSError:
+        while not self.stopped:
+            while b"\r\n\r\n" not in buf:
+                data = conn.recv(4096)
+                if not data:
                     return
+                buf += data
+            _, _, buf = buf.partition(b"\r\n\r\n")
+            with self.cond:
+                self.pending += 1
+            time.sleep(self.delay)
+            with self.cond:
+                self.cond.wait_for(lambda: not self.held or self.stopped)
+                self.pending -= 1
+                conn.sendall(OK)
 
     def hold(self) -> int:
         """Hold every answer from now on; the requests then waiting (none: not held)."""
@@ -87,9 +73,10 @@ class HeldServer:
             self.cond.notify_all()
 
     def stop(self) -> None:
+        """Every waiting answer let go, then `ServerThread.stop`: no listener, no thread left."""
         self.stopped = True
         self.release()
-        self.sock.close()
+        self.server.stop()
 
 
 class BlackHole:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import socket
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 
 from gitdns.core.records import Action, Change, RecordSet
 from tests.faults import flavours
+from tests.serve_kit import ServerThread
 
 ZONE = "example.test"
 
@@ -180,47 +180,32 @@ def test_azure_http(kind: str, status: int, retry_after: float | None) -> None:
 def dns_server(mode: str) -> Iterator[int]:
     """A TCP listener on loopback: ``silent`` reads and never answers, ``reset`` resets the
     connection, ``cut`` sends the first bytes of an answer and closes, ``servfail`` answers every
-    message with SERVFAIL."""
+    message with SERVFAIL.  A connection not closed by its mode is held until the client closes
+    it or the server stops."""
     import dns.message
     import dns.rcode
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            held.append(conn)
-            if mode == "reset":
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                conn.close()
-            elif mode == "cut":
-                conn.recv(65535)
-                conn.sendall(struct.pack("!H", 200) + b"\x00" * 12)
-                conn.close()
-            elif mode == "servfail":
-                size = struct.unpack("!H", conn.recv(2))[0]
+    def serve(conn: socket.socket, _number: int) -> None:
+        if mode == "reset":
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif mode == "cut":
+            conn.recv(65535)
+            conn.sendall(struct.pack("!H", 200) + b"\x00" * 12)
+        elif mode == "servfail":
+            while len(head := conn.recv(2)) == 2:
+                size = struct.unpack("!H", head)[0]
                 query = dns.message.from_wire(conn.recv(size), ignore_trailing=True, keyring=False)
                 answer = dns.message.make_response(query)
                 answer.set_rcode(dns.rcode.SERVFAIL)
                 wire = answer.to_wire()
                 conn.sendall(struct.pack("!H", len(wire)) + wire)
+        else:  # silent
+            while conn.recv(65535):
+                pass
+        # returning closes the connection (with SO_LINGER 0: a reset)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield int(sock.getsockname()[1])
-    finally:
-        stop.set()
-        sock.close()
-        for conn in held:
-            conn.close()
+    with ServerThread(serve, name=f"dns-{mode}", backlog=8) as server:
+        yield server.port
 
 
 def rfc2136_provider(port: int) -> Any:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from gitdns.core.records import Action, Change, RecordSet
 from gitdns.errors import UnreachableError
 from gitdns.providers.fences import Fences
 from tests.providers.tls import server_context
+from tests.serve_kit import ServerThread
 
 ZONE = "example.test"
 CUTS = {
@@ -39,37 +39,22 @@ CUTS = {
 def cutting_https(answer: bytes) -> Iterator[str]:
     """An HTTPS server on loopback that reads a request, sends ``answer`` (the start of a longer
     one) and closes."""
-    raw = socket.socket()
-    raw.bind(("127.0.0.1", 0))
-    raw.listen(16)
     context = server_context()
-    done = threading.Event()
 
-    def serve() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = raw.accept()
-            except OSError:
-                return
-            try:
-                tls = context.wrap_socket(conn, server_side=True)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    chunk = tls.recv(65536)
-                    if not chunk:
-                        break
-                    request += chunk
-                tls.sendall(answer)
-                tls.close()
-            except OSError:
-                conn.close()
+    def serve(conn: socket.socket, _number: int) -> None:
+        # TLS on a duplicate: wrap_socket takes the descriptor it is given, and `conn` stays the
+        # server's to shut down (which ends a handshake or a read on either)
+        with context.wrap_socket(conn.dup(), server_side=True) as tls:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = tls.recv(65536)
+                if not chunk:
+                    break
+                request += chunk
+            tls.sendall(answer)
 
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"https://127.0.0.1:{raw.getsockname()[1]}"
-    finally:
-        done.set()
-        raw.close()
+    with ServerThread(serve, name="cutting-https", backlog=16) as server:
+        yield f"https://127.0.0.1:{server.port}"
 
 
 def check(call: Callable[[], object]) -> UnreachableError:
@@ -126,27 +111,13 @@ def test_azure(cut: str) -> None:
 def cutting_dns() -> Iterator[int]:
     """A DNS server over TCP on loopback that reads a message, answers with a length prefix of
     200 octets and 12 of them, and closes."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    done = threading.Event()
 
-    def serve() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            conn.recv(65535)
-            conn.sendall(struct.pack("!H", 200) + b"\x00" * 12)
-            conn.close()
+    def serve(conn: socket.socket, _number: int) -> None:
+        conn.recv(65535)
+        conn.sendall(struct.pack("!H", 200) + b"\x00" * 12)
 
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield int(sock.getsockname()[1])
-    finally:
-        done.set()
-        sock.close()
+    with ServerThread(serve, name="cutting-dns", backlog=16) as server:
+        yield server.port
 
 
 def test_rfc2136() -> None:

@@ -5,6 +5,9 @@ and `light_client` hands everything it does not cover to botocore."""
 from __future__ import annotations
 
 import datetime
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from gitdns.errors import ThrottledError
 from gitdns.providers.route53 import rest
 from gitdns.providers.route53.api import Rejected, make_client, map_error
+from tests.serve_kit import ServerThread
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "bench-dummy/secret+key"}
 BATCH = {"Comment": "gitdns", "Changes": [
@@ -107,51 +111,49 @@ def test_make_client_picks_the_light_client_for_access_keys(monkeypatch: pytest.
     assert isinstance(make_client("us-east-1", "https://r53.example.test", KEYS), rest.RestRoute53)
 
 
-def _one_answer_server(answers: list[bytes]) -> tuple[int, list[bytes]]:
-    """A loopback server answering each request on one connection with the next canned bytes."""
-    import socket
-    import threading
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
+@contextmanager
+def _one_answer_server(answers: list[bytes]) -> Iterator[tuple[int, list[bytes]]]:
+    """A loopback server answering each request on a connection with the next canned bytes, and
+    closing it after the last; (its port, the requests seen)."""
     seen: list[bytes] = []
 
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn, listener:
-            for answer in answers:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += conn.recv(65536)
-                seen.append(request)
-                conn.sendall(answer)
+    def serve(conn: socket.socket, _number: int) -> None:
+        for answer in answers:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                request += chunk
+            seen.append(request)
+            conn.sendall(answer)
 
-    threading.Thread(target=serve, daemon=True).start()
-    return int(listener.getsockname()[1]), seen
+    with ServerThread(serve, name="route53-rest", backlog=1) as server:
+        yield server.port, seen
 
 
 def test_the_wire_reads_sized_chunked_and_closing_answers() -> None:
     answers = [b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
                b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nRetry-After: 2\r\nContent-Length: 2\r\n\r\nno"]
-    port, seen = _one_answer_server(answers)
-    wire = rest.Wire("127.0.0.1", port, f"127.0.0.1:{port}", None, 5, 5)
-    assert wire.exchange("GET", "/a?b=c", {"x-amz-date": "d"}, b"") == (200, {"content-length": "5"}, b"hello", True)
-    assert wire.exchange("POST", "/p", {}, b"<x/>")[2:] == (b"abcde", True)
-    status, headers, body, keep = wire.exchange("GET", "/e", {}, b"")
-    assert (status, headers["retry-after"], body, keep) == (400, "2", b"no", False)
-    wire.close()
+    with _one_answer_server(answers) as (port, seen):
+        wire = rest.Wire("127.0.0.1", port, f"127.0.0.1:{port}", None, 5, 5)
+        first = wire.exchange("GET", "/a?b=c", {"x-amz-date": "d"}, b"")
+        assert first == (200, {"content-length": "5"}, b"hello", True)
+        assert wire.exchange("POST", "/p", {}, b"<x/>")[2:] == (b"abcde", True)
+        status, headers, body, keep = wire.exchange("GET", "/e", {}, b"")
+        assert (status, headers["retry-after"], body, keep) == (400, "2", b"no", False)
+        wire.close()
     assert seen[0].startswith(b"GET /a?b=c HTTP/1.1\r\nHost: 127.0.0.1:") and b"x-amz-date: d\r\n" in seen[0]
     assert b"Content-Length: 4\r\n" in seen[1]
 
 
 def test_the_wire_raises_a_connection_error_for_a_cut_answer() -> None:
-    port, _ = _one_answer_server([b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort"])
-    wire = rest.Wire("127.0.0.1", port, "127.0.0.1", None, 5, 5)
-    with pytest.raises(ConnectionError):
-        wire.exchange("GET", "/", {}, b"")
-    wire.close()
+    with _one_answer_server([b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort"]) as (port, _):
+        wire = rest.Wire("127.0.0.1", port, "127.0.0.1", None, 5, 5)
+        with pytest.raises(ConnectionError):
+            wire.exchange("GET", "/", {}, b"")
+        wire.close()
 
 
 def test_the_default_trust_is_botocore_s() -> None:

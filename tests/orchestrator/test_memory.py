@@ -16,7 +16,6 @@ import pytest
 
 from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
 
-
 # Run in a process of its own (the settings are the whole process's): after tuning, a block of
 # 200 KiB is freed (glibc's own rule then keeps blocks up to that size in its heap), and one of
 # 150 KiB is asked for: a mapping of its own when the threshold was set, in the heap otherwise.

@@ -82,6 +82,7 @@ import socket
 import ssl
 import threading
 import time
+from array import array
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -132,15 +133,17 @@ class MonitorStats:
 class _Target:
     """One target on the monitor's loop: its probe, built once, and its schedule."""
 
-    __slots__ = ("begun", "due", "duration", "ended", "error", "fast", "late", "live", "refusal", "request",
+    __slots__ = ("begun", "due", "duration", "ended", "ends", "error", "fast", "host", "late", "live", "refusal",
                  "request_size", "resolve", "retry", "settings", "spec", "stalls", "started", "tid")
 
     def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings) -> None:
         self.tid = tid
         self.spec = spec
         self.settings = settings
-        self.request = request_parts(spec)  # the request, built once: its ends shared with other targets
-        self.request_size = sum(map(len, self.request))
+        # the request, built once (`request_parts`): its ends shared with other targets, the Host value its own
+        head, self.host, tail = request_parts(spec)
+        self.ends = _request_ends(spec.path, spec.protocol, spec.headers)
+        self.request_size = len(head) + len(self.host) + len(tail)
         self.error = spec_error(spec)  # reported instead of probing
         self.resolve = not is_ip(spec.address)  # a host name: resolved (and judged) at every probe
         # an IP literal: the connection gate's verdict ("" allowed), the same at every probe (the reach is
@@ -295,7 +298,8 @@ class _Conn:
         end decide the probe from now on), else the error, the connection closed."""
         self.target, self.buf, self.got, self.phase = target, b"", False, _STATUS
         try:
-            sent = self.sock.sendmsg(target.request)
+            head, tail = target.ends
+            sent = self.sock.sendmsg((head, target.host, tail))
         except OSError as exc:
             self.close()
             return _error_of(exc, target.spec)
@@ -631,7 +635,7 @@ class Prober:
             limit=STATUS_LINE_LIMIT,
         )
         try:
-            writer.write(b"".join(target.request))
+            writer.write(target.ends[0] + target.host + target.ends[1])
             try:
                 line = await reader.readline()
             except ValueError:  # longer than the limit
@@ -734,6 +738,24 @@ class HealthMonitor:
         """Per target: ``last_round_duration`` and ``last_check_time`` of its latest probe."""
         with self._lock:
             return {tid: ProbeTiming(t.duration, t.ended) for tid, t in self._targets.items() if t.ended}
+
+    def rounds(self, target_ids: Sequence[str]) -> tuple[array[float], array[float]]:
+        """`timings` as two columns, in the order of ``target_ids``: each one's latest round's
+        duration and end (monitor clock), NaN where none ended yet or no such target.  No object
+        per target: a metrics refresh of 10,000 nodes once a second made 10,000 of them."""
+        durations, ends = array("d"), array("d")
+        nan = math.nan
+        with self._lock:
+            targets = self._targets
+            for tid in target_ids:
+                target = targets.get(tid)
+                if target is None or not target.ended:
+                    durations.append(nan)
+                    ends.append(nan)
+                else:
+                    durations.append(target.duration)
+                    ends.append(target.ended)
+        return durations, ends
 
     def last_round_duration(self, target_id: str) -> float | None:
         with self._lock:

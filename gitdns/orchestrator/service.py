@@ -143,7 +143,8 @@ class Orchestrator:
         self.publisher = Publisher(self.view, self.monitor, delivery, env or make_environment(load_template_sources()),
                                    settings, self.metrics, self.faults, clock)
         self._checks_seen_until = -math.inf  # the latest end of a probe round the histogram observed
-        self._unique_nodes: tuple[tuple[Node, ...] | None, bool] = (None, True)  # (nodes, no name twice)
+        # the nodes' names and addresses as metric columns, and whether no name is there twice
+        self._columns: tuple[tuple[Node, ...] | None, tuple[str, ...], tuple[str, ...], bool] = (None, (), (), True)
         self._next_poll = 0.0
         self._next_lease = 0.0
         self._metrics_at = -METRICS_EVERY
@@ -317,34 +318,33 @@ class Orchestrator:
 
     def refresh_metrics(self) -> None:
         """The metrics of the nodes and of the run, once a second: the per-node series as
-        columns in one pass over the nodes (no mapping of samples built to be turned into them),
-        each probe round that ended since the last refresh observed once."""
+        columns in one pass over the nodes (no mapping of samples built to be turned into them,
+        no object per node), each probe round that ended since the last refresh observed once."""
         snap = self.monitor.snapshot()
-        timings = self.monitor.timings()
         nodes = self.nodes
+        if self._columns[0] is not nodes:  # the names and addresses, once per set of nodes
+            names = tuple(n.name for n in nodes)
+            self._columns = (nodes, names, tuple(n.ip for n in nodes), len(set(names)) == len(names))
+        _, names, ips, unique = self._columns
+        last, ends = self.monitor.rounds(names)
         seen_until, slowest, unknown = self._checks_seen_until, 0.0, TargetHealth()
-        healthy, failures, last = bytearray(len(nodes)), array("q", bytes(8 * len(nodes))), array("d")
-        for i, node in enumerate(nodes):
-            health = snap.get(node.name, unknown)
+        healthy, failures = bytearray(len(names)), array("q", [0]) * len(names)
+        for i, name in enumerate(names):
+            health = snap.get(name, unknown)
             healthy[i] = health.state is State.HEALTHY
             failures[i] = health.failures
-            timing = timings.get(node.name)
-            if timing is None:
-                last.append(math.nan)
+            duration = last[i]
+            if duration != duration:  # NaN: no round ended yet
                 continue
-            last.append(timing.last_round_duration)
-            slowest = max(slowest, timing.last_round_duration)
-            if timing.last_check_time > seen_until:  # ended after the rounds the last refresh observed
-                self._checks_seen_until = max(self._checks_seen_until, timing.last_check_time)
-                self.metrics.check_duration.observe(timing.last_round_duration)
-        if self._unique_nodes[0] is not nodes:  # a name twice (a discovered node): the last one's series
-            self._unique_nodes = (nodes, len({n.name for n in nodes}) == len(nodes))
-        if self._unique_nodes[1]:
-            self.metrics.set_node_columns(tuple(n.name for n in nodes), tuple(n.ip for n in nodes), bytes(healthy),
-                                          failures, last)
-        else:
-            self.metrics.set_nodes({n.name: (n.ip, healthy[i] == 1, failures[i],
-                                             None if math.isnan(last[i]) else last[i]) for i, n in enumerate(nodes)})
+            slowest = max(slowest, duration)
+            if ends[i] > seen_until:  # ended after the rounds the last refresh observed
+                self._checks_seen_until = max(self._checks_seen_until, ends[i])
+                self.metrics.check_duration.observe(duration)
+        if unique:
+            self.metrics.set_node_columns(names, ips, bytes(healthy), failures, last)
+        else:  # a name twice (a discovered node): the last one's series
+            self.metrics.set_nodes({name: (ips[i], healthy[i] == 1, failures[i],
+                                           None if math.isnan(last[i]) else last[i]) for i, name in enumerate(names)})
         self.metrics.last_check_duration.set(slowest)
         if self.monitor.last_check_time is not None:
             self.metrics.last_check_time.set(self._wall(self.monitor.last_check_time))

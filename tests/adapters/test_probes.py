@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import ipaddress
 import logging
+import math
 import shutil
 import socket
 import socketserver
@@ -198,6 +199,11 @@ def _status_code_round_trip(
     timing = monitor.timings()["a"]
     assert timing.last_round_duration >= 0 and monitor.last_check_time is not None
     assert monitor.last_round_duration("a") is not None and monitor.last_round_duration("zz") is None
+    monitor.stop()  # nothing ends between the two reads
+    durations, ends = monitor.rounds(["zz", "a", "zz"])
+    timing = monitor.timings()["a"]
+    assert durations[1] == timing.last_round_duration and ends[1] == timing.last_check_time
+    assert all(math.isnan(x) for x in (durations[0], durations[2], ends[0], ends[2]))
 
 
 def test_expected_codes(monitor: HealthMonitor, http_server: Server, recorder: Recorder) -> None:

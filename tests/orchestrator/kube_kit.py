@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+import math
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,11 @@ class FakeMonitor:
 
     def timings(self) -> dict[str, ProbeTiming]:
         return dict(self.timing)
+
+    def rounds(self, names: Sequence[str]) -> tuple[array[float], array[float]]:
+        rows = [self.timing.get(name) for name in names]
+        return (array("d", (math.nan if r is None else r.last_round_duration for r in rows)),
+                array("d", (math.nan if r is None else r.last_check_time for r in rows)))
 
     def start(self) -> None: ...
 

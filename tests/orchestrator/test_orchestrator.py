@@ -3,7 +3,9 @@ fail open, only-on-change delivery, held desired states, leases, discovery, conf
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,11 @@ class FakeMonitor:
 
     def timings(self) -> dict[str, ProbeTiming]:
         return dict(self.timing)
+
+    def rounds(self, names: Sequence[str]) -> tuple[array[float], array[float]]:
+        rows = [self.timing.get(name) for name in names]
+        return (array("d", (math.nan if r is None else r.last_round_duration for r in rows)),
+                array("d", (math.nan if r is None else r.last_check_time for r in rows)))
 
     def start(self) -> None: ...
 

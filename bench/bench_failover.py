@@ -34,12 +34,14 @@ soak      the same N nodes, none stopped, each answer delayed by a random 0-50 m
           and every write of the hosts file read back; a false withdrawal is a healthy node's
           address missing from either, or a node's state changing to unhealthy in the
           orchestrator's log.  Printed as ``failover/false-withdrawals N (target 0)``.
-rss       a `gitdns orchestrator` process (--out, file lease) with a NodePool of N nodes whose
-          health endpoints refuse connections (each node's own loopback address, 127.1.x.y, a
-          closed port: a node is probed at its own address only), interval 5 s; after
-          three intervals: VmRSS / VmHWM (``orchestrator/rss`` prints VmHWM against issue 33's
-          50 MiB), probes completed, and whether the kubernetes client was loaded (it
-          must not be for --out).
+rss       the `gitdns orchestrator` command in a process of its own (``gitdns.cli.main``, as the
+          image runs it: --out, --lease none, --listen 127.0.0.1:0, the probe ranges from
+          GITDNS_PROBE_ALLOW_RANGES) with a NodePool of N nodes whose health endpoints refuse
+          connections (each node's own loopback address, 127.1.x.y, a closed port: a node is
+          probed at its own address only), interval 5 s; after three intervals, read from inside
+          that process: VmRSS / VmHWM (``orchestrator/rss`` prints VmHWM against issue 33's
+          50 MiB), probes completed, and whether the kubernetes client was loaded (it must not be
+          for --out); then SIGTERM, the command's own way out.
 
 The OpenOva failover spec claimed 10 s best case (5 s x 2); with its 2 s timeout and sequential
 checks it is really 7-12 s, plus its ConfigMap path (about a minute of kubelet projection).
@@ -491,29 +493,38 @@ def bench_soak(binary: str, args: argparse.Namespace) -> bool:
 
 
 RSS_CHILD = r"""
-import json, resource, sys, threading, time
+import json, os, signal, sys, threading, time
 from pathlib import Path
-from gitdns.core.reach import ProbeReach
-from gitdns.orchestrator.config import OrchestratorConfig
-from gitdns.orchestrator.wiring import build
+from gitdns.orchestrator import wiring
 root, targets, wait = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-config = OrchestratorConfig(repo=str(root / "desired"), node_pool="big", out=root / "out", listen="",
-                            state_dir=root / "state", poll_interval=30, probe_reach=ProbeReach.parse("127.0.0.0/8"))
-orch = build(config)
-thread = threading.Thread(target=orch.run, daemon=True)
-thread.start()
-time.sleep(max(0.0, wait - 5))
-t0, c0, done0 = time.monotonic(), time.process_time(), orch.monitor.stats().completed
-time.sleep(5)
-cpu = (time.process_time() - c0) / (time.monotonic() - t0)
-rate = (orch.monitor.stats().completed - done0) / (time.monotonic() - t0)
-status = {k: v for k, v in (l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines())}
-stats = orch.monitor.stats()
-print(json.dumps({"rss_kib": int(status["VmRSS"].split()[0]), "hwm_kib": int(status["VmHWM"].split()[0]),
-                  "completed": stats.completed, "skipped": stats.skipped_slots, "lag": stats.max_start_lag,
-                  "kubernetes": "kubernetes" in sys.modules, "published": len(orch.published.ips),
-                  "delivered": orch.publisher.landed, "targets": len(orch.nodes), "cpu": cpu, "rate": rate}))
-orch.stopped.set(); orch.wake.set(); thread.join(20)
+built, result = [], {}
+build = wiring.build
+def keep(config, *args, **kwargs):  # the Orchestrator the command builds, for its counters
+    built.append(build(config, *args, **kwargs))
+    return built[-1]
+wiring.build = keep
+def sample():
+    while not built:
+        time.sleep(0.05)
+    orch = built[0]
+    time.sleep(max(0.0, wait - 5))
+    t0, c0, done0 = time.monotonic(), time.process_time(), orch.monitor.stats().completed
+    time.sleep(5)
+    cpu = (time.process_time() - c0) / (time.monotonic() - t0)
+    rate = (orch.monitor.stats().completed - done0) / (time.monotonic() - t0)
+    status = {k: v for k, v in (l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines())}
+    stats = orch.monitor.stats()
+    result.update({"rss_kib": int(status["VmRSS"].split()[0]), "hwm_kib": int(status["VmHWM"].split()[0]),
+                   "completed": stats.completed, "skipped": stats.skipped_slots, "lag": stats.max_start_lag,
+                   "kubernetes": "kubernetes" in sys.modules, "published": len(orch.published.ips),
+                   "delivered": orch.publisher.landed, "targets": len(orch.nodes), "cpu": cpu, "rate": rate})
+    os.kill(os.getpid(), signal.SIGTERM)  # the command's own way out
+threading.Thread(target=sample, daemon=True).start()
+from gitdns.cli import main
+code = main(["orchestrator", "--repo", str(root / "desired"), "--node-pool", "big", "--out", str(root / "out"),
+             "--state-dir", str(root / "state"), "--lease", "none", "--poll-interval", "30",
+             "--listen", "127.0.0.1:0", "--log-level", "warning"])
+print(json.dumps({**result, "exit": code}))
 """
 RSS_RATIO_MIB = 50
 
@@ -532,8 +543,9 @@ def bench_rss(targets: int, wait: float) -> bool:
         (root / "desired" / "tenant.yaml").write_text(
             "apiVersion: gitdns.io/v1alpha1\nkind: Tenant\nmetadata: {name: big-tenant}\n"
             "spec: {nodePool: big, domains: [api.big.test, app.big.test]}\n")
+        env = {**os.environ, "GITDNS_PROBE_ALLOW_RANGES": "127.0.0.0/8"}
         out = subprocess.run([sys.executable, "-c", RSS_CHILD, str(root), str(targets), str(wait)],
-                             capture_output=True, text=True, cwd=ROOT, timeout=wait + 300)
+                             capture_output=True, text=True, cwd=ROOT, timeout=wait + 300, env=env)
     if out.returncode != 0:
         print(f"rss: child failed: {out.stderr[-2000:]}")
         return False

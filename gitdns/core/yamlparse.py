@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from ruamel.yaml.constructor import SafeConstructor
@@ -193,7 +194,9 @@ class _Builder:
         elif top[1] is _NO_KEY:
             if isinstance(value, dict | list):
                 raise error("a mapping key must be a scalar, not a mapping or a list", event)
-            top[1], top[2] = value, event
+            # a key as the one string object every mapping shares (and code that names it): a
+            # NodePool of 10,000 nodes parsed 30,000 copies of "name", "ip" and "healthEndpoint"
+            top[1], top[2] = (intern(value) if type(value) is str else value), event
         else:
             key, key_event = top[1], top[2]
             top[1] = _NO_KEY

@@ -313,3 +313,16 @@ def test_an_integer_too_long_to_convert_is_a_problem_at_its_line_not_a_crash(dig
     with pytest.raises(StatusDocError, match="integer of"):
         load_status(f"serial: {digits}\n")
     assert parse("a: " + "9" * 4000)[0].data["a"] == int("9" * 4000)  # long, within the cap: read
+
+
+def test_mapping_keys_are_one_string_object_each_however_many_mappings_name_them() -> None:
+    """A NodePool of 10,000 nodes names "name", "ip" and "healthEndpoint" 10,000 times each: the
+    parse keeps one string object per key, not one per mapping (values are the document's own)."""
+    text = "nodes:\n" + "".join(f"  - {{name: n{i}, ip: 10.0.0.{i}, 7: seven}}\n" for i in range(50))
+    [doc] = parse(text)
+    nodes = doc.data["nodes"]
+    keys = [[k for k in node if isinstance(k, str)] for node in nodes]
+    assert all(k == ["name", "ip"] for k in keys)
+    assert len({id(k) for row in keys for k in row}) == 2
+    assert [node[7] for node in nodes] == ["seven"] * 50  # a key that is no string stays as parsed
+    assert len({id(node["name"]) for node in nodes}) == 50

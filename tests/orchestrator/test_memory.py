@@ -17,8 +17,9 @@ import pytest
 from gitdns.orchestrator.metrics import NodeSample, OrchestratorMetrics
 
 # Run in a process of its own (the settings are the whole process's): after tuning, a block of
-# 200 KiB is freed (glibc's own rule then keeps blocks up to that size in its heap), and one of
-# 150 KiB is asked for: a mapping of its own when the threshold was set, in the heap otherwise.
+# 16 MiB is freed (glibc's own rule then keeps blocks up to that size in its heap), and one of
+# 12 MiB is asked for: a mapping of its own when the threshold was set, in the heap otherwise.
+# (Sizes no free chunk of the heap could serve: glibc looks there before it maps anything.)
 _PROBE = r"""
 import ctypes, json, os, sys
 from gitdns.orchestrator.wiring import tune_malloc
@@ -33,8 +34,8 @@ def in_heap(address):
             if start <= address < end:
                 return True
     return False
-libc.free(libc.malloc(200 * 1024))
-block = libc.malloc(150 * 1024)
+libc.free(libc.malloc(16 << 20))
+block = libc.malloc(12 << 20)
 mapped = not in_heap(block)
 libc.free(block)
 print(json.dumps({"taken": taken, "mapped": mapped}))
@@ -55,7 +56,7 @@ def test_the_allocator_is_tuned_unless_the_operator_said_otherwise() -> None:
     assert tuned == {"taken": ["MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"],
                      "mapped": True}
     # the operator's own threshold wins: glibc's rule (raised by the free) keeps the block in the heap
-    own = _probe({"MALLOC_MMAP_THRESHOLD_": "1048576", "MALLOC_ARENA_MAX": "4"})
+    own = _probe({"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_ARENA_MAX": "4"})
     assert own == {"taken": ["MALLOC_TRIM_THRESHOLD_"], "mapped": False}
 
 

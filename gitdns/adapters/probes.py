@@ -133,8 +133,8 @@ class MonitorStats:
 class _Target:
     """One target on the monitor's loop: its probe, built once, and its schedule."""
 
-    __slots__ = ("begun", "due", "duration", "ended", "ends", "error", "fast", "host", "late", "live", "refusal",
-                 "request_size", "resolve", "retry", "settings", "spec", "stalls", "started", "tid")
+    __slots__ = ("begun", "due", "duration", "ended", "ends", "error", "fast", "health", "host", "late", "live",
+                 "refusal", "request_size", "resolve", "retry", "settings", "spec", "stalls", "started", "tid")
 
     def __init__(self, tid: str, spec: ProbeSpec, settings: HealthSettings) -> None:
         self.tid = tid
@@ -150,6 +150,7 @@ class _Target:
         # fixed), given by `Prober.destination` at the target's first probe; None until then
         self.refusal: str | None = None
         self.fast = spec.protocol == "HTTP" and not self.resolve  # a kept connection may serve it directly
+        self.health = TargetHealth()  # what is known of it (`observe`), read under the monitor's lock
         self.due = 0.0
         self.live = True  # False once removed or replaced: a round due or a probe in flight is then ignored
         self.started = 0.0
@@ -684,7 +685,6 @@ class HealthMonitor:
         self._max_in_flight = max_in_flight
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
-        self._health: dict[str, TargetHealth] = {}
         self._wheel: dict[int, list[_Target]] = {}  # tick number -> the targets due in it
         self._targets: dict[str, _Target] = {}
         self._waiting: collections.deque[_Target] = collections.deque()  # due while max_in_flight were out
@@ -732,7 +732,7 @@ class HealthMonitor:
 
     def snapshot(self) -> dict[str, TargetHealth]:
         with self._lock:
-            return dict(self._health)
+            return {tid: target.health for tid, target in self._targets.items()}
 
     def timings(self) -> dict[str, ProbeTiming]:
         """Per target: ``last_round_duration`` and ``last_check_time`` of its latest probe."""
@@ -814,21 +814,19 @@ class HealthMonitor:
             if old is not None and old.spec == spec and old.settings == settings:
                 continue
             target = _Target(tid, spec, settings)
+            target.health = TargetHealth.initial(now)
             if old is not None:
-                self._drop(tid, keep_health=old.spec == spec)
-                if old.spec == spec:
-                    target.duration, target.ended = old.duration, old.ended
+                self._drop(tid)
+                if old.spec == spec:  # its settings alone changed: what is known of it stays
+                    target.duration, target.ended, target.health = old.duration, old.ended, old.health
             with self._lock:
                 self._targets[tid] = target
-                self._health.setdefault(tid, TargetHealth.initial(now))
             target.due = loop.time() + self._rng.uniform(0.0, target.settings.interval)
             self._at(target)
 
-    def _drop(self, tid: str, keep_health: bool = False) -> None:
+    def _drop(self, tid: str) -> None:
         with self._lock:
             target = self._targets.pop(tid)
-            if not keep_health:
-                self._health.pop(tid, None)
         target.live = False  # its next round is skipped; a probe in flight ends as it would, unrecorded
 
     def _at(self, target: _Target, when: float | None = None) -> None:
@@ -906,9 +904,9 @@ class HealthMonitor:
     def _record(self, target: _Target, error: str, now: float) -> None:
         tid = target.tid
         with self._lock:
-            old = self._health.get(tid) or TargetHealth.initial(target.started)
+            old = target.health
             new = observe(old, not error, now, error, target.settings)
-            self._health[tid] = new
+            target.health = new
             target.duration, target.ended = now - target.started, now
         if new.state is not old.state:
             log.info("health: target=%s state=%s->%s error=%s", tid, old.state, new.state, new.last_error or "-")

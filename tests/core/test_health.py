@@ -234,3 +234,14 @@ def test_probe_spec_for_a_policy_target() -> None:
         insecure=True,
         expected_codes=(200, 204),
     )
+
+
+def test_long_runs_of_counts_are_shared_between_targets() -> None:
+    """Past 256 an int is an object of its own: two targets at the same counts hold the same ones."""
+    s = HealthSettings(interval=1.0, timeout=1.0, failure_threshold=3, success_threshold=1)
+    a, b = TargetHealth(), TargetHealth()
+    for i in range(300):
+        a = observe(a, True, float(i), "", s)
+        b = observe(b, True, float(i), "", s)
+    assert (a.checks, a.successes) == (300, 300) == (b.checks, b.successes)
+    assert a.checks is b.checks and a.successes is b.successes

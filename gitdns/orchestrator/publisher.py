@@ -53,6 +53,13 @@ def ips_shown(ips: Sequence[str]) -> str:
     more = len(ips) - LOGGED_IPS
     return ",".join(ips[:LOGGED_IPS]) + (f" (+{more} more, {len(ips)} in all)" if more > 0 else "")
 
+
+def _ip_order(node: Node) -> int:
+    """`sort_ips`'s order as one int: IPv4 before IPv6, then numerically.  Raises ValueError for a
+    non-IP, as `sort_ips`."""
+    ip = ipaddress.ip_address(node.ip)
+    return int(ip) if ip.version == 4 else (1 << 128) | int(ip)
+
 class RenderRefused(Exception):
     """A rendered snippet that must not be delivered."""
 
@@ -109,11 +116,13 @@ class Publisher:
         a non-IP, as `sort_ips`."""
         nodes = self.view.nodes
         if self._order is None or self._order[0] != nodes:
-            parsed = sorted(((ipaddress.ip_address(node.ip), node) for node in nodes),
-                            key=lambda pair: (pair[0].version, int(pair[0])))
+            # one int per node while sorting, each address parsed and dropped in turn: 10,000 parsed
+            # addresses and pairs alive at once left ~1.6 MiB of the allocator's pools behind
+            order = sorted(nodes, key=_ip_order)
             # the node's own string where it is already the canonical text (10,000 nodes: no second copy)
-            self._order = (nodes, tuple(node.name for _, node in parsed),
-                           tuple(node.ip if node.ip == (text := str(ip)) else text for ip, node in parsed))
+            self._order = (nodes, tuple(node.name for node in order),
+                           tuple(node.ip if node.ip == (text := str(ipaddress.ip_address(node.ip))) else text
+                                 for node in order))
         return self._order[1], self._order[2]
 
     def compute(self) -> Published:

@@ -1,5 +1,5 @@
 """Loopback servers for tests, stopped so that nothing of them is left: `stop_listener` and
-`ServerThread`.
+`ServerThread`; `read_head` reads one HTTP request head for their handlers.
 
 A thread blocked in ``accept``, ``recv`` or ``recvfrom`` is not woken when another thread closes
 its socket (Linux): the kernel socket stays open under that thread (a TCP port goes on
@@ -28,6 +28,19 @@ from collections.abc import Callable, Iterable
 JOIN = 5.0  # seconds a woken thread is given to return
 
 Handler = Callable[[socket.socket, int], None]
+
+
+def read_head(conn: socket.socket, buf: bytes = b"") -> tuple[bytes, bytes] | None:
+    """One HTTP/1.1 request head from ``conn`` after what ``buf`` holds already: (the head without
+    its blank line, what came after it), or None when the peer closed (or the server shut the
+    connection down) first."""
+    while b"\r\n\r\n" not in buf:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buf += data
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head, rest
 
 
 def join_threads(threads: Iterable[threading.Thread], timeout: float = JOIN) -> None:

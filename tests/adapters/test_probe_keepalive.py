@@ -24,7 +24,7 @@ from gitdns.adapters.probes import BODY_LIMIT, HealthMonitor, Prober, _Conn, _Ta
 from gitdns.core.health import HealthSettings, ProbeSpec, State
 from gitdns.core.reach import ProbeReach
 from tests.probe_kit import wait_until
-from tests.serve_kit import ServerThread
+from tests.serve_kit import ServerThread, read_head
 
 LOOPBACK = ProbeReach.parse("127.0.0.0/8")
 FAST = HealthSettings(interval=0.1, timeout=0.5, failure_threshold=2, success_threshold=1)
@@ -67,12 +67,10 @@ class ScriptedServer:
         buf = b""
         served = 0
         while not self.stopped.is_set():
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(4096)
-                if not data:
-                    return
-                buf += data
-            head, _, buf = buf.partition(b"\r\n\r\n")
+            got = read_head(conn, buf)
+            if got is None:
+                return
+            head, buf = got
             with self.lock:
                 self.requests.append((number, head.split(b"\r\n", 1)[0]))
             kind, answer, delay = self.script(number, served)

@@ -22,7 +22,7 @@ from gitdns.adapters.probes import TICK, HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth
 from gitdns.core.reach import ProbeReach
 from tests.probe_kit import wait_until
-from tests.serve_kit import ServerThread
+from tests.serve_kit import ServerThread, read_head
 
 LOOPBACK = ProbeReach.parse("127.0.0.0/8")
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -46,12 +46,10 @@ class HeldServer:
     def _serve(self, conn: socket.socket, _number: int) -> None:
         buf = b""
         while not self.stopped:
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(4096)
-                if not data:
-                    return
-                buf += data
-            _, _, buf = buf.partition(b"\r\n\r\n")
+            got = read_head(conn, buf)
+            if got is None:
+                return
+            buf = got[1]
             with self.cond:
                 self.pending += 1
             time.sleep(self.delay)

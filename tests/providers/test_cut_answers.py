@@ -25,7 +25,7 @@ from gitdns.core.records import Action, Change, RecordSet
 from gitdns.errors import UnreachableError
 from gitdns.providers.fences import Fences
 from tests.providers.tls import server_context
-from tests.serve_kit import ServerThread
+from tests.serve_kit import ServerThread, read_head
 
 ZONE = "example.test"
 CUTS = {
@@ -45,12 +45,7 @@ def cutting_https(answer: bytes) -> Iterator[str]:
         # TLS on a duplicate: wrap_socket takes the descriptor it is given, and `conn` stays the
         # server's to shut down (which ends a handshake or a read on either)
         with context.wrap_socket(conn.dup(), server_side=True) as tls:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = tls.recv(65536)
-                if not chunk:
-                    break
-                request += chunk
+            read_head(tls)
             tls.sendall(answer)
 
     with ServerThread(serve, name="cutting-https", backlog=16) as server:

@@ -15,7 +15,7 @@ import pytest
 from gitdns.errors import ThrottledError
 from gitdns.providers.route53 import rest
 from gitdns.providers.route53.api import Rejected, make_client, map_error
-from tests.serve_kit import ServerThread
+from tests.serve_kit import ServerThread, read_head
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "AWS_SECRET_ACCESS_KEY": "bench-dummy/secret+key"}
 BATCH = {"Comment": "gitdns", "Changes": [
@@ -119,13 +119,10 @@ def _one_answer_server(answers: list[bytes]) -> Iterator[tuple[int, list[bytes]]
 
     def serve(conn: socket.socket, _number: int) -> None:
         for answer in answers:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                request += chunk
-            seen.append(request)
+            got = read_head(conn)
+            if got is None:
+                return
+            seen.append(got[0] + b"\r\n\r\n" + got[1])
             conn.sendall(answer)
 
     with ServerThread(serve, name="route53-rest", backlog=1) as server:

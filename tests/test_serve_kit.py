@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -30,6 +31,22 @@ def blocked(thread: threading.Thread) -> None:
 def echo(conn: socket.socket, _number: int) -> None:
     while data := conn.recv(4096):
         conn.sendall(data)
+
+
+def blocked_in(call: Callable[[], object], name: str) -> tuple[threading.Thread, list[object]]:
+    """A thread running ``call``, once it blocks in it; its result or error lands in the list."""
+    got: list[object] = []
+
+    def run() -> None:
+        try:
+            got.append(call())
+        except OSError as exc:
+            got.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    blocked(thread)
+    return thread, got
 
 
 def test_a_stopped_server_refuses_connections_and_has_no_thread_left() -> None:
@@ -52,17 +69,7 @@ def test_stop_listener_wakes_a_thread_blocked_in_accept() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(8)
     port = sock.getsockname()[1]
-    got: list[object] = []
-
-    def accept() -> None:
-        try:
-            got.append(sock.accept())
-        except OSError as exc:
-            got.append(exc)
-
-    thread = threading.Thread(target=accept, name="kit-accept", daemon=True)
-    thread.start()
-    blocked(thread)
+    thread, got = blocked_in(sock.accept, "kit-accept")
     stop_listener(sock, thread)
     assert not thread.is_alive() and isinstance(got[0], OSError)
     with pytest.raises(ConnectionRefusedError):
@@ -74,17 +81,7 @@ def test_stop_listener_wakes_a_thread_blocked_in_recvfrom_on_udp() -> None:
     all the same (it returns ``(b"", None)``)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
-    got: list[object] = []
-
-    def receive() -> None:
-        try:
-            got.append(sock.recvfrom(65535))
-        except OSError as exc:
-            got.append(exc)
-
-    thread = threading.Thread(target=receive, name="kit-udp", daemon=True)
-    thread.start()
-    blocked(thread)
+    thread, got = blocked_in(lambda: sock.recvfrom(65535), "kit-udp")
     stop_listener(sock, thread)
     assert not thread.is_alive() and got == [(b"", None)]
 

@@ -173,10 +173,10 @@ def prepare_apply(fixture: Path) -> Callable[[], Any]:
 def validate_floors(fixture: Path) -> dict[str, Any]:
     """After the cold validate, in the same process: the YAML parse alone of the same files, and
     the check with the validation cache warm after a commit that changes one file."""
+    from gitdns.adapters.repo import check_files as check  # as the agent checks a commit
     from gitdns.adapters.repo import load_schemas, read_tree
     from gitdns.core.blobcache import ValidationCache
     from gitdns.core.limits import Unread
-    from gitdns.core.validate import check
     from gitdns.core.yamlparse import parse
 
     files = read_tree(fixture / "repo")

@@ -4,22 +4,27 @@
                       the caps of `gitdns.core.limits` (symlinks never followed)
     load_schemas()    the packaged JSON schemas, keyed by kind
     load_repo(root)   read + load + schema-check + validate, every problem with its line
+    check_files(...)  `gitdns.core.validate.check` with Python's cyclic collector paused: what
+                      every caller that loads a tree runs
 """
 
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gitdns.core.blobcache import ValidationCache
 from gitdns.core.limits import DEFAULT_LIMITS, ReadBudget, ReadLimits, changed, not_regular, symlink
-from gitdns.core.loader import LoadResult
+from gitdns.core.loader import LoadResult, ParseMemo
 from gitdns.core.reach import Network
 from gitdns.core.validate import check
 from gitdns.errors import ConfigError
@@ -104,6 +109,34 @@ def load_repo(root: Path, limits: ReadLimits = DEFAULT_LIMITS, probe_ranges: Seq
     """Load and validate the desired repository at ``root`` (read within ``limits``; probes may
     reach ``probe_ranges``, `gitdns.core.validate.validate`)."""
     files = read_tree(root, limits)
-    result = check(files, load_schemas(), probe_ranges=probe_ranges)
+    result = check_files(files, load_schemas(), probe_ranges=probe_ranges)
     log.debug("loaded: root=%s files=%d problems=%d", root, len(files), len(result.problems))
     return result
+
+
+def check_files(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
+                memo: ParseMemo | ValidationCache | None = None, probe_ranges: Sequence[Network] = (),
+                blob_ids: Mapping[str, str] | None = None) -> LoadResult:
+    """`gitdns.core.validate.check` of ``files`` with the cyclic collector paused
+    (`collector_paused`): what the agent, the orchestrator and the commands run.  The pure
+    check leaves the process's collector alone; the pause is process state, so it is set here."""
+    with collector_paused():
+        return check(files, schemas, memo, probe_ranges, blob_ids)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a tree loads and validates, then as it was.
+    Everything a load makes lives to its end, yet the heap it grows (a dict per listener, a
+    model object per host) set off full collections walking all of it: two of them were an
+    eighth of a cold 10,000-host validate.  Nothing a load makes forms reference cycles;
+    whatever other threads make meanwhile is collected once it runs again (the CLI's one-shot
+    thresholds, `gitdns.cli.ONE_SHOT_GC`, are the same idea for a whole command)."""
+    running = gc.isenabled()
+    if running:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()

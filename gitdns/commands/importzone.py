@@ -136,11 +136,11 @@ def vet(sorted_: Sorted, files: dict[str, str], zone_name: str | None, domain: s
     problems of the documents as a whole (e.g. a RecordSet name the repository already uses),
     which no record removal mends.  ``checked`` gets the text that passed (one document, as
     a whole-zone import writes it), so that it is not written out twice."""
+    from gitdns.adapters.repo import check_files as check
     from gitdns.adapters.repo import load_schemas
     from gitdns.core.builder import static_records
     from gitdns.core.importing import Refused, documents
     from gitdns.core.loader import ParseMemo
-    from gitdns.core.validate import check
     from gitdns.core.yamlparse import Document as Parsed
 
     schemas = load_schemas()

@@ -12,9 +12,7 @@ schema-check, validate, and point every problem at its line.  `warnings` runs th
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -124,27 +122,8 @@ def check(files: Mapping[str, str], schemas: Mapping[str, Mapping[str, Any]],
     ``memo``: a `gitdns.core.loader.ParseMemo` (parses kept), or a
     `gitdns.core.blobcache.ValidationCache` (files kept by blob id, ``blob_ids`` when the caller
     knows them, and the checks' results by what they read); ``probe_ranges`` as `validate`."""
-    with collector_paused():
-        loaded = load(files, schemas, memo, blob_ids)
-        checks = memo.checks if isinstance(memo, ValidationCache) else None
-        semantic = refine_lines(validate(loaded.state, loaded.rejected, probe_ranges, checks), files)
+    loaded = load(files, schemas, memo, blob_ids)
+    checks = memo.checks if isinstance(memo, ValidationCache) else None
+    semantic = refine_lines(validate(loaded.state, loaded.rejected, probe_ranges, checks), files)
     problems = sorted([*loaded.problems, *semantic], key=lambda p: (p.file, p.line, p.yaml_path))
     return replace(loaded, problems=problems)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a tree loads and validates, then as it was.
-    Everything a load makes lives to its end, yet the heap it grows (a dict per listener, a
-    model object per host) set off full collections walking all of it: two of them were an
-    eighth of a cold 10,000-host validate.  Nothing here makes reference cycles; whatever
-    others make meanwhile is collected once it runs again (the CLI's one-shot thresholds,
-    `gitdns.cli.ONE_SHOT_GC`, are the same idea for a whole command)."""
-    running = gc.isenabled()
-    if running:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if running:
-            gc.enable()

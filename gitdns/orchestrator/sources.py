@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from gitdns.adapters.repo import load_schemas, read_tree
+from gitdns.adapters.repo import check_files, load_schemas, read_tree
 from gitdns.core.addresses import ip_error
 from gitdns.core.checks.tenants import refused_tenants
 from gitdns.core.corefilecheck import shown
@@ -19,7 +19,6 @@ from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetRefused, node_probe
 from gitdns.core.model import DesiredState, Node, NodePool
 from gitdns.core.reach import Network, ProbeReach
-from gitdns.core.validate import check
 from gitdns.errors import ConfigError
 
 HOLD_CODES = frozenset({"ParseError", "InvalidDocument", "NoKind", "UnknownKind", "WrongApiVersion",
@@ -36,7 +35,7 @@ def desired_from(root: Path, files: Mapping[str, str], probe_ranges: Sequence[Ne
     """The desired state of ``files`` (loaded, schema-checked, validated) with the probes allowed to
     reach the operator's ``probe_ranges``: a node on an address they allow is no problem here (the
     orchestrator probes it), as it is none for the agent given the same setting."""
-    result = check(files, load_schemas(), None, probe_ranges)
+    result = check_files(files, load_schemas(), None, probe_ranges)
     state = result.state if result.state.revision is None else replace(result.state, revision=None)
     return Desired(str(root), state, tuple(result.problems), None, None, result.rejected)
 

@@ -50,7 +50,7 @@ def from_files(root: Path | str, files: Mapping[str, str], head: HeadInfo | None
     """A Desired from files held in memory (the agent reads them from a git commit); ``memo``
     keeps parsed files across calls (`gitdns.core.loader.ParseMemo`), or everything each file
     made and the checks' results (`gitdns.core.blobcache.ValidationCache`, the agent's)."""
-    from gitdns.core.validate import check
+    from gitdns.adapters.repo import check_files as check
 
     result = check(files, load_schemas(), memo)
     state = replace(result.state, revision=head.revision if head else None)

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.adapters.git.auth import GitAuth, check_url
-from gitdns.adapters.repo import load_schemas
+from gitdns.adapters.repo import check_files, load_schemas
 from gitdns.adapters.status.branch import READ_CACHE, TRACK, read_all
 from gitdns.adapters.status.cache import StatusCache, fetch_error, run_remote, sanitize
 from gitdns.adapters.status.objects import read_trees
@@ -61,7 +61,6 @@ from gitdns.commands.status.view import aggregate, cluster_names, to_json, to_te
 from gitdns.core.builder import build_hosts
 from gitdns.core.status.doc import StatusTree
 from gitdns.core.text import lines as text_lines
-from gitdns.core.validate import check
 from gitdns.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -228,7 +227,7 @@ def unpublished(trees: Mapping[str, StatusTree], docs: Sequence[tuple[str | None
 def served_by(files: Mapping[str, str], waiting: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Per DNSPolicy, the ``waiting`` clusters (`unpublished`) with hosts for it in the desired
     head ``files`` (by id, else name).  A head that does not validate says what it can."""
-    state = check(files, load_schemas()).state
+    state = check_files(files, load_schemas()).state
     out: dict[str, list[str]] = {}
     for w in waiting:
         member = state.cluster(w["id"] or w["cluster"])

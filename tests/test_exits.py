@@ -49,7 +49,8 @@ EXITS = (
         "gitdns/commands/clusters.py": "`gitdns add-cluster-secret`: Secrets the operator names on the command line",
     }),
     Exit("a socket", frozenset({"socket.socket", "socket.create_connection", "socket.socketpair"}), {
-        "gitdns/adapters/probes.py": "the probe connection: Prober.destination judges the address first (core/reach)",
+        "gitdns/adapters/probes/prober.py": "the probe connection: Prober.destination judges the address first "
+                                            "(core/reach)",
         "gitdns/providers/route53/rest.py": "the Route53 API connection (Wire): the origin is the Zone endpoint "
                                             "Fences.check_endpoint allowed (https only), or Route53's own host",
     }),

@@ -106,7 +106,7 @@ POOL = "gitdns/orchestrator/pool.py"
 PUBLISHER = "gitdns/orchestrator/publisher.py"
 COREFILE = "gitdns/core/corefile.py"
 ZONECOREFILE = "gitdns/core/zonecorefile.py"
-PROBES = "gitdns/adapters/probes.py"
+PROBES = "gitdns/adapters/probes/prober.py"
 PROBEHEADERS = "gitdns/providers/probeheaders.py"
 
 # where the run time refuses what the desired state says: the walk of the completeness test

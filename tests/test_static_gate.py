@@ -36,7 +36,7 @@ from gitdns.core import gates
 from gitdns.core.gates import GATES, Gate, Site
 from gitdns.core.model import CredentialsRef, DesiredState, Origin, ProviderRef, Zone
 from gitdns.core.problems import Problem
-from gitdns.core.providersettings import endpoint_error, host_key, parse_endpoint
+from gitdns.core.providertypes.settings import endpoint_error, host_key, parse_endpoint
 from gitdns.errors import ConfigError, GitdnsError, PermanentError
 
 ROOT = Path(__file__).resolve().parents[1]

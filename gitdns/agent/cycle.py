@@ -18,14 +18,14 @@ from gitdns.adapters.leases import Lease, LeaseState, NoLease
 from gitdns.agent.applied import save_applied
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.discovery import Discovery, GatewayReader, default_reader
-from gitdns.agent.healthinputs import HealthInputs
+from gitdns.agent.health.inputs import HealthInputs
 from gitdns.agent.loading import Cycle, Loading
 from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.reporting import Reporter
 from gitdns.agent.roles import Role
 from gitdns.agent.state import AgentState
 from gitdns.agent.zones import Zones
-from gitdns.agent.zonework import ZoneWork
+from gitdns.agent.zones.work import ZoneWork
 from gitdns.core.desired import Desired
 from gitdns.core.status.report import ClusterReport
 from gitdns.errors import GitdnsError

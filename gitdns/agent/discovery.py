@@ -3,7 +3,7 @@
 A Cluster's gateway entry that leaves out ``addresses`` (and ``listeners``) is read from the
 agent's own cluster on every poll (`gitdns.adapters.gateway.read`); what was read replaces the
 entry's addresses (and listeners) in the desired state before anything is built
-(`gitdns.core.modelbuild.with_observed`), so a changed address is planned on the next pass,
+(`gitdns.core.model.build.with_observed`), so a changed address is planned on the next pass,
 without a commit.
 
 * A Gateway read: its addresses and listeners, as read.
@@ -31,7 +31,7 @@ from gitdns.adapters.gateway.read import ObservedGateway
 from gitdns.core.conditions import Condition
 from gitdns.core.desired import Desired
 from gitdns.core.model import Cluster, Gateway, Listener
-from gitdns.core.modelbuild import with_observed
+from gitdns.core.model.build import with_observed
 from gitdns.core.problems import Problem
 from gitdns.core.status.report import gateway_entry
 from gitdns.errors import AuthError, GitdnsError

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from gitdns.adapters.leases import Lease
 from gitdns.agent.delegate import DelegationSource
 from gitdns.core.desired import Desired, HeadInfo
-from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.health.filter import HealthTarget
 from gitdns.core.model import Cluster, Mode, Revision, Zone
 from gitdns.core.status.report import ClusterReport
 from gitdns.reconcile.engine import ProviderFactory, from_files

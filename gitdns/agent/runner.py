@@ -23,7 +23,7 @@ from gitdns.agent.cycle import Agent, Cycle
 from gitdns.agent.gitwait import BACKOFF_MAX, BACKOFF_START, backoff
 from gitdns.agent.metrics import Metrics
 from gitdns.agent.ports import AgentView
-from gitdns.agent.zonework import fleet_phase
+from gitdns.agent.zones.work import fleet_phase
 from gitdns.core.text import inline
 from gitdns.errors import ConfigError, GitdnsError, ValidationError
 from gitdns.reconcile.zonepass import ZoneOutcome

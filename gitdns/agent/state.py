@@ -9,7 +9,7 @@ from gitdns.adapters.leases import LeaseState
 from gitdns.agent.gitwait import GitWait
 from gitdns.core.conditions import Condition
 from gitdns.core.desired import Desired
-from gitdns.core.healthfilter import HealthResult
+from gitdns.core.health.filter import HealthResult
 from gitdns.core.model import Cluster, DesiredState
 from gitdns.core.status.report import ClusterReport
 from gitdns.reconcile.zonepass import ZoneMemory, ZoneOutcome
@@ -23,7 +23,7 @@ class ZoneTrack:
     desired: Desired  # the last desired state under which this zone validated
     next_validation: float | None = None
     interval: float = 0.0
-    quiet_floor: float = 0.0  # the quiet interval's floor: what the agent's budget affords (gitdns.agent.zonework)
+    quiet_floor: float = 0.0  # the quiet interval's floor: what the agent's budget affords (gitdns.agent.zones.work)
     quiet_cost: int = 0  # requests the last quiet validation sent (what the next one waits to afford)
     read_cost: int = 0  # the most names one pass of this zone read by name (a validation's cost before one ran)
     memory: ZoneMemory = field(default_factory=ZoneMemory)

@@ -144,7 +144,7 @@ def cmd_groups(args: argparse.Namespace) -> Result:
     from gitdns.commands.groups.verbs import Request, run
 
     if args.groups_command == "log":
-        from gitdns.commands.groups.logfmt import log_command
+        from gitdns.commands.groups.log.fmt import log_command
 
         return log_command(args.zone, args.repo, branch=args.branch, path=args.path, state_dir=args.state_dir,
                            fmt=args.format, auth=transport_of(args))

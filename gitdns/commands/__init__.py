@@ -15,7 +15,7 @@ prints its result; nothing here prints.  Exit codes (``gitdns --help`` lists the
                       walk.py and trees.py the git side, diff.py, who.py, applied.py, ...)
     groups/           gitdns groups get|add|remove|set|reconcile|log (a package: verbs.py the
                       verbs; file.py the ActiveGroups file; check.py group names and health;
-                      direct.py the break-glass write; view.py get's answer; log.py, logfmt.py)
+                      direct.py the break-glass write; view.py get's answer; log/ with log/fmt.py)
     failover.py       gitdns failover simulate
     clusters.py       gitdns add-cluster-secret, cluster-id
     daemons.py        gitdns agent, gitdns orchestrator: configure, run, and the --once report

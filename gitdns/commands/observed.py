@@ -17,7 +17,7 @@ from pathlib import Path
 from gitdns.core.addresses import address_error, host_error
 from gitdns.core.desired import Desired
 from gitdns.core.model import Listener
-from gitdns.core.modelbuild import with_observed
+from gitdns.core.model.build import with_observed
 from gitdns.core.problems import shown
 from gitdns.core.status.doc import load as load_doc
 from gitdns.core.status.report import published_gateways

@@ -1,7 +1,7 @@
 """`gitdns validate`'s warning that a committed active-groups serial is at or below one the
 clusters already applied, judged from git alone: the ``groups.yaml`` of every status branch the
 work tree's repository holds (local or remote-tracking; nothing is fetched), against the
-ActiveGroups documents of the desired state (`gitdns.core.groupserials`).
+ActiveGroups documents of the desired state (`gitdns.core.groups.serials`).
 
     serial_warnings(desired) -> [Problem]   [] outside a git repository, without status
                                              branches, or without ActiveGroups documents
@@ -16,8 +16,8 @@ import logging
 from pathlib import Path
 
 from gitdns.core.desired import Desired
-from gitdns.core.groupserials import Report, applied_groups
-from gitdns.core.groupserials import serial_warnings as compare
+from gitdns.core.groups.serials import Report, applied_groups
+from gitdns.core.groups.serials import serial_warnings as compare
 from gitdns.core.locate import refine_lines
 from gitdns.core.problems import Problem
 from gitdns.core.status.doc import load

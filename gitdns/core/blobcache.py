@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gitdns.core.checks.index import CheckMemo
-from gitdns.core.modelbuild import Doc
+from gitdns.core.model.build import Doc
 from gitdns.core.problems import Problem
 
 

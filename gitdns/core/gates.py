@@ -104,7 +104,7 @@ ENGINE = "gitdns/reconcile/engine.py"
 SOURCES = "gitdns/orchestrator/sources.py"
 POOL = "gitdns/orchestrator/pool.py"
 PUBLISHER = "gitdns/orchestrator/publisher.py"
-COREFILE = "gitdns/core/corefile.py"
+COREFILE = "gitdns/core/corefile/__init__.py"
 ZONECOREFILE = "gitdns/core/zonecorefile.py"
 PROBES = "gitdns/adapters/probes/prober.py"
 PROBEHEADERS = "gitdns/providers/probeheaders.py"
@@ -144,7 +144,7 @@ PROVIDER_GATES: tuple[Gate, ...] = (
          "name, query, fragment, backslash, white space; a host name or IP address; a port 1..65535)",
          (Site(FENCES, "Fences.check_endpoint", "raise", "ConfigError", "ENDPOINT_HINT"),
           *_from_ref(ROUTE53, GOOGLE, AZURE)),
-         check="gitdns.core.providersettings:parse_endpoint", code="InvalidEndpoint",
+         check="gitdns.core.providertypes.settings:parse_endpoint", code="InvalidEndpoint",
          sample=_zone("hostile-endpoint", "    type: route53\n    settings:\n"
                       "      endpoint: http://169.254.169.254/latest\n"),
          expect="is not an https:// URL", runner="provider"),
@@ -155,7 +155,7 @@ PROVIDER_GATES: tuple[Gate, ...] = (
           Site(AZURE, "from_ref", "call", "check_endpoint"))),
     Gate("local.path", Kind.STATIC,
          "settings.path of local: no '..' or '.git' component, no leading '~', no NUL",
-         _from_ref(LOCAL), check="gitdns.core.providersettings:store_path_error", code="InvalidStorePath",
+         _from_ref(LOCAL), check="gitdns.core.providertypes.settings:store_path_error", code="InvalidStorePath",
          sample=_zone("hostile-path", "    type: local\n    settings:\n      path: store/../../etc\n"),
          expect="a path with '..' or '.git' is refused", runner="provider"),
     Gate("local.path-inside-base", Kind.OPERATOR,
@@ -198,7 +198,7 @@ PROVIDER_GATES: tuple[Gate, ...] = (
          "a key of spec.provider.settings the type does not read (a typo is never ignored)",
          (Site(FENCES, "refuse_unknown", "raise", "ConfigError"),
           Site(REGISTRY, "make_provider", "call", "refuse_unknown")),
-         check="gitdns.core.providersettings:unknown_settings", code="UnknownSetting",
+         check="gitdns.core.providertypes.settings:unknown_settings", code="UnknownSetting",
          sample=_zone("hostile-key", "    type: route53\n    settings:\n      endPoint: https://example.net\n"),
          expect="has no setting 'endPoint'", runner="provider"),
     Gate("provider.missing-setting", Kind.STATIC,
@@ -209,13 +209,13 @@ PROVIDER_GATES: tuple[Gate, ...] = (
          sample=_zone("hostile-missing", "    type: rfc2136\n    settings:\n      port: \"53\"\n"),
          expect="needs spec.provider.settings server", runner="provider"),
     Gate("provider.settings-gate", Kind.RELAY,
-         "the first problem gitdns.core.providersettings.problems finds, raised before any credential is read",
+         "the first problem gitdns.core.providertypes.settings.problems finds, raised before any credential is read",
          (Site(FENCES, "refuse_static", "raise", "ConfigError"),
           Site(FENCES, "refuse_static", "raise", "UnsupportedError")),
-         check="gitdns.core.providersettings:problems"),
+         check="gitdns.core.providertypes.settings:problems"),
     Gate("rfc2136.server", Kind.STATIC,
          "settings.server of rfc2136: a host name or an IP address, the port apart",
-         _from_ref(RFC2136), check="gitdns.core.providersettings:server_error", code="InvalidServer",
+         _from_ref(RFC2136), check="gitdns.core.providertypes.settings:server_error", code="InvalidServer",
          sample=_zone("hostile-server", "    type: rfc2136\n    settings:\n      server: ns1.example.net:5353\n"),
          expect="carries a port", runner="provider"),
     Gate("rfc2136.server-allowed", Kind.OPERATOR,
@@ -224,31 +224,31 @@ PROVIDER_GATES: tuple[Gate, ...] = (
           Site(RFC2136, "from_ref", "call", "check_server"))),
     Gate("rfc2136.port", Kind.STATIC,
          "settings.port of rfc2136: a number 1..65535",
-         _from_ref(RFC2136), check="gitdns.core.providersettings:port_value", code="InvalidPort",
+         _from_ref(RFC2136), check="gitdns.core.providertypes.settings:port_value", code="InvalidPort",
          sample=_zone("hostile-port", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      port: \"inf\"\n"),
          expect="is not a port", runner="provider"),
     Gate("provider.timeout", Kind.STATIC,
          "settings.timeout of rfc2136 and google: a finite positive number of seconds",
-         _from_ref(RFC2136, GOOGLE), check="gitdns.core.providersettings:seconds_value", code="InvalidTimeout",
+         _from_ref(RFC2136, GOOGLE), check="gitdns.core.providertypes.settings:seconds_value", code="InvalidTimeout",
          sample=_zone("hostile-timeout", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      timeout: \"nan\"\n"),
          expect="is not a positive number of seconds", runner="provider"),
     Gate("rfc2136.tsigAlgorithm", Kind.STATIC,
          "settings.tsigAlgorithm of rfc2136: one dnspython signs with",
-         _from_ref(RFC2136), check="gitdns.core.providersettings:tsig_algorithm", code="InvalidTsigAlgorithm",
+         _from_ref(RFC2136), check="gitdns.core.providertypes.settings:tsig_algorithm", code="InvalidTsigAlgorithm",
          sample=_zone("hostile-alg", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      tsigAlgorithm: rot13\n"),
          expect="is not one of hmac-sha256", runner="provider"),
     Gate("rfc2136.tsigKeyName", Kind.STATIC,
          "settings.tsigKeyName of rfc2136: a DNS name",
-         _from_ref(RFC2136), check="gitdns.core.providersettings:dns_name_error", code="InvalidTsigKeyName",
+         _from_ref(RFC2136), check="gitdns.core.providertypes.settings:dns_name_error", code="InvalidTsigKeyName",
          sample=_zone("hostile-key-name", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      tsigKeyName: \"a..b\"\n    credentials: {env: TSIG}\n"),
          expect="is not a host name", runner="provider"),
     Gate("rfc2136.tsig-credentials", Kind.STATIC,
          "settings.tsigKeyName of rfc2136 signs with a secret: the zone names credentials",
-         _from_ref(RFC2136), check="gitdns.core.providersettings:_tsig", code="MissingCredentials",
+         _from_ref(RFC2136), check="gitdns.core.providertypes.settings:_tsig", code="MissingCredentials",
          sample=_zone("hostile-tsig", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      tsigKeyName: ddns-key\n"),
          expect="names no credentials holding it", runner="provider"),
@@ -259,30 +259,30 @@ PROVIDER_GATES: tuple[Gate, ...] = (
     Gate("rfc2136.zone", Kind.STATIC,
          "settings.zone of rfc2136: a DNS name holding the zone's domain",
          (*_from_ref(RFC2136), Site(RFC2136, "Rfc2136Provider.__init__", "raise", "ConfigError")),
-         check="gitdns.core.providersettings:server_zone_error", code="InvalidServerZone",
+         check="gitdns.core.providertypes.settings:server_zone_error", code="InvalidServerZone",
          sample=_zone("hostile-server-zone", "    type: rfc2136\n    settings:\n      server: 192.0.2.53\n"
                       "      zone: other.example\n"),
          expect="does not contain hostile.example", runner="provider"),
     Gate("route53.flags", Kind.STATIC,
          "settings.private, waitInsync, healthChecks of route53: \"true\" or \"false\"",
-         _from_ref(ROUTE53), check="gitdns.core.providersettings:flag_value", code="InvalidFlag",
+         _from_ref(ROUTE53), check="gitdns.core.providertypes.settings:flag_value", code="InvalidFlag",
          sample=_zone("hostile-flag", "    type: route53\n    settings:\n      private: \"yes\"\n"),
          expect="is not \"true\" or \"false\"", runner="provider"),
     Gate("azure.trafficManager", Kind.STATIC,
          "settings.trafficManager of azure: not driven yet, so refused when on",
-         _from_ref(AZURE), check="gitdns.core.providersettings:traffic_manager_error", code="UnsupportedSetting",
+         _from_ref(AZURE), check="gitdns.core.providertypes.settings:traffic_manager_error", code="UnsupportedSetting",
          sample=_zone("hostile-tm", "    type: azure\n    settings:\n      subscriptionId: s\n      resourceGroup: g\n"
                       "      trafficManager: \"true\"\n"),
          expect="Traffic Manager", runner="provider"),
     Gate("endpoint.namespace", Kind.STATIC,
          "settings.namespace of endpoint: a namespace name (when the zone names no credentials)",
-         _from_ref(ENDPOINT), check="gitdns.core.providersettings:namespace_error", code="InvalidNamespace",
+         _from_ref(ENDPOINT), check="gitdns.core.providertypes.settings:namespace_error", code="InvalidNamespace",
          sample=_zone("hostile-ns", "    type: endpoint\n    settings:\n      namespace: Not_A_Namespace\n"),
          expect="is not a namespace name", runner="provider"),
     Gate("endpoint.resource", Kind.STATIC,
          "settings ENDPOINT_GVR / ENDPOINT_GVK / the zone label selectors of endpoint parse (when the zone names "
          "no credentials)",
-         _from_ref(ENDPOINT), check="gitdns.core.providersettings:endpoint_resource_error",
+         _from_ref(ENDPOINT), check="gitdns.core.providertypes.settings:endpoint_resource_error",
          code="InvalidEndpointResource",
          sample=_zone("hostile-gvr", "    type: endpoint\n    settings:\n      namespace: dnstest\n"
                       "      ENDPOINT_ZONE_RECORD_LABEL: \"a!=b\"\n"),
@@ -297,7 +297,7 @@ PROVIDER_GATES: tuple[Gate, ...] = (
     Gate("credentials.file-dotdot", Kind.STATIC,
          "credentials.file: no '..' component",
          (Site(FENCES, "Fences.credentials_file", "raise", "ConfigError", "no file is read')"),),
-         check="gitdns.core.providersettings:credentials_file_error", code="InvalidCredentialsFile",
+         check="gitdns.core.providertypes.settings:credentials_file_error", code="InvalidCredentialsFile",
          sample=_zone("hostile-creds", "    type: route53\n    credentials: {file: ../../etc/shadow}\n"),
          expect="a path with '..' is refused", runner="credentials"),
     Gate("credentials.file-nul", Kind.STATIC,
@@ -434,7 +434,7 @@ CORE_DNS_GATES: tuple[Gate, ...] = (
     Gate("tenant.hosts-file", Kind.STATIC,
          "a zone block's hosts file name CoreDNS takes (<tenant>.hosts, <zone>.hosts of a shared zone)",
          (Site(PUBLISHER, "Publisher._block_problems", "call", "check_server"),),
-         check="gitdns.core.corefilecheck:file_name_error", code="InvalidTenantFile",
+         check="gitdns.core.corefile.check:file_name_error", code="InvalidTenantFile",
          sample=(_tenant("hostile-file-a", "  zone: _acme.tenant-d.test\n  domains: [a._acme.tenant-d.test]\n")
                  + "---\n" + _tenant("hostile-file-b", "  zone: _acme.tenant-d.test\n"
                                      "  domains: [b._acme.tenant-d.test]\n")),

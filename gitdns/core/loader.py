@@ -6,7 +6,7 @@ schemas by kind.  Files parse into plain data straight from libyaml's events
 (`gitdns.core.yamlparse`: no aliases, no merge keys, bounded nesting); each document is
 checked for its envelope (apiVersion, kind) and against its kind's schema (at most
 `MAX_SCHEMA_PROBLEMS` problems a document), and every document that passes becomes a model
-object (`gitdns.core.modelbuild`).  Line numbers are found (`gitdns.core.yamllines`) only for
+object (`gitdns.core.model.build`).  Line numbers are found (`gitdns.core.yamlparse.lines`) only for
 documents with problems, in one pass per file.  Each problem names the zones it blocks, so one
 broken file holds back only the zones it touches.
 """
@@ -26,12 +26,12 @@ from gitdns.core.blobcache import FileEntry, Outcome, ValidationCache, blob_id
 from gitdns.core.limits import Unread
 from gitdns.core.locate import describe
 from gitdns.core.model import API_VERSION, KINDS, DesiredState
-from gitdns.core.modelbuild import Doc, ZoneLookup, assemble, build_one, host
+from gitdns.core.model.build import Doc, ZoneLookup, assemble, build_one, host
 from gitdns.core.patterns import schema_validator
 from gitdns.core.problems import Problem, clipped, shown
 from gitdns.core.quickschema import quick_check
-from gitdns.core.yamllines import lines
 from gitdns.core.yamlparse import Document, StandIn, StandInKey, parse
+from gitdns.core.yamlparse.lines import lines
 
 MAX_SCHEMA_PROBLEMS = 20  # a document's schema problems listed; the rest are counted out
 _MORE = f"more schema problems in this document are not listed (the first {MAX_SCHEMA_PROBLEMS} are)"
@@ -387,7 +387,7 @@ def _holds_stand_in(value: Any) -> bool:
     return isinstance(value, list) and any(_holds_stand_in(item) for item in value)
 
 
-# --- the desired state: model objects (gitdns.core.modelbuild) and every Zone's domain ------
+# --- the desired state: model objects (gitdns.core.model.build) and every Zone's domain ------
 
 
 def _build(good: list[tuple[Doc, FileEntry | None]],

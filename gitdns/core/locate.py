@@ -1,7 +1,7 @@
 """Where a problem is and how it reads: line numbers for YAML paths, schema errors in words.
 
 The loader builds plain dicts, which carry no positions.  For the few documents that have
-problems, `gitdns.core.yamllines` reads the file's parser events again and notes the lines
+problems, `gitdns.core.yamlparse.lines` reads the file's parser events again and notes the lines
 of the wanted paths only (no second copy of the data, however large the file).
 """
 
@@ -11,12 +11,12 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gitdns.core import yamllines
 from gitdns.core.problems import Path, Problem, shown
+from gitdns.core.yamlparse import lines as yamllines
 
 
 def line_of(text: str, doc_index: int, path: Path) -> int:
-    """The 1-based line of ``path`` in document ``doc_index`` of ``text`` (`gitdns.core.yamllines`).
+    """The 1-based line of ``path`` in document ``doc_index`` of ``text`` (`gitdns.core.yamlparse.lines`).
 
     When the path goes deeper than the document (a missing field, a wrong type), the line of
     the deepest part that exists.  0 when the document cannot be found.
@@ -25,7 +25,7 @@ def line_of(text: str, doc_index: int, path: Path) -> int:
 
 
 def refine_lines(problems: Iterable[Problem], files: Mapping[str, str]) -> list[Problem]:
-    """Point each problem at the line of its path (`gitdns.core.yamllines.refine`).
+    """Point each problem at the line of its path (`gitdns.core.yamlparse.lines.refine`).
 
     A problem made from a model object carries its document's first line (``Origin.line``);
     that finds the document again, and its path the line: one pass over each file that has

@@ -28,12 +28,12 @@ from gitdns.core.checks import (
     records,
     references,
     serving,
-    tenantlayout,
     tenants,
 )
 from gitdns.core.checks.groups import GROUP_FORBIDDEN, MAX_GROUP_NAME
 from gitdns.core.checks.index import CheckMemo, Index
 from gitdns.core.checks.reach import probe_targets
+from gitdns.core.checks.tenants import layout as tenantlayout
 from gitdns.core.loader import LoadResult, ParseMemo, load
 from gitdns.core.locate import refine_lines
 from gitdns.core.model import DesiredState

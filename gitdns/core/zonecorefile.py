@@ -21,7 +21,7 @@ points at a missing file).  ``corednsDir`` is the directory where CoreDNS sees t
 (the agent's state volume mounted into CoreDNS); default: where the agent writes them.
 
 Values in, text out; a bad setting is a `ValueError` naming the field, and so is a rendered
-snippet that fails the parse rules CoreDNS applies (`gitdns.core.corefilecheck`).
+snippet that fails the parse rules CoreDNS applies (`gitdns.core.corefile.check`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitdns.core.corefilecheck import shown, snippet_problems
+from gitdns.core.corefile.check import shown, snippet_problems
 from gitdns.core.model import Zone
 from gitdns.core.providertypes import COREDNS_DIR as COREDNS_DIR
 from gitdns.core.providertypes import VIEW_CLIENTS as VIEW_CLIENTS
@@ -160,7 +160,7 @@ def block_tokens(zone: str, port: int, directory: str, reload: str, block: Serve
 def render_zone_server(env: jinja2.Environment, zone: str, directory: str, views: Sequence[ServedView],
                        clients: Sequence[ViewClients], *, port: int = 53, reload: str = RELOAD) -> str:
     """The Corefile snippet for ``zone`` whose view files CoreDNS finds in ``directory``.
-    The text is checked with CoreDNS's parse rules (`gitdns.core.corefilecheck`) before it is
+    The text is checked with CoreDNS's parse rules (`gitdns.core.corefile.check`) before it is
     returned: a ValueError naming the zone says what is wrong, and nothing is to be written."""
     wrong = directory_error(directory)
     if wrong is not None:

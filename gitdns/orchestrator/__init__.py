@@ -33,7 +33,7 @@
   (`gitdns.core.checks.tenants`) are refused (a changed one keeps its last good version); a
   pool with a node address that is no IP keeps its last good version.
 * What is rendered is read back with CoreDNS's parse rules before delivery
-  (`gitdns.core.corefilecheck`): a zone block that fails is left out (its tenants refused,
+  (`gitdns.core.corefile.check`): a zone block that fails is left out (its tenants refused,
   named in /status, the log and a metric) and the rest delivered; a snippet failing as a
   whole is not delivered, the last delivery stays.
 * Fail open: when no node of the pool is healthy every node of the pool is published (as

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.corefile import Layout, layout
-from gitdns.core.corefilecheck import shown
+from gitdns.core.corefile.check import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec
 from gitdns.core.model import DesiredState, Node, NodePool

@@ -29,7 +29,7 @@ from gitdns.core.corefile import (
     check_server,
     render_server,
 )
-from gitdns.core.corefilecheck import shown
+from gitdns.core.corefile.check import shown
 from gitdns.core.health import HealthSettings, State, TargetHealth, published
 from gitdns.core.model import Node
 from gitdns.errors import GitdnsError

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from gitdns.adapters.repo import check_files, load_schemas, read_tree
 from gitdns.core.addresses import ip_error
 from gitdns.core.checks.tenants import refused_tenants
-from gitdns.core.corefilecheck import shown
+from gitdns.core.corefile.check import shown
 from gitdns.core.desired import Desired
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetRefused, node_probe
 from gitdns.core.model import DesiredState, Node, NodePool

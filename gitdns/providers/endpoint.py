@@ -48,8 +48,8 @@ from gitdns.core.endpoints import (
     zone_selector,
 )
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import endpoint_resource_error, namespace_error
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
+from gitdns.core.providertypes.settings import endpoint_resource_error, namespace_error
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes, group_changes
 from gitdns.errors import AuthError, ConfigError, UnreachableError

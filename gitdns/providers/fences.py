@@ -52,7 +52,7 @@ from pathlib import Path
 from gitdns.adapters.serverreload import KINDS as RELOAD_KINDS
 from gitdns.adapters.serverreload import ServerReload
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import (
+from gitdns.core.providertypes.settings import (
     ENDPOINT_HINT,
     credentials_file_error,
     host_key,
@@ -107,7 +107,7 @@ def agent_namespace(configured: str | None = None) -> str:
 
 
 def _host(text: str) -> str:
-    """A host for comparison (`gitdns.core.providersettings.host_key`)."""
+    """A host for comparison (`gitdns.core.providertypes.settings.host_key`)."""
     return host_key(text)
 
 
@@ -137,7 +137,7 @@ class Server:
 
 def _origin(entry: str, setting: str) -> Origin:
     """An entry of ``--provider-endpoints``: read as a Zone's endpoint is
-    (`gitdns.core.providersettings.parse_endpoint`), and an origin only."""
+    (`gitdns.core.providertypes.settings.parse_endpoint`), and an origin only."""
     try:
         endpoint = parse_endpoint(entry)
     except ValueError as exc:
@@ -262,7 +262,7 @@ class Fences:
     # --- endpoints ---------------------------------------------------------------------------------------
 
     def check_endpoint(self, url: str, *, zone: str, field_name: str = "spec.provider.settings.endpoint") -> str:
-        """``url`` when it is an https URL (`gitdns.core.providersettings.parse_endpoint`, which
+        """``url`` when it is an https URL (`gitdns.core.providertypes.settings.parse_endpoint`, which
         `gitdns validate` runs too) on an origin the operator allows; else a `ConfigError`
         naming the field and the setting.  Called before any client is made."""
         where = f"{field_name} (zone {zone})"
@@ -340,7 +340,7 @@ class Fences:
 
 def refuse_static(zone: str, ref: ProviderRef) -> None:
     """Refuse ``ref`` (zone ``zone``'s ``spec.provider``) when one of its values is what its
-    provider refuses whatever the operator allows (`gitdns.core.providersettings.problems`,
+    provider refuses whatever the operator allows (`gitdns.core.providertypes.settings.problems`,
     which `gitdns validate` reports with the file and line): a `ConfigError` (an
     `UnsupportedError` for what gitdns cannot do yet) naming the field.  Every provider's
     ``from_ref`` calls it first, before any credential is read or client made."""
@@ -353,7 +353,7 @@ def refuse_static(zone: str, ref: ProviderRef) -> None:
 
 def refuse_unknown(zone: str, ref: ProviderRef) -> None:
     """Refuse a Zone's ``spec.provider`` naming a setting its type does not read
-    (`gitdns.core.providersettings.unknown_settings`; the default provider secret's annotations
+    (`gitdns.core.providertypes.settings.unknown_settings`; the default provider secret's annotations
     are not judged by this)."""
     found = unknown_settings(ref)
     if found:

@@ -58,8 +58,8 @@ from typing import Any
 from gitdns import fsutil
 from gitdns.adapters.serverreload import ServerReload, notes, reload_views
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import STORE_BASE_HELP
 from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providertypes.settings import STORE_BASE_HELP
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, normalize_name
 from gitdns.core.store import apply_changes
 from gitdns.errors import ConfigError, PermanentError, RetryableError
@@ -410,7 +410,7 @@ def store_directory(base_dir: Path, raw: str, zone: str) -> Path:
 def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fences = STRICT) -> LocalProvider:
     """Settings: ``path``, the store directory (default ``store``), relative to the base
     directory or an absolute path inside it (`store_directory`), without ``..``, ``~`` or
-    ``.git`` (`gitdns.core.providersettings.store_path_error`, checked by `refuse_static` with
+    ``.git`` (`gitdns.core.providertypes.settings.store_path_error`, checked by `refuse_static` with
     the other settings); ``corednsDir`` (checked there too), ``viewClients`` (read when the
     views are rendered).  The base is the operator's ``store_dir`` (``fences``), else
     ``base_dir``: the state directory, or the repository; how the server is told of a write is

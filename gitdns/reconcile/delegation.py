@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gitdns.core import builder
 from gitdns.core.delegation import Payload
 from gitdns.core.desired import Desired
-from gitdns.core.healthfilter import HealthResult, apply_health
+from gitdns.core.health.filter import HealthResult, apply_health
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.records import RecordSet
 

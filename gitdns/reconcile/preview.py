@@ -184,7 +184,7 @@ def preview_pass(desired: Desired, cluster: Cluster, zone: Zone, overlay: Overla
 
 
 def _has_checks(desired: Desired, cluster: Cluster, zone: Zone) -> bool:
-    from gitdns.core.healthfilter import health_targets
+    from gitdns.core.health.filter import health_targets
 
     return bool(health_targets(builder.build_hosts(desired.state, cluster, zone)))
 

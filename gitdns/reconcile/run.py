@@ -120,7 +120,7 @@ def published(desired: Desired) -> Published:
             applied[cluster.id] = sha
     # a host whose every target some cluster reported unhealthy fails open, as the agents do:
     # nothing of it is withdrawn in the preview either
-    from gitdns.core.healthfilter import every_target_down, fail_open_id, host_targets
+    from gitdns.core.health.filter import every_target_down, fail_open_id, host_targets
 
     everyone: frozenset[str] = frozenset().union(*unhealthy.values())
     for cluster in desired.state.clusters:

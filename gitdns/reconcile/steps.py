@@ -13,7 +13,7 @@ from gitdns.core.builder import build_hosts, merge_records
 from gitdns.core.delegation import STATE_MERGED, STATE_PARTIAL, former_primaries, primaries_records, retire_keys
 from gitdns.core.delegation import merge as merge_remotes
 from gitdns.core.groups import decide, gitdns_name, is_active, kuadrant_name, read_zone_groups, relabel
-from gitdns.core.healthfilter import apply_health
+from gitdns.core.health.filter import apply_health
 from gitdns.core.owner.zone import heartbeat_name, owners
 from gitdns.core.plan.planner import plan as make_plan
 from gitdns.core.plan.values import Authority, Intent, Plan
@@ -88,7 +88,7 @@ def _inactive(p: ZonePass) -> Result:
 
 
 def health(p: ZonePass) -> Result:
-    """Withdraw this cluster's unhealthy targets (gitdns/core/healthfilter.py); nothing to do
+    """Withdraw this cluster's unhealthy targets (gitdns/core/health/filter.py); nothing to do
     when no probe reports one."""
     if not p.unhealthy or p.intent is None or p.desired.state.cluster(p.cluster.id) is None:
         return Result.CONTINUE

@@ -17,7 +17,7 @@ from enum import StrEnum
 from gitdns.core.delegation import Merged
 from gitdns.core.desired import Desired
 from gitdns.core.groups import Decision
-from gitdns.core.healthfilter import HealthResult
+from gitdns.core.health.filter import HealthResult
 from gitdns.core.model import Cluster, Zone
 from gitdns.core.plan.values import Intent, Plan, PlanMode
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot

@@ -14,7 +14,7 @@ from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.metrics import Metrics
 from gitdns.agent.ports import AgentPorts
-from gitdns.core.healthfilter import HealthTarget, host_targets
+from gitdns.core.health.filter import HealthTarget, host_targets
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey, RecordSet
 from gitdns.providers.base import Provider

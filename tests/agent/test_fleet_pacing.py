@@ -8,7 +8,7 @@ from typing import Any
 
 from gitdns.agent.ports import AgentView
 from gitdns.agent.runner import WAKE_SPREAD, wake_delay
-from gitdns.agent.zonework import DRIFT_SHARE, drift_interval
+from gitdns.agent.zones.work import DRIFT_SHARE, drift_interval
 from gitdns.core.model import Cluster, Mode
 from gitdns.core.providertypes import capabilities_of
 

@@ -10,7 +10,7 @@ from typing import Any
 from gitdns.agent.config import AgentConfig
 from gitdns.agent.cycle import Agent
 from gitdns.agent.ports import AgentPorts
-from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.health.filter import HealthTarget
 from gitdns.core.model import Zone
 from gitdns.core.records import RecordKey
 from gitdns.providers.base import Provider

@@ -10,7 +10,7 @@ import pytest
 from gitdns.adapters.repo import load_schemas
 from gitdns.agent.health import MonitorHealth
 from gitdns.core.health import HealthSettings
-from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.health.filter import HealthTarget
 from gitdns.core.model import HealthCheck
 from gitdns.core.validate import check
 from gitdns.providers.probeheaders import HeadersNotListed, HeadersUnavailable, ProbeHeaders

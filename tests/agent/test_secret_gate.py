@@ -21,7 +21,7 @@ from gitdns.agent.config import AgentConfig, resolve
 from gitdns.agent.hooks import make_health
 from gitdns.agent.ports import Wake
 from gitdns.cli import build_parser
-from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.health.filter import HealthTarget
 from gitdns.core.model import CredentialsRef, HealthCheck, ProviderRef
 from gitdns.errors import ConfigError
 from gitdns.providers.credentials import SecretNotListed, load_credentials

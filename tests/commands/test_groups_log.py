@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gitdns.cli import main
-from gitdns.commands.groups import logfmt as grouplogfmt
 from gitdns.commands.groups.log import NO_ZONE, Groups, GroupsLog, groups_log
+from gitdns.commands.groups.log import fmt as grouplogfmt
 from gitdns.commands.groups.verbs import Request, run
 from gitdns.core.status.doc import dump
 from gitdns.errors import ConfigError

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gitdns.agent.reporting import healthy_condition
-from gitdns.core.healthfilter import HealthResult
+from gitdns.core.health.filter import HealthResult
 
 
 class Probes:

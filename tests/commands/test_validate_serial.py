@@ -18,7 +18,7 @@ import pytest
 
 from gitdns.adapters.status.branch import StatusBranch
 from gitdns.adapters.status.refs import cluster_of
-from gitdns.core.groupserials import Applied, Report, applied_groups, serial_warnings
+from gitdns.core.groups.serials import Applied, Report, applied_groups, serial_warnings
 from gitdns.core.status.doc import dump
 from gitdns.core.status.doc import load as load_status
 from gitdns.reconcile.engine import load

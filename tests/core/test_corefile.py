@@ -1,4 +1,4 @@
-"""CoreDNS hosts files and Corefile snippets for tenants (gitdns/core/corefile.py).
+"""CoreDNS hosts files and Corefile snippets for tenants (gitdns/core/corefile/__init__.py).
 
 Golden files live in ``tests/golden/coredns/<case>/``; after an intended change to a template
 or the renderer rewrite them with::

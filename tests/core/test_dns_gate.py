@@ -26,7 +26,7 @@ from gitdns.adapters.repo import load_schemas
 from gitdns.core import builder
 from gitdns.core.checks.tenants import reserved_error as tenant_reserved_error
 from gitdns.core.model import Gateway, Listener
-from gitdns.core.modelbuild import with_observed
+from gitdns.core.model.build import with_observed
 from gitdns.core.names import cluster_target_name
 from gitdns.core.problems import Problem
 from gitdns.core.validate import check

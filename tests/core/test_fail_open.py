@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from gitdns.core import builder
-from gitdns.core.healthfilter import (
+from gitdns.core.health.filter import (
     HostTargets,
     apply_health,
     every_target_down,

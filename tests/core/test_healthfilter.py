@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from gitdns.core import builder
-from gitdns.core.healthfilter import apply_health, fleet_frozen, health_targets
+from gitdns.core.health.filter import apply_health, fleet_frozen, health_targets
 from gitdns.core.model import HealthCheck, Strategy
 from gitdns.core.records import RecordKey
 from tests.core import worked_example as we

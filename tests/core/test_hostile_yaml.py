@@ -22,8 +22,8 @@ from gitdns.core.limits import MiB, ReadBudget, ReadLimits, Unread, parse_size, 
 from gitdns.core.loader import MAX_SCHEMA_PROBLEMS, LoadResult, _schema_problems, load
 from gitdns.core.problems import MAX_MESSAGE, Problem, blocked_zones, clipped, shown
 from gitdns.core.validate import check
-from gitdns.core.yamllines import line_of, lines
 from gitdns.core.yamlparse import MAX_DEPTH, parse
+from gitdns.core.yamlparse.lines import line_of, lines
 from tests.core.hostile_kit import HEAD, alias_bomb, first_alias_line, zone
 
 ZONES = {"zones/a.yaml": zone("zone-a", "a.example"), "zones/b.yaml": zone("zone-b", "b.example")}

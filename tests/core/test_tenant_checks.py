@@ -1,5 +1,5 @@
-"""Tenant zones are fenced (gitdns/core/checks/tenants.py), node addresses are IPs, and what is
-rendered for CoreDNS is checked with its parse rules before delivery (gitdns/core/corefilecheck.py,
+"""Tenant zones are fenced (gitdns/core/checks/tenants/__init__.py), node addresses are IPs, and what is
+rendered for CoreDNS is checked with its parse rules before delivery (gitdns/core/corefile/check.py,
 corefile.check_server / check_hosts, zonecorefile.render_zone_server).
 
 The rules of docs/health.md ("Tenant zones"): at least two labels; not a public suffix; not
@@ -18,7 +18,7 @@ from gitdns.adapters.repo import load_schemas
 from gitdns.adapters.templates import load_template_sources
 from gitdns.core.checks.tenants import fences, refused_tenants
 from gitdns.core.corefile import CorefileSettings, check_hosts, check_server, layout, render_files, sort_ips
-from gitdns.core.corefilecheck import character_problems, hosts_problems, hosts_rows_match, lex, snippet_problems
+from gitdns.core.corefile.check import character_problems, hosts_problems, hosts_rows_match, lex, snippet_problems
 from gitdns.core.model import DesiredState, NodePool, ProviderRef, Tenant, Zone
 from gitdns.core.problems import Problem
 from gitdns.core.render import make_environment

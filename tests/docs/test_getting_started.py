@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from gitdns.core.corefilecheck import lex
+from gitdns.core.corefile.check import lex
 from gitdns.core.zonecorefile import parse_view_clients
 from tests.e2e.conftest import require_tool
 from tests.e2e.dns_servers import free_port

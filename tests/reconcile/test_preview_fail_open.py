@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gitdns.core.healthfilter import fail_open_id, host_targets
+from gitdns.core.health.filter import fail_open_id, host_targets
 from gitdns.reconcile.engine import load
 from gitdns.reconcile.run import published
 from tests.e2e.agent_kit import ROOT, git

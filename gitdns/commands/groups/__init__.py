@@ -8,8 +8,8 @@
     fetch.py     origin's desired branch fetched before judging; a free branch name for a change
     direct.py    the break-glass write when git is unreachable
     view.py      get's answer: git's ActiveGroups, the zone's TXT, whether they diverge
-    log.py       ``groups log``: the switches of a zone and when each cluster applied them
-    logfmt.py    its text and JSON, and the command
+    log/         ``groups log``: the switches of a zone and when each cluster applied them
+                 (its ``__init__``), with ``fmt``: its text and JSON, and the command
 
 Nothing is imported here: ``gitdns --help`` stays light and each module is imported by name.
 """

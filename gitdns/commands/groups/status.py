@@ -168,7 +168,7 @@ def fleet_status(root: Path, url: str | None, auth: GitAuth | None = None) -> Fl
 
 def _checked(state: DesiredState, zone: Zone) -> list[str]:
     """Ids of the clusters serving ``zone`` that publish a health-checked target in it."""
-    from gitdns.core.healthfilter import health_targets
+    from gitdns.core.health.filter import health_targets
 
     return [c.id for c in state.clusters if zone in builder.zones_for_cluster(state, c)
             and health_targets(builder.build_hosts(state, c, zone))]
@@ -179,7 +179,7 @@ def published_health(state: DesiredState, zone: Zone, status: FleetStatus) -> tu
     the notes a reviewer needs about where it came from.  A cluster missing from ``status``
     stays unknown (the preview says it "has published no status") only when the branches were
     read; otherwise it is taken as healthy and a note says why nothing is known of it."""
-    from gitdns.core.healthfilter import every_target_down, fail_open_id, host_targets
+    from gitdns.core.health.filter import every_target_down, fail_open_id, host_targets
 
     unhealthy: dict[str, frozenset[str]] = {}
     applied: dict[str, str] = {}

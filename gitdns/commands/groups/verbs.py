@@ -80,7 +80,7 @@ def run(req: Request) -> Result:
         raise ConfigError(f"unknown groups command {req.action!r}")
     check_group_names(req.groups)
     if req.action == "log":  # read-only, from git: `gitdns.commands.groups.log`
-        from gitdns.commands.groups.logfmt import log_command
+        from gitdns.commands.groups.log.fmt import log_command
 
         return log_command(req.zone, str(req.repo), fmt=req.format, auth=req.auth)
     if req.action == "get":

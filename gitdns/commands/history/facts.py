@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitdns.adapters.git.cache import GitCache
-from gitdns.core.groupserials import Applied, applied_groups
+from gitdns.core.groups.serials import Applied, applied_groups
 from gitdns.core.limits import DEFAULT_LIMITS
 from gitdns.core.status.doc import load as load_status
 
@@ -33,7 +33,7 @@ class DocFacts:
     """What history reads of a status document: summary.yaml's appliedRevision and cluster,
     health.yaml's targets in state unhealthy; a zone document's ``held`` (its appliedRevision,
     the last good revision's label, is then ``applied``) and why (``reason``); groups.yaml's
-    serial and groups per zone domain (``groups``, `gitdns.core.groupserials.applied_groups`)."""
+    serial and groups per zone domain (``groups``, `gitdns.core.groups.serials.applied_groups`)."""
 
     applied: str = ""
     cluster: str = ""

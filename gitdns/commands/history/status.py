@@ -19,7 +19,7 @@ from pathlib import Path
 from gitdns.adapters.git.cache import GitCache
 from gitdns.commands.history.facts import NO_FACTS, read_facts
 from gitdns.commands.status.log import NOT_HELD, ZoneState
-from gitdns.core.groupserials import Applied as GroupsApplied
+from gitdns.core.groups.serials import Applied as GroupsApplied
 
 STATUS_REFS = "refs/gitdns-status/"
 _SEP, _END = "\x1f", "\x1e"

@@ -18,7 +18,7 @@ loader's parse, `gitdns.core.yamlparse`).  Here:
   (`PublishedNames`: the host, every name at or below ``klb.H``, every name below a wildcard
   host ``*.H``), and no NS, SOA or CNAME at its zone's apex (`apex_records`).
 
-Every name of the model is lower-case already (`gitdns.core.modelbuild.host`), so comparing
+Every name of the model is lower-case already (`gitdns.core.model.build.host`), so comparing
 names here is comparing them case-insensitively.
 """
 

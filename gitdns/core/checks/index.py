@@ -22,7 +22,7 @@ from gitdns.core.model import (
     Tenant,
     Zone,
 )
-from gitdns.core.modelbuild import ZoneLookup
+from gitdns.core.model.build import ZoneLookup
 from gitdns.core.problems import Path, Problem
 from gitdns.core.reach import Network
 

@@ -1,6 +1,6 @@
 """What a zone's provider type accepts, read from the provider table
 (`gitdns.core.providertypes`): the type itself, credentials, settings
-(`gitdns.core.providersettings`: the functions the providers call), record types, geo codes,
+(`gitdns.core.providertypes.settings`: the functions the providers call), record types, geo codes,
 weights and routing.  A zone on the default provider secret (``spec.provider`` left out) may land on
 any provider: its geo codes are not checked, its weights against the widest range."""
 
@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from gitdns.core.checks.index import Index, on, problem
 from gitdns.core.model import DEFAULT_PROVIDER, Cluster, DNSPolicy, Strategy
 from gitdns.core.problems import Path, Problem
-from gitdns.core.providersettings import credentials_file_error, problems, unknown_settings
 from gitdns.core.providertypes import (
     CREDENTIAL_REFERENCES,
     PROVIDER_TYPES,
@@ -20,6 +19,7 @@ from gitdns.core.providertypes import (
     known_types,
     widest_weights,
 )
+from gitdns.core.providertypes.settings import credentials_file_error, problems, unknown_settings
 
 
 def _entry(ix: Index, zone_name: str) -> ProviderType | None:
@@ -55,7 +55,7 @@ def provider_credentials(ix: Index) -> Iterable[Problem]:
 
 def provider_settings(ix: Index) -> Iterable[Problem]:
     """Every setting the zone's provider refuses whatever the operator allows, with the very
-    functions the provider calls (`gitdns.core.providersettings`): a missing required setting,
+    functions the provider calls (`gitdns.core.providertypes.settings`): a missing required setting,
     an endpoint that is not https, a store path with ``..``, a bad port, an unknown key...  So
     CI refuses, with the file and line, what every agent would refuse at run time; what only
     the operator's settings decide (an endpoint's origin, an rfc2136 server) is the agent's."""

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import seconds_value
 from gitdns.core.providertypes import PROVIDER_TYPES, capabilities_of, missing_settings
+from gitdns.core.providertypes.settings import seconds_value
 from gitdns.core.records import RECORD_TYPES, Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import ConfigError, ThrottledError
 from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo, send
@@ -322,7 +322,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     origin the operator allows, ``fences``; anonymous credentials unless a key is given),
     ``defaultGeoLocation`` (the region that carries the default geo row, default
     europe-west1), ``timeout`` (seconds).  Each setting is judged by
-    `gitdns.core.providersettings` first (`refuse_static`, as `gitdns validate` judges it)."""
+    `gitdns.core.providertypes.settings` first (`refuse_static`, as `gitdns validate` judges it)."""
     refuse_static(zone_domain, ref)
     endpoint = ref.setting("endpoint") or None
     if endpoint is not None:

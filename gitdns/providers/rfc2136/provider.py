@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import (
+from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providertypes.settings import (
     port_value,
     seconds_value,
     server_zone_error,
     tsig_algorithm,
 )
-from gitdns.core.providertypes import capabilities_of
 from gitdns.core.records import Change, Guard, RecordKey, ZoneSnapshot, normalize_name
 from gitdns.errors import AuthError, ConfigError, RetryableError, TimedOutError, UnreachableError
 from gitdns.providers.base import ApplyOutcome, ApplyResult, ZoneInfo
@@ -290,7 +290,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     """Settings: ``server`` (required; with ``port``, a server the operator allows:
     ``fences``), ``port`` (53), ``tsigKeyName``, ``tsigAlgorithm`` (hmac-sha256), ``timeout``
     (seconds, 10), ``zone`` (the server's zone when it differs from the domain): each judged by
-    `gitdns.core.providersettings` (`refuse_static`, as `gitdns validate` judges them) before
+    `gitdns.core.providertypes.settings` (`refuse_static`, as `gitdns validate` judges them) before
     the server is checked against the fences.  Credentials: the base64 TSIG secret (see
     `tsig_secret`), from a source the fences allow."""
     refuse_static(zone_domain, ref)

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from gitdns.core.model import ProviderRef
-from gitdns.core.providersettings import flag_value
 from gitdns.core.providertypes import capabilities_of
+from gitdns.core.providertypes.settings import flag_value
 from gitdns.core.records import Change, Guard, RecordKey, RecordSet, ZoneSnapshot, in_zone, normalize_name
 from gitdns.errors import ConfigError
 from gitdns.providers.base import ApplyResult, ZoneInfo, send
@@ -285,7 +285,7 @@ def from_ref(zone_domain: str, ref: ProviderRef, base_dir: Path, *, fences: Fenc
     ``kuadrant.io/aws`` keys): ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``
     (optional ``AWS_SESSION_TOKEN``), from a source the fences allow; without a credentials
     reference boto3's default chain.  Each setting is judged by
-    `gitdns.core.providersettings` first (`refuse_static`, as `gitdns validate` judges it)."""
+    `gitdns.core.providertypes.settings` first (`refuse_static`, as `gitdns validate` judges it)."""
     refuse_static(zone_domain, ref)
     endpoint = ref.setting("endpoint") or None
     if endpoint is not None:

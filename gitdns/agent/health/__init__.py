@@ -1,7 +1,7 @@
 """The agent's DNSPolicy probes: the HealthMonitor behind the cycle's HealthSource protocol.
 
 Targets come from the hosts this cluster publishes whose policy has a health check: every
-address of those hosts, this cluster's and the other clusters' (`gitdns.core.healthfilter.
+address of those hosts, this cluster's and the other clusters' (`gitdns.core.health.filter.
 fleet_targets`), so the agent knows on its own when every target of a host is down (fail open,
 docs/health.md).  Each is probed on its own schedule, all concurrently.  A state change marks the
 agent dirty and pokes the scheduler, so a failed target leaves DNS in one cycle, not at the next
@@ -12,6 +12,9 @@ Probe headers (``healthCheck.headersSecret``) come from `gitdns.providers.probeh
 read again whenever the targets are set; a Secret the operator does not list (``--headers-secrets``)
 or one that cannot be read is said once in the log and probed without (or with the headers read
 before).  Every probe connection passes the monitor's gate with the operator's ``--probe-allow-ranges``.
+
+The package's other module: `inputs` — What the probes say, as a zone pass takes it: unhealthy
+target ids, the hosts whose every target is down (fail open), and the hosts whose withdrawals ….
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from gitdns.adapters.probes import HealthMonitor
 from gitdns.core.health import HealthSettings, ProbeSpec, State, TargetHealth, probe_spec, published
-from gitdns.core.healthfilter import HealthTarget
+from gitdns.core.health.filter import HealthTarget
 from gitdns.core.names import lb_host
 from gitdns.core.reach import ProbeReach
 from gitdns.errors import GitdnsError

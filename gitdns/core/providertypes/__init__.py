@@ -22,6 +22,9 @@ To add a provider: write ``gitdns/providers/<name>.py`` (the protocol of
 CoreDNS is not a provider type: CoreDNS serves what primaries render from the `local` store
 (RFC 1035 views and a Corefile snippet), so a zone served by CoreDNS names ``type: local``.
 A ``kuadrant.io/coredns`` Secret therefore names no provider (`UNSERVED_SECRET_TYPES`).
+
+The package's other module: `settings` — What a Zone's ``spec.provider`` may say, whatever the
+operator allows (pure).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The orchestrator lays each pool's tenants out in zone blocks (`gitdns.core.corefile.layout`)
 and checks the names that go into the files with CoreDNS's rules
-(`gitdns.core.corefilecheck`) before it delivers them; a tenant that fails is left out, and
+(`gitdns.core.corefile.check`) before it delivers them; a tenant that fails is left out, and
 the others are delivered.  This check runs the very same functions on the desired state, so a
 pull request learns in CI what the orchestrator would leave out and why:
 
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from gitdns.core.checks.index import Index, problem
 from gitdns.core.checks.tenants import refused_tenants
 from gitdns.core.corefile import layout
-from gitdns.core.corefilecheck import file_name_error
+from gitdns.core.corefile.check import file_name_error
 from gitdns.core.model import Tenant
 from gitdns.core.problems import Path, Problem
 

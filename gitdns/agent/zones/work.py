@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from gitdns.agent.budget import RESERVE
 from gitdns.agent.config import AgentConfig
-from gitdns.agent.healthinputs import HealthInputs
+from gitdns.agent.health.inputs import HealthInputs
 from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role as AgentRole
 from gitdns.agent.state import AgentState, ZoneTrack

@@ -21,7 +21,10 @@ skipped, as the agents keep the last valid one.  Per switch:
 A break-glass switch (``groups add|remove|set --direct``) leaves no commit: it is listed from
 the status branches, where an agent reports a zone serial above git's (``diverged``), at the
 first status commit that reported it (`direct_switches`).  Text and JSON are in
-`gitdns.commands.groups.logfmt`.
+`gitdns.commands.groups.log.fmt`.
+
+The package's other module: `fmt` — Text and JSON of a `gitdns.commands.groups.log.GroupsLog`,
+and the ``gitdns groups log`` command.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from gitdns.commands.history.walk import Commit, Walk
 from gitdns.commands.history.who import Who, attribute_all
 from gitdns.commands.zones import find_zone
 from gitdns.core.desired import Desired
-from gitdns.core.groupserials import Applied as Reported
+from gitdns.core.groups.serials import Applied as Reported
 from gitdns.core.model import Zone
 from gitdns.core.problems import blocked_zones
 from gitdns.core.records import normalize_name
@@ -291,7 +294,7 @@ def direct_switches(switches: Sequence[Switch], rows: Sequence[StatusCommit], do
 
     ``groups add|remove|set --direct`` writes the zone's active-groups TXT and leaves no commit;
     an agent that finds the zone's serial above git's follows the zone and reports it in its
-    groups.yaml with ``diverged: true`` (`gitdns.core.groupserials`).  A serial and groups
+    groups.yaml with ``diverged: true`` (`gitdns.core.groups.serials`).  A serial and groups
     reported so is a break-glass switch unless git committed the same serial and groups before
     that report (an agent still on an older revision follows a zone another agent already
     switched from git).  It is listed at the first status commit that reported it (the write

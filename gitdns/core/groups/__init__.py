@@ -13,6 +13,9 @@ means every group is active (for gitdns; dns-operator then publishes only its un
 clusters: docs/records.md, "Differences from dns-operator").  An empty list is written as
 dns-operator writes it, ``version=1``; ``version=1;groups=`` and a value without ``version`` are
 read as well.
+
+The package's other module: `serials` — Committed active-groups serials against the ones the
+clusters applied, pure.
 """
 
 from __future__ import annotations

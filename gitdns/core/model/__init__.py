@@ -3,6 +3,9 @@
 Values only.  `gitdns.core.loader` turns YAML documents into these; `gitdns.core.validate`
 checks them across files.  Every object remembers the document it came from (`Origin`)
 so that errors can name the file, line and YAML path.
+
+The package's other module: `build` — Model objects from the documents that passed their schema
+(`gitdns.core.loader` parses and checks them): one builder per kind, host names normalised, ….
 """
 
 from __future__ import annotations

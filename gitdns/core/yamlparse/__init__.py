@@ -1,7 +1,7 @@
 """YAML text to plain data, built straight from the parser's events.
 
     parse(text) -> list[Document]       every document: index, first line, data, refusal
-    events(text) -> Iterator[Event]      the events alone (`gitdns.core.yamllines` walks them)
+    events(text) -> Iterator[Event]      the events alone (`gitdns.core.yamlparse.lines` walks them)
     scalar(loader, event) -> value       one scalar as the loader builds it
 
 libyaml (ruamel.yaml's C parser) reads the text; dicts, lists and scalars are built from its
@@ -26,6 +26,9 @@ A refusal carries the line and the YAML path of the first refused value.
 
 Nesting deeper than `MAX_DEPTH`, a duplicate or non-scalar key, and a tag outside the core
 schema end the file with a `MarkedYAMLError`, like a syntax error.
+
+The package's other module: `lines` — The lines of YAML paths, found in one pass over the
+parser's events.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ says, as whole strings (a trailing newline is refused).
 (the orchestrator leaves those tenants out); `tenant_zones` is the check `gitdns validate`
 runs.  The problems block no Zone: the agent does not serve tenants, and a tenant naming
 another team's zone must not hold that zone back.
+
+The package's other module: `layout` — What the orchestrator would leave out of a node pool's
+CoreDNS files, found before it runs.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from gitdns.core.addresses import host_error
 from gitdns.core.checks.dnsnames import CLUSTER_DOMAIN, REVERSE_ZONES, inside, public_suffixes, reserved_error
 from gitdns.core.checks.index import Index, problem
 from gitdns.core.corefile import tenant_zone
-from gitdns.core.corefilecheck import dns_name_error as name_error
-from gitdns.core.corefilecheck import shown
+from gitdns.core.corefile.check import dns_name_error as name_error
+from gitdns.core.corefile.check import shown
 from gitdns.core.model import DesiredState, NodePool, Tenant
 from gitdns.core.problems import Path, Problem
 

@@ -12,7 +12,7 @@ from gitdns.commands.groups.log import ClusterApplied, Gate, Groups, GroupsLog, 
 from gitdns.commands.history.diff import iso_date
 from gitdns.commands.history.fmt import applied_text
 from gitdns.commands.history.who import MARKS, NOT_RECORDED, who_dict, who_lines
-from gitdns.core.groupserials import Applied as Reported
+from gitdns.core.groups.serials import Applied as Reported
 from gitdns.core.text import lines as text_lines
 
 

@@ -9,6 +9,9 @@ applied; after a start, every zone in git it does not publish in is also read on
 (`gitdns.core.plan.leave`): one that still holds an ownership TXT or a heartbeat of its own is
 reconciled as left too, whatever the state directory remembers.  A left zone is reconciled until
 nothing of the cluster is left in it (`forget`), then no more.
+
+The package's other module: `work` — One zone, one pass, in the agent: the pipeline for its
+role, then what only a running agent does around it (what the report shows of the pass, the ….
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Zones:
         self._finished: set[str] = set()  # left zones cleaned up: not reconciled again unless rejoined
 
     def lend_reader(self, read: ReadZone) -> None:
-        """The zone reader of `gitdns.agent.zonework.ZoneWork`, which holds the provider factory
+        """The zone reader of `gitdns.agent.zones.work.ZoneWork`, which holds the provider factory
         (given once, while the agent is built)."""
         self._reader = read
 

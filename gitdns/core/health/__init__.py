@@ -18,6 +18,9 @@ State machine (one per target)::
 A success resets the failure run and a failure resets the success run, so the thresholds
 count *consecutive* results.  Never-checked targets are UNKNOWN; whether UNKNOWN is
 published is `HealthSettings.publish_unknown` (default True, see docs/health-probes.md).
+
+The package's other module: `filter` — DNSPolicy health in the records a cluster publishes
+(docs/health.md, "DNSPolicy targets").
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ fleet's targets for them fail at once (or a new revision was loaded moments ago,
 failing probe may be a wrong health path just merged).
 
 The probes cover every target of the hosts this cluster publishes with a health check — its
-own and the other clusters' addresses for those hosts, from git (`gitdns.core.healthfilter.
+own and the other clusters' addresses for those hosts, from git (`gitdns.core.health.filter.
 host_targets`) — so each agent judges "every
-target of the host is unhealthy" from its own probes (`gitdns.core.healthfilter.
+target of the host is unhealthy" from its own probes (`gitdns.core.health.filter.
 every_target_down`) and all agents reach the same verdict whatever order they saw the failures
 in.  The verdict goes to the zone pass as ``<host>|*`` among the unhealthy ids: nothing of that
 host is withdrawn (docs/health.md, "DNSPolicy targets")."""
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from gitdns.agent.ports import HealthSource
 from gitdns.agent.state import AgentState
 from gitdns.core.desired import Desired
-from gitdns.core.healthfilter import HostTargets, every_target_down, fail_open_id, fleet_frozen, host_targets
+from gitdns.core.health.filter import HostTargets, every_target_down, fail_open_id, fleet_frozen, host_targets
 from gitdns.core.model import Cluster
 from gitdns.errors import GitdnsError
 

@@ -32,9 +32,12 @@ Rules (docs/health.md):
   claim no zone.
 
 `check_server` and `check_hosts` read what was rendered back with CoreDNS's parse rules
-(`gitdns.core.corefilecheck`) and say how it differs from what was meant.
+(`gitdns.core.corefile.check`) and say how it differs from what was meant.
 
 Nothing here touches disk or clock: values in, text out (`render_*`), and problems as data.
+
+The package's other module: `check` — Rendered CoreDNS files checked with the parse rules
+CoreDNS applies, before they are delivered (pure).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitdns.core.corefilecheck import (
+from gitdns.core.corefile.check import (
     character_problems,
     dns_name_error,
     file_name_error,
@@ -88,7 +91,7 @@ class ZoneBlock:
 class Skipped:
     tenant: str
     reason: str
-    code: str = ""  # the problem code `gitdns validate` reports it with (gitdns.core.checks.tenantlayout)
+    code: str = ""  # the problem code `gitdns validate` reports it with (gitdns.core.checks.tenants.layout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +227,7 @@ def render_files(env: jinja2.Environment, plan: Layout, ips: Iterable[str], tota
     return files
 
 
-# --- what was rendered, checked before delivery (gitdns.core.corefilecheck) ----------------
+# --- what was rendered, checked before delivery (gitdns.core.corefile.check) ----------------
 
 
 def server_block_tokens(block: ZoneBlock, settings: CorefileSettings = CorefileSettings()) -> list[str]:

@@ -4,7 +4,8 @@ reading as long as it is open."""
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from gitdns.adapters.probes.target import _Target
 from gitdns.adapters.probes.wire import (
@@ -17,10 +18,31 @@ from gitdns.adapters.probes.wire import (
 )
 
 if TYPE_CHECKING:
-    from gitdns.adapters.probes.prober import Prober
+    import asyncio
 
 # the phases of a kept connection
 _IDLE, _STATUS, _HEAD, _BODY, _CLOSED = range(5)
+
+
+class Owner(Protocol):
+    """What a connection needs of the prober that owns it (`gitdns.adapters.probes.prober.Prober`),
+    named here so that this module does not import the prober, which makes connections."""
+
+    conns: set[_Conn]
+    done: Callable[[_Target, str], None]
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def keep(self, conn: _Conn) -> None: ...
+
+    def forget(self, conn: _Conn) -> None: ...
+
+    def expire_at(self, conn: _Conn, deadline: float) -> None: ...
+
+    def timed_out(self, target: _Target, deadline: float) -> str: ...
+
+    def again(self, target: _Target, deadline: float) -> None: ...
 
 
 class _Conn:
@@ -32,7 +54,7 @@ class _Conn:
     __slots__ = ("buf", "deadline", "fd", "got", "idle_since", "key", "left", "phase", "prober", "served", "sock",
                  "target")
 
-    def __init__(self, prober: Prober, sock: socket.socket, key: tuple[str, int]) -> None:
+    def __init__(self, prober: Owner, sock: socket.socket, key: tuple[str, int]) -> None:
         self.prober = prober
         self.sock = sock
         self.fd = sock.fileno()

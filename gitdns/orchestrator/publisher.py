@@ -27,6 +27,7 @@ from gitdns.core.corefile import (
     ZoneBlock,
     check_hosts,
     check_server,
+    ip_order,
     render_server,
 )
 from gitdns.core.corefile.check import shown
@@ -55,10 +56,9 @@ def ips_shown(ips: Sequence[str]) -> str:
 
 
 def _ip_order(node: Node) -> int:
-    """`sort_ips`'s order as one int: IPv4 before IPv6, then numerically.  Raises ValueError for a
-    non-IP, as `sort_ips`."""
-    ip = ipaddress.ip_address(node.ip)
-    return int(ip) if ip.version == 4 else (1 << 128) | int(ip)
+    """`sort_ips`'s order of ``node``'s address (`ip_order`).  Raises ValueError for a non-IP, as
+    `sort_ips`."""
+    return ip_order(ipaddress.ip_address(node.ip))
 
 class RenderRefused(Exception):
     """A rendered snippet that must not be delivered."""

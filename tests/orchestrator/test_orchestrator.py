@@ -54,9 +54,6 @@ class FakeMonitor:
     def snapshot(self) -> dict[str, TargetHealth]:
         return dict(self.health)
 
-    def timings(self) -> dict[str, ProbeTiming]:
-        return dict(self.timing)
-
     def rounds(self, names: Sequence[str]) -> tuple[array[float], array[float]]:
         rows = [self.timing.get(name) for name in names]
         return (array("d", (math.nan if r is None else r.last_round_duration for r in rows)),

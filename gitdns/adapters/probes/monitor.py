@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 
 from gitdns.adapters.probes.prober import IDLE_MAX, TICK, Prober, Resolver, _idle_cap, system_resolver
-from gitdns.adapters.probes.target import MonitorStats, ProbeTiming, _Target
+from gitdns.adapters.probes.target import MonitorStats, _Target
 from gitdns.core.health import HealthSettings, ProbeSpec, TargetHealth, observe
 from gitdns.core.reach import ProbeReach
 
@@ -103,13 +103,8 @@ class HealthMonitor:
         with self._lock:
             return {tid: target.health for tid, target in self._targets.items()}
 
-    def timings(self) -> dict[str, ProbeTiming]:
-        """Per target: ``last_round_duration`` and ``last_check_time`` of its latest probe."""
-        with self._lock:
-            return {tid: ProbeTiming(t.duration, t.ended) for tid, t in self._targets.items() if t.ended}
-
     def rounds(self, target_ids: Sequence[str]) -> tuple[array[float], array[float]]:
-        """`timings` as two columns, in the order of ``target_ids``: each one's latest round's
+        """In the order of ``target_ids``: each one's latest round's
         duration and end (monitor clock), NaN where none ended yet or no such target.  No object
         per target: a metrics refresh of 10,000 nodes once a second made 10,000 of them."""
         durations, ends = array("d"), array("d")

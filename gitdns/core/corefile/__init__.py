@@ -192,10 +192,15 @@ def layout(state: DesiredState, pool: str, refused: Mapping[str, str] | None = N
     return Layout(pool, tuple(blocks), tuple(skipped), tuple(fenced))
 
 
+def ip_order(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> int:
+    """Where ``ip`` sorts in the hosts files, as one int: IPv4 before IPv6, then numerically."""
+    return int(ip) if ip.version == 4 else (1 << 128) | int(ip)
+
+
 def sort_ips(ips: Iterable[str]) -> list[str]:
-    """IPv4 before IPv6, numerically; duplicates dropped.  Raises ValueError for a non-IP."""
+    """IPv4 before IPv6, numerically (`ip_order`); duplicates dropped.  Raises ValueError for a non-IP."""
     parsed = {ipaddress.ip_address(ip) for ip in ips}
-    return [str(ip) for ip in sorted(parsed, key=lambda a: (a.version, int(a)))]
+    return [str(ip) for ip in sorted(parsed, key=ip_order)]
 
 
 def render_hosts(env: jinja2.Environment, pool: str, block: ZoneBlock, ips: Iterable[str], total: int) -> str:

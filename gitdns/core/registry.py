@@ -43,6 +43,8 @@ _TYPES_LOWER = {t.lower(): t for t in RECORD_TYPES}
 # stripped around it, the escape character of zone files and `&` (Kuadrant joins owners with
 # `&&`; dns-operator refuses it in group names).
 _LABEL_UNSAFE = frozenset(',;="\\&')
+# what a label may hold, as one set: a label is checked per record a plan writes (two each)
+_LABEL_SAFE = frozenset(chr(c) for c in range(0x21, 0x7F)) - _LABEL_UNSAFE
 OWNER_DELIMITER = "&&"
 # ... and no target (a target may hold blanks, `=` and quotes: only a `,` or `;` starts a new part).
 _TARGET_UNSAFE = frozenset(",;")
@@ -126,6 +128,8 @@ def label_error(text: str) -> str | None:
     one (printable ASCII, no space, none of ``, ; = " \\``)."""
     if not text:
         return "it is empty"
+    if _LABEL_SAFE.issuperset(text):
+        return None
     bad = sorted({ch for ch in text if ch in _LABEL_UNSAFE or not ch.isascii() or not ch.isprintable() or ch == " "})
     return f"{_shown(text)} contains {' '.join(map(repr, bad[:6]))}" if bad else None
 

@@ -104,3 +104,16 @@ def test_apex_txt_name_stays_inside_the_zone_and_parses_back() -> None:
     assert registry.parse_txt_name(name) == ("2tqs20a7", "MX", "example.com")
     assert registry.txt_name("owner1", "A", "www.example.com", zone="example.com") == (
         "kuadrant-2tqs20a7-a-www.example.com")
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=12)
+       | st.text(alphabet='abc-_.:/&,;="\\ \t\x7f\u00e9', max_size=8))
+def test_label_error_refuses_exactly_the_characters_the_rule_names(text: str) -> None:
+    """The one-set check (`_LABEL_SAFE`) refuses what the per-character rule refuses: printable
+    ASCII without blanks and none of ``, ; = " \\ &``."""
+    def allowed(ch: str) -> bool:
+        return ch.isascii() and ch.isprintable() and ch != " " and ch not in ',;="\\&'
+    error = registry.label_error(text)
+    assert (error is None) == (bool(text) and all(allowed(ch) for ch in text))
+    if error is not None and text:
+        assert "contains" in error

@@ -104,6 +104,7 @@ class Agent:
             elif self.state.source_condition != source_before:
                 self.refresh_report()  # the source went away, came back or refused the head: say so now
             self._poll_hooks()
+            self.work.drop_primed()
         return cycle
 
     def next_git_attempt(self) -> float | None:

@@ -10,8 +10,9 @@ applied; after a start, every zone in git it does not publish in is also read on
 reconciled as left too, whatever the state directory remembers.  A left zone is reconciled until
 nothing of the cluster is left in it (`forget`), then no more.
 
-The package's other module: `work` — One zone, one pass, in the agent: the pipeline for its
+The package's other modules: `work` — One zone, one pass, in the agent: the pipeline for its
 role, then what only a running agent does around it (what the report shows of the pass, the ….
+`primed` — A whole-zone read lent to the zone's next pass in the same cycle.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from gitdns.agent.ports import AgentPorts, AgentView
 from gitdns.agent.roles import Role as AgentRole
 from gitdns.agent.state import AgentState, ZoneTrack
 from gitdns.agent.zones import Zones
+from gitdns.agent.zones.primed import Primed
 from gitdns.core.builder import notes_for_zone
 from gitdns.core.desired import Desired
 from gitdns.core.groups import gitdns_name, kuadrant_name, read_zone_groups
@@ -48,6 +49,7 @@ class ZoneWork:
         self.role = role
         self.zones = zones
         self.health = health
+        self.primed: dict[str, ZoneSnapshot] = {}  # whole reads of this cycle's own_revision, by zone name
         zones.lend_reader(self._read_whole)
 
     def _read_whole(self, zone: Zone) -> ZoneSnapshot:
@@ -64,6 +66,9 @@ class ZoneWork:
         spent = None if remote else self._sent(zone)
         try:
             provider = NO_PROVIDER if remote else self.ports.factory(zone)  # a remote holds no credentials
+            primed = self.primed.pop(zone.name, None)
+            if primed is not None and not remote:  # the zone as own_revision just read it (primed.py)
+                provider = Primed(provider, primed)
             unhealthy, frozen = self.health.inputs()
             zpass = ZonePass(zone, zdesired, cluster, provider, can_write, outcome, memory=track.memory,
                              validation=validation, owners=tuple(c.id for c in newest.state.clusters),
@@ -136,7 +141,8 @@ class ZoneWork:
     def own_revision(self, desired: Desired, cluster: Cluster) -> tuple[str, Revision] | None:
         """The newest revision this cluster's own ownership TXT records carry in its zones
         (``rev`` label: commit time and short sha), with the zone: what the agent applied last,
-        as the zones remember it.  Read once, after a restart that found no other record."""
+        as the zones remember it.  Read once, after a restart that found no other record; a
+        whole-zone read is lent to the zone's pass in the same cycle (`primed`)."""
         if self.role.mode is Mode.REMOTE:
             return None  # a remote writes no zone (and holds no credentials)
         newest: tuple[str, Revision] | None = None
@@ -150,8 +156,10 @@ class ZoneWork:
                             for r in intent_for(desired, cluster, zone).records})
             try:
                 provider = self.ports.factory(zone)
-                snapshot = (provider.read(zone.domain, names) if self._by_name(zone, desired, len(names))
-                            else provider.read(zone.domain))
+                if self._by_name(zone, desired, len(names)):
+                    snapshot = provider.read(zone.domain, names)
+                else:
+                    snapshot = self.primed[zone.name] = provider.read(zone.domain)  # lent to the zone's pass
             except Exception as exc:  # a library's own failure too: the zone's pass reports it
                 log.warning("reading own revisions failed: zone=%s error=%s", zone.domain, _error(exc))
                 continue
@@ -163,6 +171,10 @@ class ZoneWork:
                     if rev is not None and (newest is None or rev.time > newest[1].time):
                         newest = (zone.domain, rev)
         return newest
+
+    def drop_primed(self) -> None:
+        """Forget the whole reads no pass of this cycle borrowed (the next cycle reads afresh)."""
+        self.primed.clear()
 
     def _by_name(self, zone: Zone, desired: Desired, names: int) -> bool:
         """Whether ``names`` reads by name cost less than the whole zone (its size as last read,

@@ -265,10 +265,15 @@ class Servers:
                 proc.wait()
 
 
-def start_servers(workdir: Path) -> Servers:
+PROFILE_MOTO = False  # --profile-moto: each moto single-threaded under cProfile (bench/moto_profiled.py)
+
+
+def start_servers(workdir: Path, label: str = "") -> Servers:
     port = free_port()
     log = (workdir / f"moto-{port}.log").open("w")
-    moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    serve = ([str(BENCH / "moto_profiled.py"), str(workdir / f"moto-{label or 'server'}-{port}.prof")]
+             if PROFILE_MOTO else ["-m", "moto.server"])
+    moto = subprocess.Popen([sys.executable, *serve, "-H", "127.0.0.1", "-p", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
     moto_url = f"http://127.0.0.1:{port}"
     for _ in range(400):
@@ -461,7 +466,7 @@ def commit_state(repo: Path, files: dict[str, str], message: str) -> None:
 def gitdns_floor(recs: list[Rec], workdir: Path) -> Row:
     """The floor: the same command with one record into an empty zone of its own moto
     (imports, botocore, one read, one write): no step's RSS can go below it."""
-    servers = start_servers(workdir)
+    servers = start_servers(workdir, "gitdns-floor")
     try:
         repo = workdir / "gitdns-floor"
         commit_state(repo, gitdns_files(recs, servers.zone_id, servers.proxy_url), "bench: floor")
@@ -477,7 +482,7 @@ class GitdnsRunner:
 
     def __init__(self, workdir: Path, profile: bool) -> None:
         self.workdir, self.profile = workdir, profile
-        self.servers = start_servers(workdir)
+        self.servers = start_servers(workdir, "gitdns")
         self.repo = workdir / "gitdns-repo"
 
     def step(self, step: str, state: list[Rec]) -> Row:
@@ -508,7 +513,7 @@ class OctodnsRunner:
     def __init__(self, tool: str, workdir: Path) -> None:
         self.tool, self.workdir = tool, workdir
         self.exe = ensure_venv()
-        self.servers = start_servers(workdir)
+        self.servers = start_servers(workdir, tool)
         base = workdir / tool
         self.cfg_dir = base / "config"
         self.cfg_dir.mkdir(parents=True, exist_ok=True)
@@ -868,6 +873,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--initial-repeat", type=int, default=3, metavar="N",
                     help="initial syncs per tool, each into a fresh zone; judged on the median (default 3; "
                          "--quick: 1)")
+    ap.add_argument("--profile-moto", action="store_true",
+                    help="run each moto single-threaded under cProfile and print where its CPU goes, per tool "
+                         "(the ratios of such a run are not the targets')")
     ap.add_argument("--no-agent", action="store_true", help="skip the in-process agent step")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--quick", action="store_true",
@@ -886,6 +894,8 @@ def main(argv: list[str] | None = None) -> int:
         args.initial_repeat = args.initial_repeat if "--initial-repeat" in given else 1
         args.tools = args.tools if "--tools" in given else "gitdns"
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    global PROFILE_MOTO
+    PROFILE_MOTO = args.profile_moto
 
     recs = generate(args.records, args.seed)
     pct, picks = change_fraction(recs, 0.01, args.seed + 1, "pct")
@@ -940,6 +950,8 @@ def main(argv: list[str] | None = None) -> int:
                 "agent": agent, "verdicts": [list(v) for v in judged]}, indent=1))
         if args.profile:
             print_profiles(workdir)
+        if args.profile_moto:
+            print_moto_profiles(workdir)
     finally:
         if args.keep:
             print(f"kept {workdir}")
@@ -979,6 +991,23 @@ def print_profiles(workdir: Path) -> None:
         print("  --")
         for tt, _ct, name in sorted(((tt, ct, n) for ct, tt, n in rows), reverse=True)[:15]:
             print(f"  own {tt:6.2f} s {100 * tt / total:5.1f} %  {name}")
+
+
+def print_moto_profiles(workdir: Path) -> None:
+    """Where each tool's moto spent its CPU over all that tool's steps (own time, top 10)."""
+    import pstats
+
+    for prof in sorted(workdir.glob("moto-*.prof")):
+        stats = pstats.Stats(str(prof))
+        entries = stats.stats  # type: ignore[attr-defined]
+        rows = sorted(((tt, f"{short_path(file)}:{line}:{fn}")
+                       for (file, line, fn), (_cc, _nc, tt, _ct, _callers) in entries.items()
+                       if "poll" not in fn and "select" not in fn), reverse=True)  # waiting for a request
+        busy = sum(tt for tt, _ in rows)
+        label = prof.stem.rsplit("-", 1)[0].removeprefix("moto-")
+        print(f"\n== moto serving {label}: {busy:.2f} s busy (idle waits left out); top by own time")
+        for tt, name in rows[:10]:
+            print(f"  own {tt:6.2f} s {100 * tt / busy:5.1f} %  {name}")
 
 
 def short_path(file: str) -> str:

@@ -206,6 +206,7 @@ ELSEWHERE = {  # bench -> the test that runs it
     "bench_history": "tests/e2e/test_bench_history.py",
     "bench_import": "tests/e2e/test_bench_import_quick.py",
     "bench_route53_octodns": "tests/e2e/test_bench_route53_quick.py",
+    "moto_profiled": "tests/e2e/test_bench_route53_quick.py",
     "bench_memory": "tests/test_deploy_sizing.py",
     "crash": "tests/e2e/test_crash.py",
     "fuzz": "tests/fuzz/test_bench_fuzz_quick.py",

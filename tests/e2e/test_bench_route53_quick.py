@@ -52,3 +52,19 @@ def test_bench_route53_quick_reaches_the_service_in_the_fewest_requests(tmp_path
     assert all(v == "PASS" for t, v in verdicts.items() if "fewest possible" in t or "over Route53" in t), verdicts
     second = result["agent"]["second"]
     assert second["calls"]["ChangeResourceRecordSets"] == 1 and not any(second["errors"]), second
+
+
+def test_bench_route53_profiles_moto_single_threaded(tmp_path: Path) -> None:
+    """``--profile-moto``: each moto runs under "moto_profiled.py" (one thread, cProfile) and the
+    bench prints where its CPU went while serving each tool."""
+    pytest.importorskip("moto.server")
+    if not Path("/usr/bin/time").exists() or shutil.which("git") is None:
+        pytest.skip("the bench needs /usr/bin/time and git")
+    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--no-agent", "--profile-moto"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-5000:]
+    block = output.split("== moto serving gitdns:", 1)[1].split("\n==", 1)[0]
+    assert " s busy" in block, block
+    lines = [line for line in block.splitlines() if line.strip().startswith("own")]
+    assert len(lines) == 10 and any("moto/" in line for line in lines), block  # moto's own code was profiled

@@ -111,3 +111,24 @@ def test_a_lent_read_answers_until_the_first_write() -> None:
     assert not lent.apply("example.com", [Change(Action.UPDATE, rec, new, rec.key)]).refused
     assert lent.read("example.com").records == (new,) and inner.reads == [None, None]  # after a write: fresh
     assert lent.lent == 2
+
+
+def test_a_lent_read_waits_only_for_the_writes_share_of_the_budget() -> None:
+    class Budgeted(PagedProvider):
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked: list[tuple[str, tuple[str, ...] | None]] = []
+
+        def ready_to_write(self, zone: str, names: Collection[str] | None = None) -> float:
+            self.asked.append((zone, None if names is None else tuple(names)))
+            return 0.5
+
+    inner = Budgeted()
+    rec = RecordSet("a.example.com", "A", 60, ("192.0.2.1",))
+    inner.apply("example.com", [Change(Action.CREATE, None, rec, rec.key)])
+    lent = Primed(inner, inner.read("example.com"))
+    assert lent.ready_to_write("example.com", None) == 0.5  # the read is the loan's: nothing to hold for it
+    assert lent.ready_to_write("example.org", ["x.example.org"]) == 0.5  # another zone: as asked
+    lent.apply("example.com", [Change(Action.DELETE, rec, None, rec.key)])
+    lent.ready_to_write("example.com", None)  # the loan ended with the write: the whole read's share
+    assert inner.asked == [("example.com", ()), ("example.org", ("x.example.org",)), ("example.com", None)]

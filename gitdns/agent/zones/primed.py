@@ -45,6 +45,16 @@ class Primed:
         return replace(snap, records=tuple(r for r in snap.records if r.name in wanted), names=wanted,
                        skipped=tuple(k for k in snap.skipped if k.name in wanted))
 
+    def ready_to_write(self, zone: str, names: Collection[str] | None = None) -> float:
+        """The budget's wait before a read meant to be written (`gitdns.agent.budget`): a read
+        answered from the loan sends nothing, so only the write's share is waited for."""
+        ready = getattr(self.inner, "ready_to_write", None)
+        if not callable(ready):
+            return 0.0
+        lent = self.snapshot is not None and normalize_name(zone) == normalize_name(self.snapshot.zone)
+        waited = ready(zone, () if lent else names)
+        return float(waited) if isinstance(waited, int | float) else 0.0
+
     def apply(self, zone: str, changes: Sequence[Change], guards: Sequence[Guard] = ()) -> ApplyResult:
         self.snapshot = None
         return self.inner.apply(zone, changes, guards)

@@ -3,6 +3,7 @@
     python bench/bench_route53_octodns.py                       # N = 10,000 (~25 min)
     python bench/bench_route53_octodns.py --records 1000 --tools gitdns
     python bench/bench_route53_octodns.py --profile             # gitdns steps under cProfile too
+    python bench/bench_route53_octodns.py --records 5000 --profile-moto --no-agent   # where moto's CPU goes
     python bench/bench_route53_octodns.py --quick --json out.json   # 300 records, gitdns only (tests run it)
 
 For each tool (gitdns; octoDNS with its OwnershipProcessor; plain octoDNS) a FRESH
